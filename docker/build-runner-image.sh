@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# Build the sandbox image Vibeloop runs Python test suites in (vibeloop-runner:python)
+# without pulling anything from a container registry: debootstrap a Debian bookworm
+# rootfs from the Debian mirror this machine's apt already uses, then `docker import` it.
+#
+# Usage: docker/build-runner-image.sh [--if-missing] [--tag NAME:TAG]
+#   --if-missing   exit 0 at once when the image already exists (used by scripts/test)
+#   --tag NAME     image tag to build (default vibeloop-runner:python)
+# Environment:
+#   VIBELOOP_DEBIAN_MIRROR  Debian mirror URL to use instead of the one found in apt sources
+#
+# For machines that can pull from a registry, docker/runner-python.Dockerfile builds the
+# equivalent image.
+set -euo pipefail
+
+TAG="vibeloop-runner:python"
+IF_MISSING=0
+SUITE="bookworm"
+# Keep in sync with docker/runner-python.Dockerfile.
+PACKAGES="python3,python3-pytest,flake8,mypy,git,ca-certificates"
+KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
+RUNNER_UID=1000
+
+die() { echo "build-runner-image: error: $*" >&2; exit 1; }
+log() { echo "build-runner-image: $*" >&2; }
+
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --if-missing) IF_MISSING=1 ;;
+        --tag) [ $# -ge 2 ] || die "--tag needs a value, e.g. --tag vibeloop-runner:python"
+               TAG="$2"; shift ;;
+        --tag=*) TAG="${1#--tag=}" ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument '$1'" ;;
+    esac
+    shift
+done
+[ -n "$TAG" ] || die "--tag must not be empty"
+
+command -v docker >/dev/null 2>&1 || die "docker is not installed; install Docker Engine first"
+docker info >/dev/null 2>&1 || die "cannot talk to the Docker daemon; start it (systemctl start docker) or add your user to the 'docker' group"
+
+image_exists() { docker image inspect "$TAG" >/dev/null 2>&1; }
+
+if [ "$IF_MISSING" = 1 ] && image_exists; then
+    exit 0
+fi
+
+# debootstrap, chroot and chown need real root.
+[ "$(id -u)" = 0 ] || die "must run as root (debootstrap needs it): sudo $0 $*"
+
+# Serialise concurrent builds (e.g. two scripts/test runs at once) so they do not race on
+# the same tag; the second one then finds the image and, with --if-missing, stops.
+exec 9>/var/tmp/vibeloop-runner-image.lock
+flock 9
+if [ "$IF_MISSING" = 1 ] && image_exists; then
+    exit 0
+fi
+
+START=$SECONDS
+
+# --- debootstrap itself -----------------------------------------------------------------
+if ! command -v debootstrap >/dev/null 2>&1; then
+    log "installing debootstrap with apt-get"
+    export DEBIAN_FRONTEND=noninteractive
+    # Try without refreshing the package lists first; refresh only if that fails.
+    if ! apt-get install -y -q --no-install-recommends debootstrap </dev/null >&2; then
+        apt-get update -q </dev/null >&2 || die "apt-get update failed; check /etc/apt/sources.list*"
+        apt-get install -y -q --no-install-recommends debootstrap </dev/null >&2 \
+            || die "could not install debootstrap; run: apt-get install debootstrap"
+    fi
+fi
+[ -r "$KEYRING" ] || die "$KEYRING is missing; run: apt-get install debian-archive-keyring"
+
+# --- which Debian mirror ------------------------------------------------------------------
+# The mirror host is never written down in this repository: it is read from the apt
+# sources of the machine (one-line *.list and deb822 *.sources formats). We take the first
+# 'deb' entry for suite $SUITE with component 'main' (this skips vendor repositories such
+# as Docker's, which use suite 'bookworm' with component 'stable').
+mirrors_from_list_files() {
+    local f
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -r "$f" ] || continue
+        # Drop comments and "[option=...]" blocks, then: deb URI SUITE COMPONENT...
+        sed -e 's/#.*//' -e 's/\[[^]]*\]//g' "$f" | awk -v want="$SUITE" '
+            $1 == "deb" && $3 == want {
+                for (i = 4; i <= NF; i++) if ($i == "main") { print $2; break }
+            }'
+    done
+}
+mirrors_from_sources_files() {
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -r "$f" ] || continue
+        awk -v want="$SUITE" '
+            function has(list, word,   n, a, i) {
+                n = split(list, a, " ")
+                for (i = 1; i <= n; i++) if (a[i] == word) return 1
+                return 0
+            }
+            function flush(   n, u, i) {
+                if (uris != "" && has(types, "deb") && has(suites, want) && has(comps, "main") \
+                    && enabled !~ /^(no|false|0)$/) {
+                    n = split(uris, u, " ")
+                    for (i = 1; i <= n; i++) print u[i]
+                }
+                uris = types = suites = comps = enabled = last = ""
+            }
+            /^[ \t]*#/ { next }
+            /^[ \t]*$/ { flush(); next }
+            /^[ \t]/ {   # continuation line of a multi-line field
+                if (last == "uris") uris = uris " " $0
+                else if (last == "suites") suites = suites " " $0
+                else if (last == "types") types = types " " $0
+                else if (last == "components") comps = comps " " $0
+                next
+            }
+            {
+                c = index($0, ":"); if (c == 0) next
+                key = tolower(substr($0, 1, c - 1)); val = substr($0, c + 1)
+                last = key
+                if (key == "uris") uris = val
+                else if (key == "suites") suites = val
+                else if (key == "types") types = val
+                else if (key == "components") comps = val
+                else if (key == "enabled") { enabled = tolower(val); gsub(/[ \t]/, "", enabled) }
+            }
+            END { flush() }' "$f"
+    done
+}
+find_mirror() {
+    local uri
+    { mirrors_from_list_files; mirrors_from_sources_files; } | while read -r uri; do
+        case "$uri" in
+            http://*|https://*|file:/*) echo "${uri%/}"; break ;;
+        esac
+    done
+}
+
+MIRROR="${VIBELOOP_DEBIAN_MIRROR:-}"
+if [ -z "$MIRROR" ]; then
+    MIRROR="$(find_mirror || true)"
+fi
+[ -n "$MIRROR" ] || die "found no Debian '$SUITE' mirror with component 'main' in /etc/apt/sources.list or /etc/apt/sources.list.d/*.{list,sources}; add one there or set VIBELOOP_DEBIAN_MIRROR=<mirror URL>"
+log "building $TAG from Debian $SUITE at $MIRROR"
+
+# --- rootfs in a scratch directory --------------------------------------------------------
+WORKDIR="$(mktemp -d /var/tmp/vibeloop-runner-image.XXXXXX)"
+ROOTFS="$WORKDIR/rootfs"
+DEBOOTSTRAP_PID=""
+cleanup() {
+    local rc=$?
+    # Interrupted while debootstrap runs: stop it and let it undo its own mounts.
+    if [ -n "$DEBOOTSTRAP_PID" ] && kill -0 "$DEBOOTSTRAP_PID" 2>/dev/null; then
+        kill -TERM "$DEBOOTSTRAP_PID" 2>/dev/null || true
+        wait "$DEBOOTSTRAP_PID" 2>/dev/null || true
+    fi
+    # debootstrap unmounts proc/sys/dev itself, but if it was killed half-way they may
+    # still be mounted: unmount anything below the scratch dir (deepest first) before
+    # deleting, and never let rm cross into another file system.
+    if [ -d "$WORKDIR" ]; then
+        awk -v p="$WORKDIR/" 'index($2, p) == 1 { print $2 }' /proc/mounts | sort -r \
+            | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+        rm -rf --one-file-system "$WORKDIR"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# minbase = only Essential + apt; --include pulls in our tools and their Depends (no
+# Recommends), checked against the Debian archive keyring. It runs in the background so
+# that INT/TERM reach our trap at once instead of after debootstrap has finished.
+debootstrap --variant=minbase --components=main --keyring="$KEYRING" \
+    --include="$PACKAGES" "$SUITE" "$ROOTFS" "$MIRROR" </dev/null >"$WORKDIR/debootstrap.log" 2>&1 &
+DEBOOTSTRAP_PID=$!
+if ! wait "$DEBOOTSTRAP_PID"; then
+    DEBOOTSTRAP_PID=""
+    tail -n 30 "$WORKDIR/debootstrap.log" >&2
+    [ -f "$ROOTFS/debootstrap/debootstrap.log" ] && tail -n 30 "$ROOTFS/debootstrap/debootstrap.log" >&2
+    die "debootstrap failed (see above); check that $MIRROR serves Debian $SUITE and that this machine can reach it"
+fi
+DEBOOTSTRAP_PID=""
+log "debootstrap done after $((SECONDS - START))s"
+
+# Unprivileged user the sandboxed commands run as, and the workspace it owns.
+chroot "$ROOTFS" useradd --uid "$RUNNER_UID" --user-group --create-home \
+    --home-dir /home/runner --shell /bin/bash runner
+mkdir -p "$ROOTFS/work"
+chown "$RUNNER_UID:$RUNNER_UID" "$ROOTFS/work"
+chmod 0755 "$ROOTFS/work"
+
+# Keep the image small: no package caches or lists (containers run without network
+# anyway), no man pages, info or translations; keep only the copyright files of the docs.
+rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/cache/apt/*.bin \
+       "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/cache/debconf/*-old "$ROOTFS"/var/lib/dpkg/*-old \
+       "$ROOTFS"/usr/share/man/* "$ROOTFS"/usr/share/info/* "$ROOTFS"/usr/share/locale/*
+mkdir -p "$ROOTFS/var/lib/apt/lists/partial"
+find "$ROOTFS/usr/share/doc" -type f ! -name copyright -delete
+find "$ROOTFS/usr/share/doc" -mindepth 1 -type d -empty -delete
+find "$ROOTFS/var/log" -type f -delete
+# debootstrap copies the build host's resolv.conf and hostname; Docker provides its own.
+: >"$ROOTFS/etc/resolv.conf"
+echo runner >"$ROOTFS/etc/hostname"
+: >"$ROOTFS/etc/machine-id"
+
+# --- import ---------------------------------------------------------------------------------
+log "importing into Docker as $TAG"
+tar --numeric-owner -C "$ROOTFS" -c . | docker import \
+    --change 'USER runner' \
+    --change 'WORKDIR /work' \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'ENV LANG=C.UTF-8' \
+    --change 'CMD ["sleep","infinity"]' \
+    --message "vibeloop runner image, debootstrap $SUITE minbase + $PACKAGES" \
+    - "$TAG" >/dev/null
+
+# --- verify ---------------------------------------------------------------------------------
+# A broken image must not stay under the tag, or --if-missing would keep it forever.
+verify_failed() {
+    docker image rm "$TAG" >/dev/null 2>&1 || true
+    die "$1; the image was removed, fix the problem and run $0 again"
+}
+out="$(docker run --rm --network none "$TAG" python3 -c 'import pytest, flake8, mypy; print("ok")' 2>&1)" \
+    || verify_failed "the new image cannot import pytest, flake8 and mypy: $out"
+[ "$out" = ok ] || verify_failed "unexpected output from the import check: $out"
+uid="$(docker run --rm --network none "$TAG" id -u 2>&1)" || verify_failed "'id -u' failed in the new image: $uid"
+[ "$uid" != 0 ] || verify_failed "the new image runs as root; it must run as the 'runner' user"
+
+size="$(docker image inspect -f '{{.Size}}' "$TAG")"
+log "built $TAG ($((size / 1000000)) MB, runs as uid $uid) in $((SECONDS - START))s"

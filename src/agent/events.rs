@@ -1,0 +1,102 @@
+//! Progress events of an agent run, for the ticket's timeline: stage_enter, stage_exit,
+//! iteration_start, tool_start, tool_complete, thinking, llm_usage. They go through a channel
+//! so the loop never waits on whoever stores or streams them.
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+/// One event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AgentEvent {
+    StageEnter {
+        role: String,
+        stage: String,
+    },
+    StageExit {
+        role: String,
+        stage: String,
+        detail: String,
+    },
+    IterationStart {
+        role: String,
+        iteration: u32,
+    },
+    ToolStart {
+        role: String,
+        name: String,
+        args: String,
+    },
+    ToolComplete {
+        role: String,
+        name: String,
+        args: String,
+        millis: u64,
+        ok: bool,
+        error: Option<String>,
+    },
+    /// What the model said alongside its tool calls.
+    Thinking {
+        role: String,
+        text: String,
+    },
+    LlmUsage {
+        role: String,
+        model: String,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        cost_usd: f64,
+        millis: u64,
+    },
+}
+
+impl AgentEvent {
+    /// The event's kind, as stored.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentEvent::StageEnter { .. } => "stage_enter",
+            AgentEvent::StageExit { .. } => "stage_exit",
+            AgentEvent::IterationStart { .. } => "iteration_start",
+            AgentEvent::ToolStart { .. } => "tool_start",
+            AgentEvent::ToolComplete { .. } => "tool_complete",
+            AgentEvent::Thinking { .. } => "thinking",
+            AgentEvent::LlmUsage { .. } => "llm_usage",
+        }
+    }
+}
+
+/// Where events go; cheap to clone. A sink nobody listens to drops them.
+#[derive(Debug, Clone)]
+pub struct EventSink(Option<mpsc::UnboundedSender<AgentEvent>>);
+
+impl EventSink {
+    pub fn new() -> (Self, mpsc::UnboundedReceiver<AgentEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Self(Some(tx)), rx)
+    }
+
+    /// A sink that drops everything.
+    pub fn discard() -> Self {
+        Self(None)
+    }
+
+    pub fn emit(&self, event: AgentEvent) {
+        if let Some(tx) = &self.0 {
+            let _ = tx.send(event);
+        }
+    }
+}
+
+/// A short, single-line view of text for the timeline (arguments, thoughts).
+pub fn summarize(text: &str, max: usize) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let one_line = one_line.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > max {
+        format!("{}…", one_line.chars().take(max).collect::<String>())
+    } else {
+        one_line
+    }
+}

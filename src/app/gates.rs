@@ -1,0 +1,191 @@
+//! `vibeloop gates`: runs the repository's gates on a local checkout exactly as the bot would —
+//! the config read from the base, the working tree (uncommitted changes included) snapshot as a
+//! commit, checked out in a scratch directory, gates run in a sandbox — and prints a table or
+//! JSON. Exit code 0 only when every gate passes. The checkout itself is not modified.
+
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use git2::{IndexAddOption, Repository, Signature, build::CheckoutBuilder};
+
+use crate::config::GatesArgs;
+use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
+use crate::gates::pipeline::{self, Inputs, Report};
+use crate::gates::{GateResult, ORDER};
+use crate::ids::CommitSha;
+use crate::sandbox::{Backend, SandboxSpec, read_only_mounts};
+
+/// Runs the command; returns the process exit code.
+pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
+    for g in &args.gates {
+        if !ORDER.contains(&g.as_str()) {
+            bail!("--gate {g:?}: the gates are {}", ORDER.join(", "));
+        }
+    }
+    let force = crate::config::parse_sandbox(&args.sandbox)?;
+    let repo = Repository::open(&args.repo)
+        .with_context(|| format!("{} is not a git checkout", args.repo.display()))?;
+    let base = resolve_base(&repo, args.base.as_deref())?;
+    let config = read_config(&repo, &base)?;
+    let head = snapshot(&repo)?;
+    // The change is what `head` adds to the base: compare with their merge base.
+    let base: CommitSha = repo
+        .merge_base(
+            git2::Oid::from_str(head.as_str())?,
+            git2::Oid::from_str(base.as_str())?,
+        )
+        .context("the checkout and --base share no history")?
+        .into();
+    let scratch = tempfile::tempdir().context("cannot make a scratch directory")?;
+    let worktree = scratch.path().join("work");
+    checkout(&repo, &head, &worktree)?;
+
+    let (backend, fallback) = Backend::detect(scratch.path(), force).await?;
+    if let Some(why) = fallback {
+        eprintln!("note: running gates as local processes: no Docker engine answered ({why})");
+    }
+    let spec = SandboxSpec {
+        repo: "local/checkout".into(),
+        ticket: "preview".into(),
+        role: format!("gates-{}", std::process::id()),
+        read_only: read_only_mounts(&worktree, &config.policy.read_only_paths),
+        worktree: worktree.clone(),
+        image: config.image.clone(),
+        network: config.limits.network,
+        cpus: config.limits.cpu,
+        memory_mb: config.limits.memory_mb,
+        pids: 512,
+    };
+    let sandbox = backend.start(&spec).await?;
+    let inputs = Inputs {
+        config: &config,
+        sandbox: &sandbox,
+        worktree: &worktree,
+        git_dir: repo.path(),
+        base: &base,
+        head: &head,
+        tests: None,
+        notes: vec![],
+    };
+    let only: Vec<&str> = args.gates.iter().map(String::as_str).collect();
+    let results = pipeline::run(
+        &inputs,
+        (!only.is_empty()).then_some(&only[..]),
+        &Report::Off,
+    )
+    .await;
+    sandbox.stop().await;
+    let results = results?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        print!("{}", table(&results));
+    }
+    Ok(if results.iter().all(GateResult::passed) {
+        0
+    } else {
+        1
+    })
+}
+
+fn resolve_base(repo: &Repository, base: Option<&str>) -> anyhow::Result<CommitSha> {
+    let candidates: Vec<&str> = match base {
+        Some(b) => vec![b],
+        None => vec!["origin/HEAD", "main", "master"],
+    };
+    for c in &candidates {
+        if let Ok(obj) = repo.revparse_single(c) {
+            return Ok(obj.peel_to_commit()?.id().into());
+        }
+    }
+    bail!(
+        "--base {}: no such commit or branch; name the branch your change is based on",
+        candidates.join(" / ")
+    )
+}
+
+/// `.github/hive.yml` at `base`, as the bot reads it.
+fn read_config(repo: &Repository, base: &CommitSha) -> anyhow::Result<HiveConfig> {
+    let tree = repo
+        .find_commit(git2::Oid::from_str(base.as_str())?)?
+        .tree()?;
+    let text = match tree.get_path(Path::new(CONFIG_PATH)) {
+        Ok(entry) => {
+            String::from_utf8_lossy(entry.to_object(repo)?.peel_to_blob()?.content()).into_owned()
+        }
+        Err(_) => String::new(),
+    };
+    Ok(HiveConfig::parse(&text)?)
+}
+
+/// The working tree as a commit on top of HEAD (no branch or index on disk is touched).
+fn snapshot(repo: &Repository) -> anyhow::Result<CommitSha> {
+    let mut index = repo.index()?;
+    index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"], None)?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let sig = Signature::now("vibeloop gates", "gates@vibeloop.invalid")?;
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    let oid = repo.commit(
+        None,
+        &sig,
+        &sig,
+        "vibeloop gates: working tree",
+        &tree,
+        &parents,
+    )?;
+    Ok(oid.into())
+}
+
+fn checkout(repo: &Repository, head: &CommitSha, dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tree = repo
+        .find_commit(git2::Oid::from_str(head.as_str())?)?
+        .tree()?;
+    let mut co = CheckoutBuilder::new();
+    co.target_dir(dir).force().recreate_missing(true);
+    repo.checkout_tree(tree.as_object(), Some(&mut co))?;
+    Ok(())
+}
+
+/// The human-readable report.
+fn table(results: &[GateResult]) -> String {
+    let mut s = format!(
+        "{:<10} {:<14} {:>8} {:>9}  {}\n",
+        "gate", "status", "time", "findings", "command"
+    );
+    for r in results {
+        let time = if r.duration.is_zero() {
+            "-".into()
+        } else {
+            format!("{:.1}s", r.duration.as_secs_f64())
+        };
+        let cmd = r
+            .command
+            .clone()
+            .unwrap_or_else(|| r.notes.first().cloned().unwrap_or_default());
+        s.push_str(&format!(
+            "{:<10} {:<14} {:>8} {:>9}  {}\n",
+            r.gate,
+            r.status.as_str(),
+            time,
+            r.annotations.len(),
+            cmd
+        ));
+    }
+    for r in results.iter().filter(|r| !r.passed()) {
+        s.push_str(&format!("\n{}: {}\n", r.gate, r.describe()));
+        for a in r.annotations.iter().take(20) {
+            s.push_str(&format!("  {}:{}: {}\n", a.path, a.start_line, a.message));
+        }
+        if let Some(out) = &r.output {
+            for line in out.tail(15).lines() {
+                s.push_str(&format!("  | {line}\n"));
+            }
+        }
+    }
+    let passed = results.iter().filter(|r| r.passed()).count();
+    s.push_str(&format!("\n{passed} of {} gates passed\n", results.len()));
+    s
+}

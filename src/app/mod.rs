@@ -1,0 +1,184 @@
+//! Process wiring for `vibeloop serve` and `vibeloop migrate`: logging, the store, the HTTP
+//! server and the workers, and a graceful shutdown on SIGINT/SIGTERM. [`gates`] is
+//! `vibeloop gates`.
+
+pub mod gates;
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::sync::{Notify, watch};
+use tracing::{info, warn};
+
+use crate::config::{ServeConfig, StoreArgs};
+use crate::github::GitHubApp;
+use crate::hive::{self, Hive};
+use crate::llm::routing::Router;
+use crate::sandbox::Backend;
+use crate::store::{Dialect, Store};
+use crate::webhook::{self, Ingress};
+use crate::workspace::{Author, Workspace};
+
+/// Sets up `tracing` output: text or JSON lines, filtered by `RUST_LOG` (default `info`).
+pub fn init_logging(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,sqlx=warn,octocrab=warn,hyper=warn")
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// Opens the store and applies migrations.
+pub async fn open_store(url: &str) -> anyhow::Result<Store> {
+    let store = Store::connect(url).await?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// `vibeloop migrate`.
+pub async fn migrate(args: &StoreArgs) -> anyhow::Result<()> {
+    open_store(&args.database_url()).await?;
+    println!("migrations applied");
+    Ok(())
+}
+
+/// `vibeloop serve`: runs until SIGINT or SIGTERM.
+pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    for w in &config.warnings {
+        warn!("{w}");
+    }
+    std::fs::create_dir_all(&config.data_dir).with_context(|| {
+        format!(
+            "cannot create the data directory {}",
+            config.data_dir.display()
+        )
+    })?;
+    let store = open_store(&config.database_url).await?;
+    if store.dialect() == Dialect::Sqlite {
+        // SQLite means one process: leases held by a previous, crashed run are free now.
+        let n = store.release_all_leases().await?;
+        if n > 0 {
+            info!(jobs = n, "resuming jobs interrupted by the last shutdown");
+        }
+    }
+    let jobs_queued = Arc::new(Notify::new());
+    let ingress = Ingress {
+        store: store.clone(),
+        deliveries: crate::store::deliveries::DeliveryWriter::spawn(store.clone()),
+        secrets: Arc::new(config.webhook_secrets.clone()),
+        jobs_queued: jobs_queued.clone(),
+    };
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    info!(addr = %listener.local_addr()?, database = ?store.dialect(), "listening");
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let workers = match &config.app {
+        Some(creds) => {
+            let sandbox = start_sandbox_backend(&config).await?;
+            let hive = Arc::new(Hive {
+                store: store.clone(),
+                github: Arc::new(GitHubApp::new(creds, &config.github_api_url)?),
+                workspace: Workspace::new(&config.data_dir, &config.github_git_url),
+                models: Arc::new(router(&config)?),
+                prompts: crate::agent::prompts::Prompts::new(config.llm.prompts_dir.clone()),
+                sandbox,
+                author: Author::default(),
+                owner: format!("{}-{}", hostname(), std::process::id()),
+                jobs_queued,
+            });
+            info!(
+                workers = config.workers,
+                sandbox = "local",
+                "workers started"
+            );
+            Some(tokio::spawn(hive::run_workers(
+                hive,
+                config.workers,
+                stop_rx.clone(),
+            )))
+        }
+        None => None,
+    };
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        info!("shutting down");
+        let _ = stop_tx.send(true);
+    });
+    let mut server_stop = stop_rx.clone();
+    axum::serve(listener, webhook::router(ingress))
+        .with_graceful_shutdown(async move {
+            let _ = server_stop.changed().await;
+        })
+        .await
+        .context("HTTP server failed")?;
+    if let Some(workers) = workers {
+        // Workers finish the step they are in; a job cut short resumes at the next start.
+        if tokio::time::timeout(std::time::Duration::from_secs(10), workers)
+            .await
+            .is_err()
+        {
+            warn!("workers still busy after 10 s; their jobs resume at the next start");
+        }
+    }
+    store.close().await;
+    Ok(())
+}
+
+/// The models of the roles: the default route, refined by the models file when there is one.
+fn router(config: &ServeConfig) -> anyhow::Result<Router> {
+    let default = config.llm.default.clone();
+    let router = match &config.llm.models_file {
+        Some((_, text)) => Router::from_file(default, text, |var| std::env::var(var).ok())?,
+        None => Router::single(default),
+    };
+    for role in crate::llm::routing::ROLES {
+        let r = router.route(role);
+        info!(role, provider = ?r.provider, model = %r.model, "model");
+    }
+    Ok(router)
+}
+
+/// Picks the sandbox backend, says which in the log, and clears what a crash left behind.
+async fn start_sandbox_backend(config: &ServeConfig) -> anyhow::Result<Backend> {
+    let (backend, fallback) = Backend::detect(&config.data_dir, config.sandbox)
+        .await
+        .context("VIBELOOP_SANDBOX=docker, but no Docker engine answers")?;
+    match (&backend, fallback) {
+        (Backend::Docker(d), _) => info!(engine = d.version(), "sandbox: docker"),
+        (Backend::Local, Some(why)) => {
+            warn!(reason = %why, "sandbox: local processes (no Docker engine answered)")
+        }
+        (Backend::Local, None) => info!("sandbox: local processes"),
+    }
+    let removed = backend.remove_leftovers().await?;
+    if removed > 0 {
+        info!(
+            containers = removed,
+            "removed sandboxes left by the last run"
+        );
+    }
+    Ok(backend)
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "vibeloop".into())
+}

@@ -1,0 +1,482 @@
+//! Process configuration: the command line and its environment variables (clap), checked into
+//! [`ServeConfig`] with one clear error line per bad setting. Repository configuration
+//! (`.github/hive.yml`) lives in [`repo`].
+
+pub mod repo;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+use secrecy::SecretString;
+
+/// Command line of the `vibeloop` binary.
+#[derive(Debug, Parser)]
+#[command(
+    name = "vibeloop",
+    version,
+    about = "Turns labelled GitHub issues into tested pull requests."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the webhook receiver and the workers.
+    Serve(Box<ServeArgs>),
+    /// Apply the database migrations and exit.
+    Migrate(StoreArgs),
+    /// Run the repository's gates on a local checkout, as the bot would.
+    Gates(GatesArgs),
+}
+
+/// `vibeloop gates`: preview the gates on a local checkout (uncommitted changes included).
+#[derive(Debug, Clone, Args)]
+pub struct GatesArgs {
+    /// The checkout to check.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// The base the change is compared with, and where `.github/hive.yml` is read
+    /// [default: origin/HEAD, else main, else master]
+    #[arg(long)]
+    pub base: Option<String>,
+    /// `docker` or `local` [default: docker when an engine answers]
+    #[arg(long, env = "VIBELOOP_SANDBOX", default_value = "auto")]
+    pub sandbox: String,
+    /// Only these gates (repeatable): test, lint, typecheck, build, security.
+    #[arg(long = "gate")]
+    pub gates: Vec<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where Vibeloop keeps its state.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Directory for mirrors, worktrees and the SQLite database.
+    #[arg(long, env = "VIBELOOP_DATA_DIR", default_value = "./.vibeloop")]
+    pub data_dir: PathBuf,
+    /// Database URL: `sqlite://…` or `postgres://…` [default: SQLite file vibeloop.db in the data dir]
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+}
+
+impl StoreArgs {
+    /// The database URL to use: the one given, or a SQLite file in the data directory.
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) if !url.trim().is_empty() => url.trim().to_owned(),
+            _ => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("vibeloop.db").display()
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address the HTTP server listens on.
+    #[arg(long, env = "VIBELOOP_LISTEN", default_value = "127.0.0.1:3000")]
+    pub listen: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Numeric id of the GitHub App.
+    #[arg(long, env = "GITHUB_APP_ID")]
+    pub github_app_id: Option<String>,
+    /// File holding the App's private key (PEM).
+    #[arg(long, env = "GITHUB_PRIVATE_KEY_PATH")]
+    pub github_private_key_path: Option<PathBuf>,
+    /// The App's private key itself (PEM), instead of a file.
+    #[arg(long, env = "GITHUB_PRIVATE_KEY", hide_env_values = true)]
+    pub github_private_key: Option<String>,
+    /// Webhook secret; a comma-separated list is accepted while rotating.
+    #[arg(long, env = "GITHUB_WEBHOOK_SECRET", hide_env_values = true)]
+    pub github_webhook_secret: Option<String>,
+    /// Base URL of GitHub's REST API.
+    #[arg(long, env = "GITHUB_API_URL", default_value = "https://api.github.com")]
+    pub github_api_url: String,
+    /// Base URL for git over HTTPS [default: https://github.com for api.github.com, the API
+    /// host without `/api/v3` for GitHub Enterprise, else the API URL]
+    #[arg(long, env = "GITHUB_GIT_URL")]
+    pub github_git_url: Option<String>,
+    /// OpenAI-compatible endpoint of the model provider.
+    #[arg(
+        long,
+        env = "VIBELOOP_LLM_BASE_URL",
+        default_value = "http://127.0.0.1:11434/v1"
+    )]
+    pub llm_base_url: String,
+    /// API key of the model provider (sent as a bearer token).
+    #[arg(long, env = "VIBELOOP_LLM_API_KEY", hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+    /// Model name sent to the provider.
+    #[arg(long, env = "VIBELOOP_LLM_MODEL", default_value = "qwen2.5-coder:7b")]
+    pub llm_model: String,
+    /// API of the model provider: `openai` (OpenAI-compatible) or `anthropic`.
+    #[arg(long, env = "VIBELOOP_LLM_PROVIDER", default_value = "openai")]
+    pub llm_provider: String,
+    /// YAML file routing roles to models and holding the price table (see README).
+    #[arg(long, env = "VIBELOOP_MODELS_FILE")]
+    pub models_file: Option<PathBuf>,
+    /// Directory of role prompts (`builder.md`…) replacing the compiled-in ones.
+    #[arg(long, env = "VIBELOOP_PROMPTS_DIR")]
+    pub prompts_dir: Option<PathBuf>,
+    /// Where gate commands run: `auto` (Docker when an engine answers, else local), `docker` or
+    /// `local`.
+    #[arg(long, env = "VIBELOOP_SANDBOX", default_value = "auto")]
+    pub sandbox: String,
+    /// How many jobs (deliveries and tickets) run at once.
+    #[arg(long, env = "VIBELOOP_WORKERS", default_value = "4")]
+    pub workers: String,
+    /// Log format: `text` or `json`.
+    #[arg(long, env = "VIBELOOP_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+}
+
+/// The GitHub App's credentials, present only when both the id and the key are given.
+#[derive(Clone)]
+pub struct AppCredentials {
+    pub app_id: u64,
+    pub private_key_pem: SecretString,
+}
+
+/// Everything `vibeloop serve` needs, checked.
+#[derive(Clone)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub database_url: String,
+    pub app: Option<AppCredentials>,
+    pub webhook_secrets: Vec<SecretString>,
+    pub github_api_url: url::Url,
+    pub github_git_url: url::Url,
+    pub llm: LlmConfig,
+    pub workers: usize,
+    /// `None` for auto-detection.
+    pub sandbox: Option<crate::sandbox::Kind>,
+    pub json_logs: bool,
+    /// Settings that are missing but not fatal; `serve` logs each as a warning.
+    pub warnings: Vec<String>,
+}
+
+/// Where the agents' models live.
+#[derive(Clone)]
+pub struct LlmConfig {
+    /// The route every role uses unless the models file says otherwise.
+    pub default: crate::llm::Route,
+    /// The models file's text, read at start-up.
+    pub models_file: Option<(PathBuf, String)>,
+    pub prompts_dir: Option<PathBuf>,
+}
+
+/// A setting that stops start-up; its message is one line naming the setting.
+#[derive(Debug, thiserror::Error)]
+#[error("{setting}: {problem}")]
+pub struct ConfigError {
+    pub setting: &'static str,
+    pub problem: String,
+}
+
+fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError {
+        setting,
+        problem: problem.into(),
+    }
+}
+
+fn parse_url(setting: &'static str, value: &str) -> Result<url::Url, ConfigError> {
+    let url = url::Url::parse(value.trim())
+        .map_err(|e| bad(setting, format!("{value:?} is not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad(
+            setting,
+            format!("{value:?} must start with http:// or https://"),
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad(setting, "must not carry credentials in the URL"));
+    }
+    Ok(url)
+}
+
+/// The git host that belongs to an API URL (see `--github-git-url`).
+fn default_git_url(api: &url::Url) -> url::Url {
+    if api.host_str() == Some("api.github.com") {
+        return url::Url::parse("https://github.com").expect("static URL");
+    }
+    let mut git = api.clone();
+    if let Some(stripped) = api.path().trim_end_matches('/').strip_suffix("/api/v3") {
+        git.set_path(stripped);
+    }
+    git
+}
+
+impl ServeConfig {
+    pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
+        let listen = args.listen.trim().parse().map_err(|_| {
+            bad(
+                "VIBELOOP_LISTEN",
+                format!("{:?} is not an address like 127.0.0.1:3000", args.listen),
+            )
+        })?;
+        let secrets: Vec<SecretString> = args
+            .github_webhook_secret
+            .as_deref()
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| SecretString::from(s.to_owned()))
+            .collect();
+        if secrets.is_empty() {
+            return Err(bad(
+                "GITHUB_WEBHOOK_SECRET",
+                "not set: set it to your GitHub App's webhook secret (a comma-separated list while rotating)",
+            ));
+        }
+        let mut warnings = Vec::new();
+        let app = load_app_credentials(args, &mut warnings)?;
+        let github_api_url = parse_url("GITHUB_API_URL", &args.github_api_url)?;
+        let github_git_url = match &args.github_git_url {
+            Some(url) => parse_url("GITHUB_GIT_URL", url)?,
+            None => default_git_url(&github_api_url),
+        };
+        let llm_api_key = args
+            .llm_api_key
+            .as_deref()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(|k| SecretString::from(k.to_owned()));
+        let workers: usize = args
+            .workers
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=256).contains(n))
+            .ok_or_else(|| {
+                bad(
+                    "VIBELOOP_WORKERS",
+                    format!("{:?} is not a number from 1 to 256", args.workers),
+                )
+            })?;
+        let sandbox = parse_sandbox(&args.sandbox)?;
+        let json_logs = match args.log_format.trim() {
+            "text" => false,
+            "json" => true,
+            other => {
+                return Err(bad(
+                    "VIBELOOP_LOG_FORMAT",
+                    format!("{other:?} is neither text nor json"),
+                ));
+            }
+        };
+        if args.llm_model.trim().is_empty() {
+            return Err(bad("VIBELOOP_LLM_MODEL", "is empty: name the model to use"));
+        }
+        Ok(Self {
+            listen,
+            data_dir: args.store.data_dir.clone(),
+            database_url: args.store.database_url(),
+            app,
+            webhook_secrets: secrets,
+            github_api_url,
+            github_git_url,
+            llm: LlmConfig {
+                default: crate::llm::Route {
+                    provider: match args.llm_provider.trim() {
+                        "openai" => crate::llm::Provider::Openai,
+                        "anthropic" => crate::llm::Provider::Anthropic,
+                        other => {
+                            return Err(bad(
+                                "VIBELOOP_LLM_PROVIDER",
+                                format!("{other:?} is neither openai nor anthropic"),
+                            ));
+                        }
+                    },
+                    base_url: parse_url("VIBELOOP_LLM_BASE_URL", &args.llm_base_url)?,
+                    api_key: llm_api_key,
+                    model: args.llm_model.trim().to_owned(),
+                    temperature: 0.2,
+                },
+                models_file: match &args.models_file {
+                    Some(path) => Some((
+                        path.clone(),
+                        std::fs::read_to_string(path).map_err(|e| {
+                            bad(
+                                "VIBELOOP_MODELS_FILE",
+                                format!("cannot read {}: {e}", path.display()),
+                            )
+                        })?,
+                    )),
+                    None => None,
+                },
+                prompts_dir: match &args.prompts_dir {
+                    Some(dir) if !dir.is_dir() => {
+                        return Err(bad(
+                            "VIBELOOP_PROMPTS_DIR",
+                            format!("{} is not a directory", dir.display()),
+                        ));
+                    }
+                    dir => dir.clone(),
+                },
+            },
+            workers,
+            sandbox,
+            json_logs,
+            warnings,
+        })
+    }
+}
+
+/// `auto`, `docker` or `local` (`VIBELOOP_SANDBOX`, `--sandbox`).
+pub fn parse_sandbox(value: &str) -> Result<Option<crate::sandbox::Kind>, ConfigError> {
+    match value.trim() {
+        "auto" => Ok(None),
+        "docker" => Ok(Some(crate::sandbox::Kind::Docker)),
+        "local" => Ok(Some(crate::sandbox::Kind::Local)),
+        other => Err(bad(
+            "VIBELOOP_SANDBOX",
+            format!("{other:?} is not auto, docker or local"),
+        )),
+    }
+}
+
+fn load_app_credentials(
+    args: &ServeArgs,
+    warnings: &mut Vec<String>,
+) -> Result<Option<AppCredentials>, ConfigError> {
+    let app_id = match args.github_app_id.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(id) => Some(id.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            bad(
+                "GITHUB_APP_ID",
+                format!("{id:?} is not the numeric id of a GitHub App"),
+            )
+        })?),
+    };
+    let pem = match (&args.github_private_key, &args.github_private_key_path) {
+        (Some(pem), _) if !pem.trim().is_empty() => Some(("GITHUB_PRIVATE_KEY", pem.clone())),
+        (_, Some(path)) => Some(("GITHUB_PRIVATE_KEY_PATH", read_key_file(path)?)),
+        _ => None,
+    };
+    if let Some((setting, pem)) = &pem {
+        jsonwebtoken::EncodingKey::from_rsa_pem(pem.as_bytes())
+            .map_err(|_| bad(setting, "is not an RSA private key in PEM form"))?;
+    }
+    match (app_id, pem) {
+        (Some(app_id), Some((_, pem))) => Ok(Some(AppCredentials {
+            app_id,
+            private_key_pem: SecretString::from(pem),
+        })),
+        (id, key) => {
+            if id.is_none() {
+                warnings.push("GITHUB_APP_ID is not set".into());
+            }
+            if key.is_none() {
+                warnings
+                    .push("neither GITHUB_PRIVATE_KEY_PATH nor GITHUB_PRIVATE_KEY is set".into());
+            }
+            warnings.push(
+                "webhooks are verified and stored, but no ticket runs until the App's id and key are set"
+                    .into(),
+            );
+            Ok(None)
+        }
+    }
+}
+
+fn read_key_file(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        bad(
+            "GITHUB_PRIVATE_KEY_PATH",
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> ServeArgs {
+        let mut argv = vec!["vibeloop", "serve"];
+        argv.extend_from_slice(extra);
+        // Environment variables of the developer's shell must not leak into these tests.
+        let cli = Cli::try_parse_from(argv).expect("parses");
+        match cli.command {
+            Command::Serve(a) => *a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn webhook_secret_is_required_and_may_be_a_list() {
+        let err = ServeConfig::from_args(&ServeArgs {
+            github_webhook_secret: None,
+            ..args(&[])
+        })
+        .err()
+        .expect("refused");
+        assert!(
+            err.to_string()
+                .starts_with("GITHUB_WEBHOOK_SECRET: not set"),
+            "{err}"
+        );
+        let c = ServeConfig::from_args(&args(&["--github-webhook-secret", "old, new ,"])).unwrap();
+        assert_eq!(c.webhook_secrets.len(), 2);
+        assert!(c.app.is_none());
+        assert!(c.warnings.iter().any(|w| w.contains("GITHUB_APP_ID")));
+    }
+
+    #[test]
+    fn malformed_settings_name_the_setting() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--listen", "nowhere"], "VIBELOOP_LISTEN"),
+            (&["--github-app-id", "abc"], "GITHUB_APP_ID"),
+            (&["--github-private-key", "not a key"], "GITHUB_PRIVATE_KEY"),
+            (
+                &["--github-private-key-path", "/nonexistent/key.pem"],
+                "GITHUB_PRIVATE_KEY_PATH",
+            ),
+            (&["--github-api-url", "ftp://x"], "GITHUB_API_URL"),
+            (&["--llm-base-url", "::"], "VIBELOOP_LLM_BASE_URL"),
+            (&["--workers", "0"], "VIBELOOP_WORKERS"),
+            (&["--log-format", "xml"], "VIBELOOP_LOG_FORMAT"),
+            (&["--sandbox", "vm"], "VIBELOOP_SANDBOX"),
+            (&["--llm-provider", "gemini"], "VIBELOOP_LLM_PROVIDER"),
+            (
+                &["--models-file", "/no/such/models.yml"],
+                "VIBELOOP_MODELS_FILE",
+            ),
+            (&["--prompts-dir", "/no/such/dir"], "VIBELOOP_PROMPTS_DIR"),
+        ];
+        for (extra, setting) in cases {
+            let mut argv = vec!["--github-webhook-secret", "s"];
+            argv.extend_from_slice(extra);
+            let err = ServeConfig::from_args(&args(&argv)).err().expect("refused");
+            assert_eq!(err.setting, *setting, "{err}");
+            assert!(!err.to_string().contains('\n'));
+        }
+    }
+
+    #[test]
+    fn git_url_follows_the_api_url() {
+        let git = |api: &str| default_git_url(&url::Url::parse(api).unwrap()).to_string();
+        assert_eq!(git("https://api.github.com"), "https://github.com/");
+        assert_eq!(git("https://ghe.example/api/v3"), "https://ghe.example/");
+        assert_eq!(git("http://127.0.0.1:9000"), "http://127.0.0.1:9000/");
+    }
+
+    #[test]
+    fn database_defaults_to_sqlite_in_the_data_dir() {
+        let a = args(&["--data-dir", "/tmp/vl"]);
+        assert_eq!(
+            a.store.database_url(),
+            "sqlite:///tmp/vl/vibeloop.db?mode=rwc"
+        );
+    }
+}

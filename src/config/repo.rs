@@ -1,0 +1,415 @@
+//! Repository configuration: `.github/hive.yml`, read from the base branch (never from a branch
+//! an agent wrote). Parsed strictly: an unknown key is an error naming the key and its line.
+//! Every key has a default, documented in README.md, so an absent file is a valid config.
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
+pub use crate::llm::budget::Caps;
+
+/// Where the file lives in a repository.
+pub const PATH: &str = ".github/hive.yml";
+
+/// `.github/hive.yml`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HiveConfig {
+    /// The label that hands an issue to the hive.
+    pub label: String,
+    /// Base branch; the repository's default branch when absent.
+    pub base: Option<String>,
+    /// Runner image for the sandbox.
+    pub image: String,
+    pub gates: Gates,
+    pub policy: Policy,
+    pub limits: Limits,
+    /// Caps on what a ticket's agents may spend.
+    pub budget: Caps,
+    pub review: Review,
+    pub merge: Merge,
+}
+
+/// Who must agree before a change lands.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Review {
+    /// Coding waits for `/hive approve` of the plan.
+    pub require_plan_approval: bool,
+    /// Merging waits for `/hive approve` or an approving review by someone with write
+    /// permission (else the Critic's verdict suffices).
+    pub require_human_approval: bool,
+}
+
+impl Default for Review {
+    fn default() -> Self {
+        Self { require_plan_approval: false, require_human_approval: true }
+    }
+}
+
+/// How an approved change lands.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Merge {
+    /// Formatter run when a rebase conflicts only in whitespace or formatting (strategy A),
+    /// e.g. `black .`; without one such conflicts fall to the next strategy.
+    pub formatter: Option<String>,
+    /// Let a model resolve real conflicts in a scratch worktree, then run every gate again
+    /// (strategy B); otherwise the merge is sent back to the queue's tail (strategy C).
+    pub resolve_with_model: bool,
+    /// `/hive reset` may force-push the base instead of committing a revert.
+    pub allow_force_reset: bool,
+}
+
+impl Default for HiveConfig {
+    fn default() -> Self {
+        Self {
+            label: "hive".into(),
+            base: None,
+            image: "vibeloop-runner:python".into(),
+            gates: Gates::default(),
+            policy: Policy::default(),
+            limits: Limits::default(),
+            budget: Caps::default(),
+            review: Review::default(),
+            merge: Merge::default(),
+        }
+    }
+}
+
+/// Shell commands of the quality gates; a gate without a command is skipped.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Gates {
+    pub test: Option<String>,
+    pub lint: Option<String>,
+    pub typecheck: Option<String>,
+    pub build: Option<String>,
+    pub security: SecurityGate,
+}
+
+impl Default for Gates {
+    fn default() -> Self {
+        Self {
+            test: None,
+            lint: None,
+            typecheck: None,
+            build: None,
+            security: SecurityGate::Builtin,
+        }
+    }
+}
+
+/// The security gate: the built-in deterministic checks, or none.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SecurityGate {
+    Builtin,
+    Off,
+}
+
+/// What agents may touch and what code may use.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// Paths nobody but people may change (globs; a directory `d/` means `d/**`).
+    pub read_only_paths: Vec<String>,
+    /// Where the Breaker's tests live; the Builder may not change them.
+    pub test_paths: Vec<String>,
+    /// Python calls refused by the security gate (`eval`, `os.system`, `subprocess.Popen`…).
+    pub banned_calls: Vec<String>,
+    /// Python modules refused by the security gate (`pickle`, `telnetlib`…).
+    pub banned_imports: Vec<String>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            read_only_paths: vec![".github/".into()],
+            test_paths: vec![
+                "tests/".into(),
+                "**/test_*.py".into(),
+                "**/*_test.py".into(),
+            ],
+            banned_calls: vec!["eval".into(), "exec".into(), "os.system".into()],
+            banned_imports: vec![],
+        }
+    }
+}
+
+/// Limits of the sandbox and of the workflow.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Wall-clock limit of one gate command.
+    pub timeout_seconds: u64,
+    /// Attempts of the Builder after failed gates.
+    pub max_retries: u32,
+    /// CPUs of a sandbox.
+    pub cpu: f64,
+    pub memory_mb: u64,
+    /// Network inside the sandbox (off unless set).
+    pub network: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            timeout_seconds: 600,
+            max_retries: 3,
+            cpu: 2.0,
+            memory_mb: 2048,
+            network: false,
+        }
+    }
+}
+
+/// Why `.github/hive.yml` was refused; the message is meant for the issue thread.
+#[derive(Debug, thiserror::Error)]
+#[error("{PATH} is invalid: {0}")]
+pub struct RepoConfigError(String);
+
+impl HiveConfig {
+    pub fn parse(text: &str) -> Result<Self, RepoConfigError> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        let config: Self =
+            serde_yaml_ng::from_str(text).map_err(|e| RepoConfigError(e.to_string()))?;
+        config.check()?;
+        Ok(config)
+    }
+
+    fn check(&self) -> Result<(), RepoConfigError> {
+        let bad = |m: String| Err(RepoConfigError(m));
+        let label = self.label.trim();
+        if label.is_empty() || label.len() > 50 {
+            return bad("label: must be 1 to 50 characters".into());
+        }
+        if self.image.trim().is_empty() || self.image.chars().any(char::is_whitespace) {
+            return bad(format!("image: {:?} is not an image name", self.image));
+        }
+        if self.merge.formatter.as_deref().is_some_and(|f| f.trim().is_empty()) {
+            return bad("merge.formatter: empty command; remove the key for none".into());
+        }
+        for (gate, cmd) in self.gates.commands() {
+            if cmd.trim().is_empty() {
+                return bad(format!(
+                    "gates.{gate}: empty command; remove the key to skip the gate"
+                ));
+            }
+        }
+        for (key, list) in [
+            ("policy.read_only_paths", &self.policy.read_only_paths),
+            ("policy.test_paths", &self.policy.test_paths),
+        ] {
+            for p in list {
+                if p.starts_with('/') || p.split('/').any(|c| c == "..") {
+                    return bad(format!(
+                        "{key}: {p:?} must be relative to the repository root, without '..'"
+                    ));
+                }
+                Glob::new(&glob_of(p))
+                    .map_err(|e| RepoConfigError(format!("{key}: {p:?}: {e}")))?;
+            }
+        }
+        for (key, list) in [
+            ("policy.banned_calls", &self.policy.banned_calls),
+            ("policy.banned_imports", &self.policy.banned_imports),
+        ] {
+            if let Some(n) = list
+                .iter()
+                .find(|n| n.is_empty() || !n.split('.').all(is_identifier))
+            {
+                return bad(format!("{key}: {n:?} is not a dotted Python name"));
+            }
+        }
+        let l = &self.limits;
+        if !(1..=86_400).contains(&l.timeout_seconds) {
+            return bad("limits.timeout_seconds: must be from 1 to 86400".into());
+        }
+        if l.max_retries > 20 {
+            return bad("limits.max_retries: must be at most 20".into());
+        }
+        if !(l.cpu > 0.0 && l.cpu <= 64.0) {
+            return bad("limits.cpu: must be more than 0 and at most 64".into());
+        }
+        if !(64..=262_144).contains(&l.memory_mb) {
+            return bad("limits.memory_mb: must be from 64 to 262144".into());
+        }
+        let b = &self.budget;
+        if b.max_usd.is_some_and(|v| v.is_nan() || v <= 0.0)
+            || b.max_minutes.is_some_and(|v| v.is_nan() || v <= 0.0)
+            || b.max_tokens == Some(0)
+        {
+            return bad(
+                "budget: caps must be more than 0 (leave a key out for the default)".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Matcher for `policy.read_only_paths`.
+    pub fn read_only(&self) -> PathSet {
+        PathSet::new(&self.policy.read_only_paths)
+    }
+
+    /// Matcher for `policy.test_paths`.
+    pub fn test_paths(&self) -> PathSet {
+        PathSet::new(&self.policy.test_paths)
+    }
+}
+
+impl Gates {
+    /// The configured commands, in pipeline order.
+    pub fn commands(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("test", &self.test),
+            ("lint", &self.lint),
+            ("typecheck", &self.typecheck),
+            ("build", &self.build),
+        ]
+        .into_iter()
+        .filter_map(|(name, cmd)| cmd.as_deref().map(|c| (name, c)))
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
+/// `d/` means everything under `d`.
+fn glob_of(pattern: &str) -> String {
+    match pattern.strip_suffix('/') {
+        Some(dir) => format!("{dir}/**"),
+        None => pattern.to_owned(),
+    }
+}
+
+/// A set of repository paths given as globs (`tests/` is `tests/**`).
+#[derive(Debug, Clone)]
+pub struct PathSet {
+    set: GlobSet,
+    patterns: Vec<String>,
+}
+
+impl PathSet {
+    /// Builds the set; patterns were checked when the config was parsed.
+    pub fn new(patterns: &[String]) -> Self {
+        let mut b = GlobSetBuilder::new();
+        for p in patterns {
+            if let Ok(g) = Glob::new(&glob_of(p)) {
+                b.add(g);
+            }
+        }
+        Self {
+            set: b.build().unwrap_or_else(|_| GlobSet::empty()),
+            patterns: patterns.to_vec(),
+        }
+    }
+
+    /// True when `path` (relative, `/`-separated) is in the set.
+    pub fn contains(&self, path: &str) -> bool {
+        self.set.is_match(path)
+    }
+
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_or_empty_file_gives_defaults() {
+        assert_eq!(HiveConfig::parse("").unwrap(), HiveConfig::default());
+        let d = HiveConfig::default();
+        assert_eq!(
+            (d.label.as_str(), d.gates.security, d.limits.network),
+            ("hive", SecurityGate::Builtin, false)
+        );
+    }
+
+    #[test]
+    fn a_full_config_parses() {
+        let text = "\
+label: robot
+base: develop
+image: vibeloop-runner:python
+gates:
+  test: python3 -m pytest -q
+  lint: flake8
+  typecheck: mypy .
+  security: builtin
+policy:
+  read_only_paths: [docs/spec/]
+  test_paths: [tests/]
+  banned_calls: [eval, subprocess.Popen]
+  banned_imports: [pickle]
+limits: { timeout_seconds: 60, max_retries: 2, cpu: 1.5, memory_mb: 512, network: true }
+budget: { max_usd: 2.5, max_minutes: 30 }
+";
+        let c = HiveConfig::parse(text).unwrap();
+        assert_eq!(
+            c.gates.commands().map(|(g, _)| g).collect::<Vec<_>>(),
+            ["test", "lint", "typecheck"]
+        );
+        assert!(c.read_only().contains("docs/spec/api.md"));
+        assert!(!c.read_only().contains("docs/readme.md"));
+        assert!(c.test_paths().contains("tests/unit/test_a.py"));
+        assert_eq!(c.limits.memory_mb, 512);
+        // A key left out keeps its default.
+        assert_eq!(
+            c.budget,
+            Caps {
+                max_usd: Some(2.5),
+                max_tokens: Some(2_000_000),
+                max_minutes: Some(30.0)
+            }
+        );
+    }
+
+    #[test]
+    fn default_paths_cover_common_layouts() {
+        let c = HiveConfig::default();
+        assert!(c.read_only().contains(".github/hive.yml"));
+        for t in ["tests/test_x.py", "test_calc.py", "pkg/calc_test.py"] {
+            assert!(c.test_paths().contains(t), "{t}");
+        }
+        assert!(!c.test_paths().contains("calc.py"));
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_and_line() {
+        let err = HiveConfig::parse("label: hive\ngates:\n  tset: pytest\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("tset") && msg.contains("line 3"), "{msg}");
+        let err = HiveConfig::parse("limits:\n  timeout_seconds: 5\n  netwrok: true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("netwrok") && err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        for text in [
+            "gates: { test: \"\" }",
+            "gates: { security: maybe }",
+            "limits: { timeout_seconds: 0 }",
+            "limits: { memory_mb: 1 }",
+            "limits: { cpu: 0 }",
+            "label: [a]",
+            "policy: { read_only_paths: [/etc] }",
+            "policy: { test_paths: [../x] }",
+            "policy: { banned_calls: [\"os system\"] }",
+            "image: \"a b\"",
+            "budget: { max_usd: 0 }",
+            "budget: { max_dollars: 3 }",
+        ] {
+            assert!(HiveConfig::parse(text).is_err(), "{text}");
+        }
+    }
+}

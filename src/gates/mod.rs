@@ -1,0 +1,143 @@
+//! Quality gates and their check runs. The pipeline ([`pipeline`]) runs test → lint → typecheck
+//! → build → security on a commit, each a check run `hive/<gate>` (queued → in_progress →
+//! completed) with a summary and annotations read from the tool's output ([`parsers`]). The
+//! security gate ([`security`]) is built in and deterministic. [`redproof`] checks that the
+//! Breaker's tests fail on the base. Only what the bot observed is reported.
+
+pub mod annotation;
+pub mod parsers;
+pub mod pipeline;
+pub mod redproof;
+pub mod report;
+pub mod security;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::github::GitHubError;
+use crate::github::checks::Conclusion;
+use crate::sandbox::{CommandOutput, SandboxError};
+use annotation::Annotation;
+use report::TestCounts;
+
+/// The gates, in pipeline order.
+pub const ORDER: [&str; 5] = ["test", "lint", "typecheck", "build", "security"];
+
+/// How a gate ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Passed,
+    Failed,
+    TimedOut,
+    OutOfMemory,
+    /// No command configured (or the security gate is off).
+    Skipped,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::TimedOut => "timed out",
+            Status::OutOfMemory => "out of memory",
+            Status::Skipped => "skipped",
+        }
+    }
+
+    fn of(output: &CommandOutput) -> Self {
+        if output.oom_killed {
+            Status::OutOfMemory
+        } else if output.timed_out {
+            Status::TimedOut
+        } else if output.success() {
+            Status::Passed
+        } else {
+            Status::Failed
+        }
+    }
+}
+
+/// The outcome of one gate.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateResult {
+    pub gate: &'static str,
+    pub status: Status,
+    pub command: Option<String>,
+    #[serde(skip)]
+    pub output: Option<CommandOutput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<TestCounts>,
+    pub annotations: Vec<Annotation>,
+    /// Lines for the summary beyond the command's own output (the security gate's checks).
+    pub notes: Vec<String>,
+    #[serde(serialize_with = "millis")]
+    pub duration: Duration,
+    pub check_run_url: Option<String>,
+}
+
+fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}
+
+impl GateResult {
+    pub fn skipped(gate: &'static str, why: &str) -> Self {
+        Self {
+            gate,
+            status: Status::Skipped,
+            command: None,
+            output: None,
+            counts: None,
+            annotations: vec![],
+            notes: vec![why.to_owned()],
+            duration: Duration::ZERO,
+            check_run_url: None,
+        }
+    }
+
+    /// Passed or skipped: nothing to hold the change back.
+    pub fn passed(&self) -> bool {
+        matches!(self.status, Status::Passed | Status::Skipped)
+    }
+
+    pub fn conclusion(&self) -> Conclusion {
+        match self.status {
+            Status::Passed => Conclusion::Success,
+            Status::Skipped => Conclusion::Skipped,
+            Status::TimedOut => Conclusion::TimedOut,
+            Status::Failed | Status::OutOfMemory => Conclusion::Failure,
+        }
+    }
+
+    /// "passed (3 tests)", "failed: exit code 1 (1 of 2 tests failed)", "failed: 2 findings".
+    pub fn describe(&self) -> String {
+        let counts = self
+            .counts
+            .map(|c| format!(" ({})", c.describe()))
+            .unwrap_or_default();
+        let findings = match self.annotations.len() {
+            0 => String::new(),
+            1 => ", 1 finding".into(),
+            n => format!(", {n} findings"),
+        };
+        match (self.status, &self.output) {
+            (Status::Passed, _) => format!("passed{counts}"),
+            (Status::Skipped, _) => "skipped".into(),
+            (_, Some(out)) => format!("failed: {}{counts}{findings}", out.describe()),
+            (_, None) => format!("failed{findings}"),
+        }
+    }
+}
+
+/// Errors of a gate run (the gates' own failures are results, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}

@@ -1,0 +1,169 @@
+//! Red proof: the Breaker's tests, run against the base commit, must fail — and fail as test
+//! failures, not as collection, import or syntax errors (a test that cannot run proves
+//! nothing). Reported as check run `hive/red-proof`.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::GateError;
+use super::report::{TestCounts, code_block};
+use crate::github::RepoClient;
+use crate::github::checks::{CheckOutput, Conclusion};
+use crate::ids::CommitSha;
+use crate::sandbox::{CommandOutput, Sandbox};
+
+/// What running the new tests on the base showed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Tests failed as tests: the proof holds.
+    Red { failed: u64, total: u64 },
+    /// The tests pass on the base: they do not capture the issue.
+    Green,
+    /// The tests did not run properly; `reason` says how.
+    Broken { reason: String },
+}
+
+impl Verdict {
+    pub fn holds(&self) -> bool {
+        matches!(self, Verdict::Red { .. })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Verdict::Red { failed, total } => {
+                format!("holds: {failed} of {total} tests fail on the base, as they should")
+            }
+            Verdict::Green => {
+                "fails: the tests pass on the base, so they do not capture the issue".into()
+            }
+            Verdict::Broken { reason } => {
+                format!("fails: the tests did not run properly ({reason})")
+            }
+        }
+    }
+}
+
+/// Classifies a test run on the base.
+pub fn classify(output: &CommandOutput) -> Verdict {
+    if output.oom_killed || output.timed_out {
+        return Verdict::Broken {
+            reason: output.describe(),
+        };
+    }
+    if output.success() {
+        return Verdict::Green;
+    }
+    match TestCounts::parse(&output.output) {
+        Some(c) if c.errors > 0 => Verdict::Broken {
+            reason: format!("{} error(s) while collecting or setting up tests", c.errors),
+        },
+        Some(c) if c.failed > 0 => Verdict::Red {
+            failed: c.failed,
+            total: c.total(),
+        },
+        Some(_) => Verdict::Broken {
+            reason: format!("{} but no test failed", output.describe()),
+        },
+        None => Verdict::Broken {
+            reason: format!("{} and no test summary was printed", output.describe()),
+        },
+    }
+}
+
+/// Runs `test_command` in `sandbox` (a worktree of the base with the new tests in it).
+pub async fn run(
+    sandbox: &Sandbox,
+    test_command: &str,
+    timeout: Duration,
+) -> Result<(Verdict, CommandOutput), GateError> {
+    let output = sandbox.exec(test_command, timeout).await?;
+    Ok((classify(&output), output))
+}
+
+/// Reports a red proof as check run `hive/red-proof` on `sha` (the Breaker's commit).
+pub async fn report(
+    client: &RepoClient,
+    sha: &CommitSha,
+    external_id: &str,
+    verdict: &Verdict,
+    output: &CommandOutput,
+) -> Result<(), GateError> {
+    let run = client
+        .ensure_check_run("hive/red-proof", sha, external_id, "in_progress")
+        .await?;
+    let conclusion = if verdict.holds() {
+        Conclusion::Success
+    } else {
+        Conclusion::Failure
+    };
+    let summary = format!(
+        "The new tests ran against the base branch: red proof **{}**.\n\nLast 40 lines of output:\n\n{}\n",
+        verdict.describe(),
+        code_block(&output.tail(40))
+    );
+    let out = CheckOutput {
+        title: format!("hive/red-proof {}", verdict.describe()),
+        summary,
+    };
+    client
+        .complete_check_run(run.id, conclusion, &out, &[])
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(code: i32, text: &str) -> CommandOutput {
+        CommandOutput {
+            exit_code: Some(code),
+            timed_out: false,
+            oom_killed: false,
+            output: text.into(),
+            duration: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn failures_as_tests_hold() {
+        let v = classify(&out(1, "F.\n=== 1 failed, 1 passed in 0.1s ==="));
+        assert_eq!(
+            v,
+            Verdict::Red {
+                failed: 1,
+                total: 2
+            }
+        );
+        assert!(v.holds());
+        let v = classify(&out(
+            1,
+            "F\n----\nRan 1 test in 0.0s\n\nFAILED (failures=1)\n",
+        ));
+        assert!(v.holds(), "{v:?}");
+    }
+
+    #[test]
+    fn passing_or_broken_tests_do_not() {
+        assert_eq!(
+            classify(&out(0, "=== 2 passed in 0.1s ===")),
+            Verdict::Green
+        );
+        let collection = "ERROR tests/test_x.py - SyntaxError\n!!! Interrupted: 1 error during collection !!!\n=== 1 error in 0.1s ===";
+        assert!(matches!(
+            classify(&out(2, collection)),
+            Verdict::Broken { .. }
+        ));
+        let import = "E\n----\nRan 1 test in 0.0s\n\nFAILED (errors=1)\n";
+        assert!(matches!(classify(&out(1, import)), Verdict::Broken { .. }));
+        assert!(matches!(
+            classify(&out(127, "sh: 1: pytest: not found")),
+            Verdict::Broken { .. }
+        ));
+        let mut t = out(0, "");
+        t.timed_out = true;
+        assert!(matches!(classify(&t), Verdict::Broken { .. }));
+    }
+}

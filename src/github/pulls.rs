@@ -1,0 +1,95 @@
+//! Pull-request work beyond opening one: updating its description, reviews with inline
+//! comments (found again by a hidden marker before posting, so a resumed step posts once),
+//! and marking a draft ready for review (GraphQL: REST cannot).
+
+use http::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{GitHubError, Idempotent, RepoClient};
+use crate::ids::CommitSha;
+
+/// A review as we read it back.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PullReview {
+    pub id: u64,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+/// One inline comment of a review, on the new side of the diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewComment {
+    pub path: String,
+    pub line: u32,
+    pub body: String,
+}
+
+impl RepoClient {
+    pub async fn update_pull(&self, number: u64, title: &str, body: &str) -> Result<(), GitHubError> {
+        let route = format!("/repos/{}/{}/pulls/{number}", self.repo.owner(), self.repo.name());
+        let _: serde_json::Value = self.send(Method::PATCH, &route, Some(&json!({ "title": title, "body": body })), Idempotent::Yes).await?;
+        Ok(())
+    }
+
+    pub async fn pull_reviews(&self, number: u64) -> Result<Vec<PullReview>, GitHubError> {
+        let route = format!("/repos/{}/{}/pulls/{number}/reviews?per_page=100", self.repo.owner(), self.repo.name());
+        self.send(Method::GET, &route, None, Idempotent::Yes).await
+    }
+
+    /// Posts a review (event COMMENT: an app cannot approve its own pull request) carrying
+    /// `marker`, unless one with the marker exists.
+    pub async fn post_review(
+        &self,
+        number: u64,
+        commit: &CommitSha,
+        marker: &str,
+        body: &str,
+        comments: &[ReviewComment],
+    ) -> Result<u64, GitHubError> {
+        for _ in 0..3 {
+            if let Some(r) = self.pull_reviews(number).await?.into_iter().find(|r| r.body.as_deref().is_some_and(|b| b.contains(marker))) {
+                return Ok(r.id);
+            }
+            let comments: Vec<_> = comments.iter().map(|c| json!({ "path": c.path, "line": c.line, "side": "RIGHT", "body": c.body })).collect();
+            let req = json!({ "commit_id": commit.as_str(), "body": format!("{marker}\n{body}"), "event": "COMMENT", "comments": comments });
+            let route = format!("/repos/{}/{}/pulls/{number}/reviews", self.repo.owner(), self.repo.name());
+            match self.send::<PullReview>(Method::POST, &route, Some(&req), Idempotent::No).await {
+                Ok(r) => return Ok(r.id),
+                Err(GitHubError::Ambiguous { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(GitHubError::Ambiguous { what: format!("the review of #{number}"), message: "three tries did not confirm it".into() })
+    }
+
+    /// Marks a draft pull request ready for review (GitHub's GraphQL API; REST cannot).
+    pub async fn mark_ready(&self, number: u64) -> Result<(), GitHubError> {
+        #[derive(Deserialize)]
+        struct Pull {
+            node_id: String,
+            #[serde(default)]
+            draft: bool,
+        }
+        let route = format!("/repos/{}/{}/pulls/{number}", self.repo.owner(), self.repo.name());
+        let pr: Pull = self.send(Method::GET, &route, None, Idempotent::Yes).await?;
+        if !pr.draft {
+            return Ok(());
+        }
+        let query = json!({
+            "query": "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }",
+            "variables": { "id": pr.node_id },
+        });
+        let answer: serde_json::Value = self.send(Method::POST, "/graphql", Some(&query), Idempotent::Yes).await?;
+        match answer.get("errors") {
+            Some(errors) => Err(GitHubError::Api {
+                status: http::StatusCode::OK,
+                what: "markPullRequestReadyForReview".into(),
+                message: errors.to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Processing one stored delivery: parse it, then act — a labelled issue opens a ticket, an
+//! installation event updates the installations table — and record what was done on the
+//! delivery row. A payload we cannot parse is recorded as `unparsed`, never retried.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use http::Method;
+use tracing::{Instrument as _, info, info_span, warn};
+
+use super::{Done, Hive, JobError};
+use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
+use crate::gates::ORDER;
+use crate::github::{GitHubError, Idempotent, RepoClient};
+use crate::store::jobs::Job;
+use crate::store::jobs::JobKind;
+use crate::store::tickets::{NewTicket, Opened};
+use crate::ticket::TicketId;
+use crate::webhook::event::{self, ChecksRerequested, Event, IssueLabeled};
+
+/// Processes the delivery of a `delivery` job, recording its outcome and ending the job in one
+/// transaction.
+pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
+    let delivery_id = job.key.as_str();
+    let Some(mut d) = hive.store.delivery(delivery_id).await? else {
+        return Err(JobError::Permanent(format!(
+            "delivery {delivery_id} is not stored"
+        )));
+    };
+    let span = info_span!("delivery", id = %delivery_id, event = %d.event);
+    async move {
+        // Parsing a large payload is CPU work: keep it off the threads that answer webhooks.
+        let (name, payload) = (d.event.clone(), std::mem::take(&mut d.payload));
+        let parsed = tokio::task::spawn_blocking(move || event::parse(&name, payload.as_bytes()))
+            .await
+            .map_err(|e| JobError::Permanent(format!("payload parser panicked: {e}")))?;
+        let (status, detail) = match parsed {
+            Err(e) => {
+                warn!(reason = %e.reason, "unparsed delivery");
+                ("unparsed", e.to_string())
+            }
+            Ok(Event::IssueLabeled(labeled)) => issue_labeled(hive, &labeled).await?,
+            Ok(Event::InstallationCreated { id, account }) => {
+                hive.store.upsert_installation(id, &account).await?;
+                ("processed", format!("installation {id} recorded"))
+            }
+            Ok(Event::InstallationDeleted { id }) => {
+                hive.store.delete_installation(id).await?;
+                ("processed", format!("installation {id} removed"))
+            }
+            Ok(Event::ChecksRerequested(r)) => rerequested(hive, &r).await?,
+            Ok(Event::Comment(c)) => match client_for(hive, c.installation, &c.repo).await? {
+                Ok(client) => super::steer::on_comment(hive, &client, &c).await?,
+                Err(why) => why,
+            },
+            Ok(Event::ReviewSubmitted(r)) => match client_for(hive, r.installation, &r.repo).await? {
+                Ok(client) => super::steer::on_review(hive, &client, &r).await?,
+                Err(why) => why,
+            },
+            Ok(Event::ButtonPressed(b)) => match client_for(hive, b.installation, &b.repo).await? {
+                Ok(client) => super::steer::on_button(hive, &client, &b).await?,
+                Err(why) => why,
+            },
+            Ok(Event::IssueEdited { repo, number, .. }) => issue_edited(hive, &repo, number).await?,
+            Ok(Event::Ping) => ("processed", "ping".into()),
+            Ok(Event::NotActionable(why)) => ("ignored", why),
+        };
+        info!(status, %detail, "delivery processed");
+        hive.store
+            .finish_delivery_job(job.id, &hive.owner, delivery_id, status, Some(&detail))
+            .await?;
+        Ok(Done::Recorded)
+    }
+    .instrument(span)
+    .await
+}
+
+async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, String), JobError> {
+    let Some(installation) = l.installation else {
+        return Ok((
+            "rejected",
+            "no installation in the payload: not sent to a GitHub App".into(),
+        ));
+    };
+    let client = match hive.github.repo(installation, &l.repo).await {
+        Ok(c) => c,
+        Err(e @ GitHubError::NotInstalled { .. }) => return Ok(("rejected", e.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    // The label that hands issues to the hive may be renamed in the repository's config. A
+    // broken config falls back to the default label, so the ticket can report the error.
+    let label = match load_config(&client, &l.default_branch).await? {
+        Ok(c) => c.label,
+        Err(_) => HiveConfig::default().label,
+    };
+    if l.label != label {
+        return Ok(("ignored", format!("label {:?} is not {label:?}", l.label)));
+    }
+    let (ticket, opened) = hive
+        .store
+        .open_ticket(&NewTicket {
+            repo: &l.repo,
+            issue_number: l.number,
+            installation_id: installation,
+            title: &l.title,
+            body: &l.body,
+            base_branch: &l.default_branch,
+        })
+        .await?;
+    if matches!(opened, Opened::Created | Opened::Restarted) {
+        hive.jobs_queued.notify_one();
+    }
+    let what = match opened {
+        Opened::Created => "opened",
+        Opened::Restarted => "restarted",
+        Opened::AlreadyOpen => "already open:",
+        Opened::AlreadyDone => "already completed:",
+    };
+    Ok((
+        "processed",
+        format!("{what} {} for {}#{}", ticket.id, l.repo, l.number),
+    ))
+}
+
+/// The repository's client, or the delivery's outcome when the app cannot act there.
+async fn client_for(
+    hive: &Hive,
+    installation: Option<crate::ids::InstallationId>,
+    repo: &crate::ids::RepoName,
+) -> Result<Result<RepoClient, (&'static str, String)>, JobError> {
+    let Some(installation) = installation else {
+        return Ok(Err(("rejected", "no installation in the payload: not sent to a GitHub App".into())));
+    };
+    match hive.github.repo(installation, repo).await {
+        Ok(c) => Ok(Ok(c)),
+        Err(e @ GitHubError::NotInstalled { .. }) => Ok(Err(("rejected", e.to_string()))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// An edited issue: a ticket Blocked on questions plans again.
+async fn issue_edited(hive: &Hive, repo: &crate::ids::RepoName, number: u64) -> Result<(&'static str, String), JobError> {
+    match hive.store.ticket_for_issue(repo, number).await? {
+        Some(t) if t.state == crate::ticket::TaskState::Blocked => {
+            super::steer::signal(hive, &t, "plan", &serde_json::json!({}), "issue edit").await?;
+            Ok(("processed", format!("{} plans again after the edit", t.id)))
+        }
+        _ => Ok(("ignored", "no blocked ticket on this issue".into())),
+    }
+}
+
+/// A re-run asked on GitHub: queue the gates again for the commit.
+async fn rerequested(
+    hive: &Hive,
+    r: &ChecksRerequested,
+) -> Result<(&'static str, String), JobError> {
+    let (ticket, gate) = match (&r.check_run, &r.head_branch) {
+        (Some((name, external_id)), _) => {
+            let Some(id) = external_id
+                .strip_prefix("vibeloop:")
+                .and_then(|rest| TicketId::parse(rest.split(':').next()?))
+            else {
+                return Ok((
+                    "ignored",
+                    format!("check run {name:?} is not one of Vibeloop's"),
+                ));
+            };
+            let Some(gate) = name.strip_prefix("hive/").filter(|g| ORDER.contains(g)) else {
+                return Ok((
+                    "ignored",
+                    format!("check run {name:?} cannot be re-run on its own"),
+                ));
+            };
+            (id, gate.to_owned())
+        }
+        (None, Some(branch)) => match TicketId::from_branch(branch) {
+            Some(id) => (id, "all".to_owned()),
+            None => {
+                return Ok((
+                    "ignored",
+                    format!("branch {branch:?} is not a Vibeloop branch"),
+                ));
+            }
+        },
+        (None, None) => return Ok(("ignored", "the check suite names no branch".into())),
+    };
+    if crate::ids::CommitSha::parse(&r.head_sha).is_err() {
+        return Ok((
+            "rejected",
+            format!("head_sha {:?} is not a commit", r.head_sha),
+        ));
+    }
+    let Some(t) = hive.store.ticket_by_number(&r.repo, ticket.0).await? else {
+        return Ok(("ignored", format!("{} has no ticket {ticket}", r.repo)));
+    };
+    let key = format!("{}|{}|{gate}", t.key, r.head_sha);
+    let queued = hive.store.enqueue(JobKind::Gates, &key).await?;
+    if queued {
+        hive.jobs_queued.notify_one();
+    }
+    let what = if gate == "all" {
+        "every gate".to_owned()
+    } else {
+        format!("hive/{gate}")
+    };
+    Ok((
+        "processed",
+        format!("re-running {what} on {} for {ticket}", &r.head_sha[..7]),
+    ))
+}
+
+/// `.github/hive.yml` on `branch` through the contents API: the default config when absent,
+/// `Ok(Err(…))` when present but invalid.
+pub async fn load_config(
+    client: &RepoClient,
+    branch: &str,
+) -> Result<Result<HiveConfig, crate::config::repo::RepoConfigError>, JobError> {
+    #[derive(serde::Deserialize)]
+    struct Contents {
+        content: String,
+    }
+    let branch: String = url::form_urlencoded::byte_serialize(branch.as_bytes()).collect();
+    let route = format!(
+        "/repos/{}/{}/contents/{CONFIG_PATH}?ref={branch}",
+        client.repo().owner(),
+        client.repo().name()
+    );
+    match client
+        .send::<Contents>(Method::GET, &route, None, Idempotent::Yes)
+        .await
+    {
+        Ok(c) => {
+            let raw: String = c.content.split_whitespace().collect();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(raw)
+                .map_err(|e| JobError::Transient(format!("contents of {CONFIG_PATH}: {e}")))?;
+            Ok(HiveConfig::parse(&String::from_utf8_lossy(&bytes)))
+        }
+        Err(GitHubError::Api { status, .. }) if status == http::StatusCode::NOT_FOUND => {
+            Ok(Ok(HiveConfig::default()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}

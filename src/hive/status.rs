@@ -1,0 +1,123 @@
+//! The status comment: one per ticket, found again by its hidden marker and edited in place.
+//! It says where the ticket is, what the bot observed, and what a person can do next.
+
+use crate::gates::GateResult;
+use crate::gates::report::code_block;
+use crate::hive::flow::Flow;
+use crate::llm::budget::Spend;
+use crate::store::tickets::Ticket;
+use crate::ticket::{TaskState, TicketId};
+
+/// The hidden marker that identifies a ticket's status comment.
+pub fn marker(id: TicketId) -> String {
+    format!("<!-- vibeloop:status {id} -->")
+}
+
+/// What the comment shows beyond the ticket row.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Extras<'a> {
+    pub gates: Option<&'a [GateResult]>,
+    pub pr_url: Option<&'a str>,
+    pub files_changed: Option<&'a [String]>,
+    /// What the agents spent so far.
+    pub spent: Option<Spend>,
+    /// The workflow's state: plan, attempts, review.
+    pub flow: Option<&'a Flow>,
+}
+
+/// The comment's Markdown.
+pub fn render(t: &Ticket, extras: &Extras<'_>) -> String {
+    let icon = match t.state {
+        TaskState::Completed | TaskState::AwaitingVerification => "✅",
+        TaskState::Failed => "❌",
+        TaskState::Blocked | TaskState::HumanNeeded => "✋",
+        _ => "⏳",
+    };
+    let mut s = format!(
+        "{}\n### {icon} Vibeloop {} · {}\n\n",
+        marker(t.id),
+        t.id,
+        t.state.describe()
+    );
+    if let Some(detail) = &t.detail {
+        s.push_str(&format!("{}\n\n", detail.trim()));
+    }
+    s.push_str("| | |\n|---|---|\n");
+    s.push_str(&format!("| State | `{}` |\n", t.state));
+    s.push_str(&format!("| Branch | `{}` |\n", t.id.feat_branch()));
+    if let Some(sha) = &t.head_sha {
+        s.push_str(&format!("| Head | `{}` |\n", &sha[..sha.len().min(7)]));
+    }
+    if let Some(files) = extras.files_changed {
+        s.push_str(&format!("| Files changed | {} |\n", files.len()));
+    }
+    for g in extras.gates.unwrap_or_default() {
+        let link = g
+            .check_run_url
+            .as_deref()
+            .map(|u| format!(" ([details]({u}))"))
+            .unwrap_or_default();
+        s.push_str(&format!("| `hive/{}` | {}{link} |\n", g.gate, g.describe()));
+    }
+    if let Some(flow) = extras.flow {
+        if let Some(url) = &flow.pr_url {
+            s.push_str(&format!("| Pull request | {url} |\n"));
+        }
+        s.push_str(&format!("| Tests | `{}` |\n", t.id.test_branch()));
+    }
+    if let Some(spent) = extras.spent {
+        s.push_str(&format!("| Budget spent | {} |\n", spent.describe()));
+    }
+    match (t.pr_number, extras.pr_url) {
+        (_, Some(url)) => s.push_str(&format!("| Pull request | {url} |\n")),
+        (Some(n), None) => s.push_str(&format!("| Pull request | #{n} |\n")),
+        _ => {}
+    }
+    for g in extras
+        .gates
+        .unwrap_or_default()
+        .iter()
+        .filter(|g| !g.passed())
+    {
+        s.push_str(&format!(
+            "\n<details><summary><code>hive/{}</code>: {}</summary>\n\n",
+            g.gate,
+            g.describe()
+        ));
+        for a in g.annotations.iter().take(10) {
+            s.push_str(&format!(
+                "- `{}:{}` {}\n",
+                a.path.replace('`', "'"),
+                a.start_line,
+                a.message.replace('\n', " ")
+            ));
+        }
+        if g.annotations.len() > 10 {
+            s.push_str(&format!(
+                "- … {} more on the check run\n",
+                g.annotations.len() - 10
+            ));
+        }
+        if let Some(out) = &g.output {
+            s.push('\n');
+            s.push_str(&code_block(&out.tail(30)));
+        }
+        s.push_str("\n\n</details>\n");
+    }
+    if let Some(flow) = extras.flow {
+        s.push_str(&crate::hive::flow::status_section(flow));
+    }
+    s.push_str(&format!("\n{}\n", next_step(t.state)));
+    s
+}
+
+fn next_step(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Failed => "_To try again: `/hive retry`, or remove the label and add it again._",
+        TaskState::HumanNeeded => "_A person decides: `/hive feedback <hint>` then `/hive retry`, or take over the branch._",
+        TaskState::Blocked => "_Waiting for people: see above. `/hive help` lists the commands._",
+        TaskState::AwaitingVerification => "_Review the pull request; `/hive approve` (or an approving review) lets the bot merge it._",
+        TaskState::Completed => "_Done._",
+        _ => "_This comment updates as the work goes on. `/hive status` or `/hive abort` at any time._",
+    }
+}

@@ -1,0 +1,120 @@
+//! The verification stage: the gate pipeline on the Builder's pushed commit, in the sandbox of
+//! the Builder's worktree, reported as check runs. The sandbox is removed when the stage ends.
+
+use super::JobError;
+use super::run::TicketRun;
+use crate::config::repo::HiveConfig;
+use crate::gates::pipeline::{self, Inputs, Report};
+use crate::gates::{GateError, GateResult};
+use crate::ids::CommitSha;
+use crate::sandbox::{SandboxError, SandboxSpec, read_only_mounts};
+use crate::workspace::Worktree;
+
+impl From<GateError> for JobError {
+    fn from(e: GateError) -> Self {
+        match e {
+            GateError::GitHub(g) => JobError::from(g),
+            GateError::Sandbox(s) => JobError::from(s),
+            GateError::Git(g) => JobError::Transient(format!("git: {g}")),
+        }
+    }
+}
+
+impl From<SandboxError> for JobError {
+    fn from(e: SandboxError) -> Self {
+        match e {
+            SandboxError::ImageMissing(_) | SandboxError::BadMount { .. } => {
+                JobError::Permanent(e.to_string())
+            }
+            _ => JobError::Transient(e.to_string()),
+        }
+    }
+}
+
+/// The sandbox a role works in, for a worktree of this ticket; `lock_tests` mounts the test
+/// paths read-only too.
+pub(in crate::hive) fn sandbox_spec(
+    run: &TicketRun<'_>,
+    config: &HiveConfig,
+    worktree: &Worktree,
+    role: &str,
+    lock_tests: bool,
+) -> SandboxSpec {
+    let mut read_only = config.policy.read_only_paths.clone();
+    if lock_tests {
+        read_only.extend(config.policy.test_paths.iter().cloned());
+    }
+    SandboxSpec {
+        repo: run.ticket.repo.to_string(),
+        ticket: run.ticket.id.to_string(),
+        role: role.to_owned(),
+        worktree: worktree.path.clone(),
+        read_only: read_only_mounts(&worktree.path, &read_only),
+        image: config.image.clone(),
+        network: config.limits.network,
+        cpus: config.limits.cpu,
+        memory_mb: config.limits.memory_mb,
+        pids: 512,
+    }
+}
+
+/// What to verify.
+pub(super) struct Verification<'a> {
+    /// The worktree holding `head` checked out.
+    pub worktree: &'a Worktree,
+    /// Where the change starts (the merge base with the base branch).
+    pub base: &'a CommitSha,
+    pub head: &'a CommitSha,
+    /// Only these gates; all when `None`.
+    pub gates: Option<&'a [&'a str]>,
+    /// Names this run's check runs (`<run_id>:<gate>`).
+    pub run_id: String,
+    /// The sandbox's role label.
+    pub role: &'a str,
+    /// The Breaker's commit, when its tests are part of the change (the test lock's reference).
+    pub tests: Option<&'a CommitSha>,
+}
+
+/// Runs the gates in a fresh sandbox of the worktree, reports each as a check run, and records
+/// the results on the ticket's timeline. The sandbox is removed when the gates end.
+pub(super) async fn run_gates(
+    run: &TicketRun<'_>,
+    config: &HiveConfig,
+    v: Verification<'_>,
+) -> Result<Vec<GateResult>, JobError> {
+    let spec = sandbox_spec(run, config, v.worktree, v.role, true);
+    let sandbox = run.hive.sandbox.start(&spec).await?;
+    run.event("stage_enter", serde_json::json!({ "stage": "gates", "run": v.run_id, "sandbox": sandbox.kind().as_str() })).await;
+    let git_dir = run.hive.workspace.mirror_path(&run.ticket.repo);
+    let inputs = Inputs {
+        config,
+        sandbox: &sandbox,
+        worktree: &v.worktree.path,
+        git_dir: &git_dir,
+        base: v.base,
+        head: v.head,
+        tests: v.tests,
+        notes: run
+            .spent
+            .map(|s| format!("Budget spent so far: {}", s.describe()))
+            .into_iter()
+            .collect(),
+    };
+    let report = Report::Checks {
+        client: &run.client,
+        run_id: v.run_id.clone(),
+    };
+    let results = pipeline::run(&inputs, v.gates, &report).await;
+    sandbox.stop().await;
+    let results = results?;
+    for r in &results {
+        let data = serde_json::json!({ "gate": r.gate, "status": r.status, "result": r.describe(), "findings": r.annotations.len(), "run": v.run_id });
+        run.event("gate", data).await;
+    }
+    run.event(
+        "stage_exit",
+        serde_json::json!({ "stage": "gates", "run": v.run_id }),
+    )
+    .await;
+    Ok(results)
+}

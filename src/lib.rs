@@ -1,0 +1,26 @@
+//! Vibeloop: a self-hosted GitHub App that turns a labelled issue into a tested pull request.
+//!
+//! The crate is organised in rooms (see `DESIGN.md` §4); arrows point down this list:
+//! [`webhook`] takes deliveries in, [`store`] keeps them, [`hive`] runs the workflow and uses
+//! [`github`], [`workspace`], [`sandbox`], [`gates`], [`agent`] and [`llm`]. [`ticket`] holds the
+//! domain types of a ticket; [`ids`] the small newtypes every room shares.
+
+pub mod agent;
+pub mod app;
+pub mod commands;
+pub mod config;
+pub mod gates;
+pub mod github;
+pub mod hive;
+pub mod ids;
+pub mod llm;
+pub mod sandbox;
+pub mod store;
+pub mod ticket;
+pub mod webhook;
+pub mod workspace;
+
+/// Milliseconds since the Unix epoch: the one clock format the store uses.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}

@@ -1,0 +1,38 @@
+//! The `vibeloop` binary: parses the command line and hands over to [`vibeloop::app`].
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use vibeloop::config::{Cli, Command, ServeConfig};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => match ServeConfig::from_args(&args) {
+            Ok(config) => {
+                vibeloop::app::init_logging(config.json_logs);
+                vibeloop::app::serve(config).await
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        Command::Migrate(args) => {
+            vibeloop::app::init_logging(false);
+            vibeloop::app::migrate(&args).await
+        }
+        Command::Gates(args) => match vibeloop::app::gates::run(&args).await {
+            Ok(code) => return ExitCode::from(code as u8),
+            Err(e) => Err(e),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

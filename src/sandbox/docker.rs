@@ -1,0 +1,415 @@
+//! The Docker backend (bollard): one container per worktree, started once and reused for every
+//! command of that worktree (`docker exec`), removed when its ticket ends. At start-up,
+//! containers a crashed run left behind are found by this instance's label and removed.
+//!
+//! Isolation: the worktree is bind-mounted at `/work`, each read-only path is mounted read-only
+//! over it; no network unless the repository opts in; CPU, memory (no swap) and pids limits; all
+//! capabilities dropped and no privilege escalation; a non-root user; an init that reaps
+//! zombies; and an environment that holds nothing of the bot's.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+};
+use futures_util::StreamExt as _;
+use sha2::{Digest as _, Sha256};
+use tokio::sync::Mutex;
+
+use super::{CappedBuffer, CommandOutput, SandboxError, SandboxSpec, contained_path};
+
+const LABEL_MANAGED: &str = "vibeloop.managed";
+const LABEL_INSTANCE: &str = "vibeloop.instance";
+/// The runner image's non-root user, used when the bot itself runs as root.
+const RUNNER_UID: u32 = 1000;
+/// Time given to a command past its timeout before the sandbox kills everything in it.
+const GRACE: Duration = Duration::from_secs(5);
+
+fn docker_err(e: bollard::errors::Error) -> SandboxError {
+    SandboxError::Docker(e.to_string())
+}
+
+/// A connected Docker engine, and how this process labels its containers.
+#[derive(Clone)]
+pub struct DockerBackend {
+    docker: Docker,
+    /// Identifies this bot's containers (a hash of its data directory).
+    instance: String,
+    /// `uid:gid` the commands run as.
+    user: String,
+    /// Set when the worktree must be handed to the runner user first (the bot runs as root).
+    chown_to: Option<u32>,
+    version: String,
+}
+
+impl DockerBackend {
+    /// Connects through `DOCKER_HOST` or the local socket and checks the engine answers.
+    pub async fn connect(data_dir: &Path) -> Result<Self, SandboxError> {
+        let docker = Docker::connect_with_defaults().map_err(docker_err)?;
+        let docker = tokio::time::timeout(Duration::from_secs(5), docker.negotiate_version())
+            .await
+            .map_err(|_| SandboxError::Docker("the engine did not answer within 5 s".into()))?
+            .map_err(docker_err)?;
+        let version = docker
+            .version()
+            .await
+            .map_err(docker_err)?
+            .version
+            .unwrap_or_default();
+        let canonical = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
+        let instance = hex::encode(&Sha256::digest(canonical.to_string_lossy().as_bytes())[..6]);
+        // SAFETY: getuid and getgid have no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let (user, chown_to) = if uid == 0 {
+            (format!("{RUNNER_UID}:{RUNNER_UID}"), Some(RUNNER_UID))
+        } else {
+            (format!("{uid}:{gid}"), None)
+        };
+        Ok(Self {
+            docker,
+            instance,
+            user,
+            chown_to,
+            version,
+        })
+    }
+
+    /// The engine's version, for the start-up log.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    fn container_name(&self, spec: &SandboxSpec) -> String {
+        let raw = format!(
+            "vibeloop-{}-{}-{}-{}",
+            self.instance, spec.repo, spec.ticket, spec.role
+        );
+        let mut name: String = raw
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        name.truncate(120);
+        name
+    }
+
+    /// Creates and starts the container of `spec`, replacing one of the same name.
+    pub async fn start(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
+        let name = self.container_name(spec);
+        self.remove(&name).await;
+        let meta = std::fs::symlink_metadata(&spec.worktree)?;
+        if !meta.is_dir() {
+            return Err(SandboxError::BadMount {
+                path: spec.worktree.display().to_string(),
+                why: "not a directory".into(),
+            });
+        }
+        if let Some(uid) = self.chown_to {
+            chown_tree(&spec.worktree, uid)?;
+        }
+        let mut mounts = vec![bind(&spec.worktree, "/work", false)];
+        for rel in &spec.read_only {
+            if let Some(path) = contained_path(&spec.worktree, rel)? {
+                mounts.push(bind(
+                    &path,
+                    &format!("/work/{}", rel.trim_end_matches('/')),
+                    true,
+                ));
+            }
+        }
+        let memory = (spec.memory_mb * 1024 * 1024) as i64;
+        let labels = HashMap::from([
+            (LABEL_MANAGED.to_owned(), "true".to_owned()),
+            (LABEL_INSTANCE.to_owned(), self.instance.clone()),
+            ("vibeloop.repo".to_owned(), spec.repo.clone()),
+            ("vibeloop.ticket".to_owned(), spec.ticket.clone()),
+            ("vibeloop.role".to_owned(), spec.role.clone()),
+        ]);
+        let body = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            cmd: Some(vec!["sleep".into(), "infinity".into()]),
+            user: Some(self.user.clone()),
+            working_dir: Some("/work".into()),
+            env: Some(vec![
+                "HOME=/tmp".into(),
+                "LANG=C.UTF-8".into(),
+                "PYTHONDONTWRITEBYTECODE=1".into(),
+            ]),
+            labels: Some(labels),
+            network_disabled: Some(!spec.network),
+            host_config: Some(HostConfig {
+                mounts: Some(mounts),
+                network_mode: Some(if spec.network { "bridge" } else { "none" }.into()),
+                memory: Some(memory),
+                memory_swap: Some(memory),
+                nano_cpus: Some((spec.cpus * 1e9) as i64),
+                pids_limit: Some(spec.pids as i64),
+                cap_drop: Some(vec!["ALL".into()]),
+                security_opt: Some(vec!["no-new-privileges".into()]),
+                init: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let options = CreateContainerOptionsBuilder::default().name(&name).build();
+        let created = self
+            .docker
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| match &e {
+                bollard::errors::Error::DockerResponseServerError {
+                    status_code: 404, ..
+                } => SandboxError::ImageMissing(spec.image.clone()),
+                _ => docker_err(e),
+            })?;
+        let sandbox = DockerSandbox {
+            docker: self.docker.clone(),
+            id: created.id,
+            name,
+            oom_kills: Mutex::new(0),
+        };
+        if let Err(e) = self.docker.start_container(&sandbox.id, None).await {
+            sandbox.remove().await;
+            return Err(docker_err(e));
+        }
+        *sandbox.oom_kills.lock().await = sandbox.oom_kill_count().await;
+        Ok(sandbox)
+    }
+
+    async fn remove(&self, name: &str) {
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        let _ = self.docker.remove_container(name, Some(options)).await;
+    }
+
+    /// Removes every container of this instance (left by a crash); returns how many.
+    pub async fn remove_leftovers(&self) -> Result<usize, SandboxError> {
+        let list = self.containers().await?;
+        for (id, _) in &list {
+            self.remove(id).await;
+        }
+        Ok(list.len())
+    }
+
+    /// Removes the containers of `ticket` of `repo`; returns how many.
+    pub async fn remove_ticket(&self, repo: &str, ticket: &str) -> Result<usize, SandboxError> {
+        let filters = HashMap::from([(
+            "label".to_owned(),
+            vec![format!("{LABEL_INSTANCE}={}", self.instance), format!("vibeloop.repo={repo}"), format!("vibeloop.ticket={ticket}")],
+        )]);
+        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+        let list = self.docker.list_containers(Some(options)).await.map_err(docker_err)?;
+        for c in &list {
+            if let Some(id) = &c.id {
+                self.remove(id).await;
+            }
+        }
+        Ok(list.len())
+    }
+
+    /// `(id, name)` of this instance's containers, running or not.
+    pub async fn containers(&self) -> Result<Vec<(String, String)>, SandboxError> {
+        let filters = HashMap::from([(
+            "label".to_owned(),
+            vec![format!("{LABEL_INSTANCE}={}", self.instance)],
+        )]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(docker_err)?;
+        Ok(list
+            .into_iter()
+            .map(|c| {
+                let name = c
+                    .names
+                    .unwrap_or_default()
+                    .first()
+                    .map(|n| n.trim_start_matches('/').to_owned())
+                    .unwrap_or_default();
+                (c.id.unwrap_or_default(), name)
+            })
+            .collect())
+    }
+}
+
+fn bind(source: &Path, target: &str, read_only: bool) -> Mount {
+    Mount {
+        target: Some(target.to_owned()),
+        source: Some(source.display().to_string()),
+        typ: Some(MountType::BIND),
+        read_only: Some(read_only),
+        ..Default::default()
+    }
+}
+
+/// Hands a worktree to the runner user (the bot runs as root; the container does not).
+fn chown_tree(root: &Path, uid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(root, Some(uid), Some(uid))?;
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            chown_tree(&path, uid)?;
+        } else {
+            std::os::unix::fs::lchown(&path, Some(uid), Some(uid))?;
+        }
+    }
+    Ok(())
+}
+
+/// A running container of one worktree.
+pub struct DockerSandbox {
+    docker: Docker,
+    id: String,
+    name: String,
+    /// The cgroup's OOM-kill count after the last command: a rise means the kernel killed one.
+    oom_kills: Mutex<u64>,
+}
+
+impl DockerSandbox {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs `script` under `sh -c` in `/work`, killed at `timeout`; output capped at `cap`.
+    pub async fn exec(
+        &self,
+        script: &str,
+        timeout: Duration,
+        cap: usize,
+    ) -> Result<CommandOutput, SandboxError> {
+        let started = Instant::now();
+        let secs = timeout.as_secs().max(1).to_string();
+        // `timeout` kills the command's whole process group at the limit.
+        let cmd = vec!["timeout", "-s", "KILL", secs.as_str(), "sh", "-c", script];
+        let (mut buf, finished) = self.run(cmd, cap, timeout + GRACE).await?;
+        if finished.is_none() {
+            // Past the grace period: end every process in the container but its init.
+            let _ = self
+                .run(vec!["kill", "-9", "-1"], 1024, Duration::from_secs(10))
+                .await;
+            buf.push(b"\n[killed: the command outlived its timeout]\n");
+        }
+        let exit_code = match &finished {
+            Some(id) => self
+                .docker
+                .inspect_exec(id)
+                .await
+                .map_err(docker_err)?
+                .exit_code
+                .map(|c| c as i32),
+            None => None,
+        };
+        let duration = started.elapsed();
+        let mut oom_killed = false;
+        if exit_code == Some(137) || finished.is_none() {
+            let now = self.oom_kill_count().await;
+            let mut seen = self.oom_kills.lock().await;
+            oom_killed = now > *seen;
+            *seen = now;
+        }
+        let timed_out =
+            !oom_killed && (finished.is_none() || (exit_code == Some(137) && duration >= timeout));
+        Ok(CommandOutput {
+            exit_code: if timed_out { None } else { exit_code },
+            timed_out,
+            oom_killed,
+            output: buf.finish(),
+            duration,
+        })
+    }
+
+    /// Runs `cmd`, collecting output until it ends or `limit` passes. Returns the exec id when
+    /// it ended.
+    async fn run(
+        &self,
+        cmd: Vec<&str>,
+        cap: usize,
+        limit: Duration,
+    ) -> Result<(CappedBuffer, Option<String>), SandboxError> {
+        let exec = self
+            .docker
+            .create_exec(
+                &self.id,
+                CreateExecOptions {
+                    cmd: Some(cmd),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    working_dir: Some("/work"),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(docker_err)?;
+        let mut buf = CappedBuffer::new(cap);
+        let StartExecResults::Attached { mut output, .. } = self
+            .docker
+            .start_exec(&exec.id, None)
+            .await
+            .map_err(docker_err)?
+        else {
+            return Err(SandboxError::Docker("exec started detached".into()));
+        };
+        let collected = tokio::time::timeout(limit, async {
+            while let Some(chunk) = output.next().await {
+                match chunk {
+                    Ok(
+                        LogOutput::StdOut { message }
+                        | LogOutput::StdErr { message }
+                        | LogOutput::Console { message },
+                    ) => buf.push(&message),
+                    Ok(LogOutput::StdIn { .. }) => {}
+                    Err(_) => break,
+                }
+            }
+        })
+        .await;
+        Ok((buf, collected.is_ok().then_some(exec.id)))
+    }
+
+    async fn oom_kill_count(&self) -> u64 {
+        let script =
+            "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null";
+        match self
+            .run(vec!["sh", "-c", script], 4096, Duration::from_secs(10))
+            .await
+        {
+            Ok((buf, _)) => buf
+                .finish()
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("oom_kill ")
+                        .and_then(|n| n.trim().parse().ok())
+                })
+                .unwrap_or(0),
+            Err(_) => 0,
+        }
+    }
+
+    /// Stops and removes the container.
+    pub async fn remove(self) {
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        let _ = self.docker.remove_container(&self.id, Some(options)).await;
+    }
+}

@@ -1,0 +1,248 @@
+//! Where untrusted commands run: one sandbox per worktree (Worktree N ↔ Branch N ↔ Container N).
+//!
+//! Two backends: [`docker`] (a container per worktree, via bollard: the worktree bind-mounted at
+//! `/work`, read-only paths mounted over it, no network unless opted in, CPU, memory and pids
+//! limits, a non-root user, nothing of the bot's environment) and [`local`] (a process group
+//! with rlimits, for machines without Docker). Both cap output and kill at the timeout.
+
+pub mod docker;
+pub mod local;
+mod output;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use output::{CappedBuffer, CommandOutput, DEFAULT_OUTPUT_CAP};
+
+/// Which backend runs commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Docker,
+    Local,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Docker => "docker",
+            Kind::Local => "local",
+        }
+    }
+}
+
+/// What a sandbox is for and what it may do.
+#[derive(Debug, Clone)]
+pub struct SandboxSpec {
+    /// `owner/name`, ticket id and role: they name and label the container.
+    pub repo: String,
+    pub ticket: String,
+    pub role: String,
+    /// The worktree on the host, seen as `/work` inside.
+    pub worktree: PathBuf,
+    /// Paths (relative, files or directories) mounted read-only over the worktree.
+    pub read_only: Vec<String>,
+    pub image: String,
+    pub network: bool,
+    pub cpus: f64,
+    pub memory_mb: u64,
+    pub pids: u64,
+}
+
+/// Errors callers branch on.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "the sandbox image {0} is missing: build it with docker/build-runner-image.sh, or set `image:` in .github/hive.yml"
+    )]
+    ImageMissing(String),
+    #[error("read-only path {path:?} cannot be mounted: {why}")]
+    BadMount { path: String, why: String },
+    #[error("Docker: {0}")]
+    Docker(String),
+    #[error("cannot run the command: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A started sandbox.
+pub enum Sandbox {
+    Docker(docker::DockerSandbox),
+    Local(local::LocalSandbox),
+}
+
+impl Sandbox {
+    /// Runs `script` with `sh -c` in the worktree's root, killed at `timeout`.
+    pub async fn exec(
+        &self,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<CommandOutput, SandboxError> {
+        self.exec_capped(script, timeout, DEFAULT_OUTPUT_CAP).await
+    }
+
+    pub async fn exec_capped(
+        &self,
+        script: &str,
+        timeout: Duration,
+        cap: usize,
+    ) -> Result<CommandOutput, SandboxError> {
+        match self {
+            Sandbox::Docker(s) => s.exec(script, timeout, cap).await,
+            Sandbox::Local(s) => s.exec(script, timeout, cap).await,
+        }
+    }
+
+    /// The worktree's root as commands inside see it (paths in their output start with it).
+    pub fn root(&self) -> String {
+        match self {
+            Sandbox::Docker(_) => "/work/".into(),
+            Sandbox::Local(s) => format!("{}/", s.worktree().display()),
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        match self {
+            Sandbox::Docker(_) => Kind::Docker,
+            Sandbox::Local(_) => Kind::Local,
+        }
+    }
+
+    /// Stops and removes the sandbox.
+    pub async fn stop(self) {
+        if let Sandbox::Docker(s) = self {
+            s.remove().await;
+        }
+    }
+}
+
+/// The backend chosen for this process.
+#[derive(Clone)]
+pub enum Backend {
+    Docker(docker::DockerBackend),
+    Local,
+}
+
+impl Backend {
+    /// Docker when an engine answers (`DOCKER_HOST` or the local socket), else local processes.
+    /// `force` pins one; the reason for a fallback is returned for the log.
+    pub async fn detect(
+        data_dir: &Path,
+        force: Option<Kind>,
+    ) -> Result<(Self, Option<String>), SandboxError> {
+        match force {
+            Some(Kind::Local) => Ok((Backend::Local, None)),
+            Some(Kind::Docker) => Ok((
+                Backend::Docker(docker::DockerBackend::connect(data_dir).await?),
+                None,
+            )),
+            None => match docker::DockerBackend::connect(data_dir).await {
+                Ok(d) => Ok((Backend::Docker(d), None)),
+                Err(e) => Ok((Backend::Local, Some(e.to_string()))),
+            },
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        match self {
+            Backend::Docker(_) => Kind::Docker,
+            Backend::Local => Kind::Local,
+        }
+    }
+
+    pub async fn start(&self, spec: &SandboxSpec) -> Result<Sandbox, SandboxError> {
+        match self {
+            Backend::Docker(d) => Ok(Sandbox::Docker(d.start(spec).await?)),
+            Backend::Local => Ok(Sandbox::Local(local::LocalSandbox::new(spec))),
+        }
+    }
+
+    /// Removes the sandboxes of one ticket (its work ended, was aborted or reset).
+    pub async fn remove_ticket(&self, repo: &str, ticket: &str) -> Result<usize, SandboxError> {
+        match self {
+            Backend::Docker(d) => d.remove_ticket(repo, ticket).await,
+            Backend::Local => Ok(0),
+        }
+    }
+
+    /// Removes sandboxes a crashed run left behind (Docker: containers with this instance's label).
+    pub async fn remove_leftovers(&self) -> Result<usize, SandboxError> {
+        match self {
+            Backend::Docker(d) => d.remove_leftovers().await,
+            Backend::Local => Ok(0),
+        }
+    }
+}
+
+/// Checks that `rel` names an existing path inside `root` reached without symbolic links, so a
+/// mount cannot expose anything outside the worktree.
+pub(crate) fn contained_path(root: &Path, rel: &str) -> Result<Option<PathBuf>, SandboxError> {
+    let bad = |why: &str| SandboxError::BadMount {
+        path: rel.to_owned(),
+        why: why.to_owned(),
+    };
+    let rel = rel.trim_end_matches('/');
+    if rel.is_empty()
+        || rel.starts_with('/')
+        || rel
+            .split('/')
+            .any(|c| c == ".." || c == "." || c.is_empty())
+    {
+        return Err(bad("it must be a plain relative path"));
+    }
+    let mut path = root.to_path_buf();
+    for comp in rel.split('/') {
+        path.push(comp);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(bad("it passes through a symbolic link"));
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(Some(path))
+}
+
+/// The paths to mount read-only for `patterns` (`.github/hive.yml` syntax): a plain path or a
+/// directory (`docs/spec/`) is mounted as one; a glob is expanded to the files it matches now
+/// (at most 256).
+pub fn read_only_mounts(worktree: &Path, patterns: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let globs: Vec<&String> = patterns
+        .iter()
+        .filter(|p| p.contains(['*', '?', '[', '{']))
+        .collect();
+    for p in patterns
+        .iter()
+        .filter(|p| !p.contains(['*', '?', '[', '{']))
+    {
+        let p = p.trim_end_matches('/');
+        if !p.is_empty() && worktree.join(p).exists() {
+            out.push(p.to_owned());
+        }
+    }
+    if !globs.is_empty() {
+        let set =
+            crate::config::repo::PathSet::new(&globs.into_iter().cloned().collect::<Vec<_>>());
+        let walker = ignore::WalkBuilder::new(worktree)
+            .hidden(false)
+            .git_ignore(false)
+            .filter_entry(|e| e.file_name() != ".git")
+            .build();
+        for entry in walker.flatten() {
+            let Ok(rel) = entry.path().strip_prefix(worktree) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if entry.file_type().is_some_and(|t| t.is_file())
+                && set.contains(&rel)
+                && !out.iter().any(|o| rel.starts_with(&format!("{o}/")))
+            {
+                out.push(rel);
+                if out.len() >= 256 {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,144 @@
+//! Checkpoints of the hive's workflow: each node transition of a ticket is a row (node,
+//! attempt, inputs, outputs), written in the same transaction as the ticket's accumulated
+//! `flow` state, which a resumed run starts from.
+
+use sqlx::Row as _;
+
+use super::{Result, Store};
+use crate::now_ms;
+
+/// One recorded node transition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    pub node: String,
+    pub attempt: i64,
+    pub inputs: serde_json::Value,
+    pub outputs: serde_json::Value,
+    pub at: i64,
+}
+
+impl Store {
+    /// Records that `node` (attempt `attempt`) finished with `outputs`, and stores `flow`, the
+    /// state the next node starts from.
+    pub async fn checkpoint(
+        &self,
+        key: i64,
+        node: &str,
+        attempt: u32,
+        inputs: &serde_json::Value,
+        outputs: &serde_json::Value,
+        flow: &serde_json::Value,
+    ) -> Result<()> {
+        let now = now_ms();
+        let mut tx = self.writer().begin().await?;
+        sqlx::query("INSERT INTO checkpoints (ticket_id, node, attempt, inputs, outputs, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
+            .bind(key)
+            .bind(node)
+            .bind(i64::from(attempt))
+            .bind(inputs.to_string())
+            .bind(outputs.to_string())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
+            .bind(flow.to_string())
+            .bind(now)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Stores `flow` without a checkpoint (a change made from outside a node: a command).
+    pub async fn set_flow(&self, key: i64, flow: &serde_json::Value) -> Result<()> {
+        sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
+            .bind(flow.to_string())
+            .bind(now_ms())
+            .bind(key)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    /// The ticket's stored flow state, if any node ran yet.
+    pub async fn flow(&self, key: i64) -> Result<Option<serde_json::Value>> {
+        let row = sqlx::query("SELECT flow FROM tickets WHERE id = $1")
+            .bind(key)
+            .fetch_optional(self.reader())
+            .await?;
+        Ok(row
+            .and_then(|r| r.get::<Option<String>, _>(0))
+            .and_then(|s| serde_json::from_str(&s).ok()))
+    }
+
+    /// Every checkpoint of a ticket, oldest first.
+    pub async fn checkpoints(&self, key: i64) -> Result<Vec<Checkpoint>> {
+        let rows = sqlx::query("SELECT node, attempt, inputs, outputs, created_at FROM checkpoints WHERE ticket_id = $1 ORDER BY id")
+            .bind(key)
+            .fetch_all(self.reader())
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let json =
+                    |i: usize| serde_json::from_str(&r.get::<String, _>(i)).unwrap_or_default();
+                Checkpoint {
+                    node: r.get(0),
+                    attempt: r.get(1),
+                    inputs: json(2),
+                    outputs: json(3),
+                    at: r.get(4),
+                }
+            })
+            .collect())
+    }
+}
+
+/// Something a person asked of a ticket.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Signal {
+    pub id: i64,
+    pub kind: String,
+    pub data: serde_json::Value,
+    pub author: String,
+}
+
+impl Store {
+    /// Queues a signal for the ticket's run.
+    pub async fn signal(&self, key: i64, kind: &str, data: &serde_json::Value, author: &str) -> Result<()> {
+        sqlx::query("INSERT INTO signals (ticket_id, kind, data, author, created_at) VALUES ($1, $2, $3, $4, $5)")
+            .bind(key)
+            .bind(kind)
+            .bind(data.to_string())
+            .bind(author)
+            .bind(now_ms())
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    /// Takes the ticket's pending signals, oldest first (each is taken once).
+    pub async fn take_signals(&self, key: i64) -> Result<Vec<Signal>> {
+        let mut tx = self.writer().begin().await?;
+        let rows = sqlx::query("SELECT id, kind, data, author FROM signals WHERE ticket_id = $1 AND consumed_at IS NULL ORDER BY id")
+            .bind(key)
+            .fetch_all(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE signals SET consumed_at = $1 WHERE ticket_id = $2 AND consumed_at IS NULL")
+            .bind(now_ms())
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Signal {
+                id: r.get(0),
+                kind: r.get(1),
+                data: serde_json::from_str(&r.get::<String, _>(2)).unwrap_or_default(),
+                author: r.get(3),
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,263 @@
+//! The `jobs` table: a durable work queue with leases. A worker claims the oldest due job and
+//! holds a lease it renews while working; a job whose lease runs out (its worker died) is
+//! claimed again. At most one live (queued or running) job exists per `(kind, key)`; a finished
+//! job is deleted, a failed one kept with its error.
+
+use sqlx::{Any, Row as _, Transaction};
+
+use super::{Dialect, Result, Store};
+use crate::now_ms;
+
+/// What a job is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    /// Process one stored webhook delivery (key: the delivery id).
+    Delivery,
+    /// Run a ticket's workflow (key: the ticket's row id).
+    Ticket,
+    /// Run gates again on a commit (key: `<ticket row id>|<sha>|<gate or all>`).
+    Gates,
+}
+
+impl JobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Delivery => "delivery",
+            JobKind::Ticket => "ticket",
+            JobKind::Gates => "gates",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "delivery" => Some(JobKind::Delivery),
+            "ticket" => Some(JobKind::Ticket),
+            "gates" => Some(JobKind::Gates),
+            _ => None,
+        }
+    }
+}
+
+/// A claimed job.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: i64,
+    pub kind: JobKind,
+    pub key: String,
+    /// How many times it has been claimed, this claim included.
+    pub attempts: i64,
+}
+
+pub(super) async fn enqueue_in(
+    tx: &mut Transaction<'_, Any>,
+    kind: JobKind,
+    key: &str,
+    now: i64,
+) -> Result<bool> {
+    let n = sqlx::query(
+        "INSERT INTO jobs (kind, key, status, run_after, created_at, updated_at) \
+         VALUES ($1, $2, 'queued', $3, $3, $3) ON CONFLICT DO NOTHING",
+    )
+    .bind(kind.as_str())
+    .bind(key)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    Ok(n > 0)
+}
+
+/// Ends a job its owner holds: a finished job is deleted, a failed one kept with its error.
+pub(super) async fn end_job_in(
+    tx: &mut Transaction<'_, Any>,
+    job_id: i64,
+    owner: &str,
+    status: &str,
+    error: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    if status == "done" {
+        sqlx::query("DELETE FROM jobs WHERE id = $1 AND lease_owner = $2")
+            .bind(job_id)
+            .bind(owner)
+            .execute(&mut **tx)
+            .await?;
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE jobs SET status = $1, last_error = $2, lease_owner = NULL, lease_until = NULL, \
+         updated_at = $3 WHERE id = $4 AND lease_owner = $5",
+    )
+    .bind(status)
+    .bind(error)
+    .bind(now)
+    .bind(job_id)
+    .bind(owner)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    /// Queues a job unless a live one exists for the same subject. True when queued.
+    pub async fn enqueue(&self, kind: JobKind, key: &str) -> Result<bool> {
+        let mut tx = self.writer().begin().await?;
+        let queued = enqueue_in(&mut tx, kind, key, now_ms()).await?;
+        tx.commit().await?;
+        Ok(queued)
+    }
+
+    /// Queues a job to run after `delay_ms`, behind everything queued now (a requeue at the
+    /// tail). False when a live one exists.
+    pub async fn enqueue_after(&self, kind: JobKind, key: &str, delay_ms: i64) -> Result<bool> {
+        let now = now_ms();
+        let n = sqlx::query(
+            "INSERT INTO jobs (kind, key, status, run_after, created_at, updated_at) \
+             VALUES ($1, $2, 'queued', $3, $4, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(kind.as_str())
+        .bind(key)
+        .bind(now + delay_ms)
+        .bind(now)
+        .execute(self.writer())
+        .await?
+        .rows_affected();
+        Ok(n > 0)
+    }
+
+    /// Claims the oldest due job, or one whose lease has run out, for `lease_ms`.
+    pub async fn claim_job(&self, owner: &str, lease_ms: i64) -> Result<Option<Job>> {
+        let now = now_ms();
+        if self.dialect() == Dialect::Sqlite {
+            // SQLite has one writer: look first on a reader connection, so an idle worker's
+            // poll does not queue behind (or in front of) the webhook receiver's commits.
+            let due = sqlx::query(
+                "SELECT 1 FROM jobs WHERE status IN ('queued', 'running') \
+                 AND ((status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_until < $1)) LIMIT 1",
+            )
+            .bind(now)
+            .fetch_optional(self.reader())
+            .await?;
+            if due.is_none() {
+                return Ok(None);
+            }
+        }
+        let lock = match self.dialect() {
+            Dialect::Postgres => "FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        };
+        let sql = format!(
+            "UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2, \
+             attempts = attempts + 1, updated_at = $3 \
+             WHERE id = (SELECT id FROM jobs \
+                 WHERE status IN ('queued', 'running') \
+                   AND ((status = 'queued' AND run_after <= $3) OR (status = 'running' AND lease_until < $3)) \
+                 ORDER BY id LIMIT 1 {lock}) \
+             RETURNING id, kind, key, attempts"
+        );
+        let row = sqlx::query(&sql)
+            .bind(owner)
+            .bind(now + lease_ms)
+            .bind(now)
+            .fetch_optional(self.writer())
+            .await?;
+        row.map(|r| {
+            let kind: String = r.get(1);
+            Ok(Job {
+                id: r.get(0),
+                kind: JobKind::parse(&kind).ok_or_else(|| {
+                    super::StoreError::Invalid(format!("unknown job kind {kind:?}"))
+                })?,
+                key: r.get(2),
+                attempts: r.get(3),
+            })
+        })
+        .transpose()
+    }
+
+    /// Extends a lease; false when the lease was lost (another worker owns the job now).
+    pub async fn renew_lease(&self, job_id: i64, owner: &str, lease_ms: i64) -> Result<bool> {
+        let now = now_ms();
+        let n = sqlx::query(
+            "UPDATE jobs SET lease_until = $1, updated_at = $2 \
+             WHERE id = $3 AND lease_owner = $4 AND status = 'running'",
+        )
+        .bind(now + lease_ms)
+        .bind(now)
+        .bind(job_id)
+        .bind(owner)
+        .execute(self.writer())
+        .await?
+        .rows_affected();
+        Ok(n > 0)
+    }
+
+    /// Marks a job done.
+    pub async fn complete_job(&self, job_id: i64, owner: &str) -> Result<()> {
+        self.end_job(job_id, owner, "done", None).await
+    }
+
+    /// Marks a job failed for good, with the reason.
+    pub async fn fail_job(&self, job_id: i64, owner: &str, error: &str) -> Result<()> {
+        self.end_job(job_id, owner, "failed", Some(error)).await
+    }
+
+    async fn end_job(
+        &self,
+        job_id: i64,
+        owner: &str,
+        status: &str,
+        error: Option<&str>,
+    ) -> Result<()> {
+        let mut tx = self.writer().begin().await?;
+        end_job_in(&mut tx, job_id, owner, status, error, now_ms()).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Puts a job back in the queue to run again after `delay_ms`.
+    pub async fn retry_job(
+        &self,
+        job_id: i64,
+        owner: &str,
+        delay_ms: i64,
+        error: &str,
+    ) -> Result<()> {
+        let now = now_ms();
+        sqlx::query(
+            "UPDATE jobs SET status = 'queued', run_after = $1, last_error = $2, lease_owner = NULL, \
+             lease_until = NULL, updated_at = $3 WHERE id = $4 AND lease_owner = $5",
+        )
+        .bind(now + delay_ms)
+        .bind(error)
+        .bind(now)
+        .bind(job_id)
+        .bind(owner)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+
+    /// Frees every lease at once. Only for a single-process store (SQLite) at start-up, where
+    /// no other worker can hold one: a crashed run's jobs resume at once instead of after their
+    /// lease runs out.
+    pub async fn release_all_leases(&self) -> Result<u64> {
+        let n = sqlx::query(
+            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, run_after = $1 \
+             WHERE status = 'running'",
+        )
+        .bind(now_ms())
+        .execute(self.writer())
+        .await?
+        .rows_affected();
+        Ok(n)
+    }
+
+    /// Number of jobs by status, for health pages and tests.
+    pub async fn job_counts(&self) -> Result<Vec<(String, i64)>> {
+        let rows = sqlx::query("SELECT status, COUNT(*) FROM jobs GROUP BY status ORDER BY status")
+            .fetch_all(self.reader())
+            .await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}

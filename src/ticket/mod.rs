@@ -1,0 +1,280 @@
+//! The ticket domain: [`TicketId`] (`T-n`, per repository) and [`TaskState`] with its one
+//! transition table. Nothing here talks to GitHub or the database.
+
+pub mod plan;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// `T-<n>`: a ticket's number within its repository; names its branches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TicketId(pub u32);
+
+impl TicketId {
+    /// The Builder's branch.
+    pub fn feat_branch(self) -> String {
+        format!("feat/{self}")
+    }
+
+    /// The Breaker's branch.
+    pub fn test_branch(self) -> String {
+        format!("test/{self}")
+    }
+
+    /// Reads `T-12`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let n = s.strip_prefix("T-")?;
+        if n.is_empty() || n.len() > 9 || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        n.parse().ok().filter(|n| *n > 0).map(TicketId)
+    }
+
+    /// The ticket of a bot branch: `feat/T-12` or `test/T-12`.
+    pub fn from_branch(branch: &str) -> Option<Self> {
+        Self::parse(
+            branch
+                .strip_prefix("feat/")
+                .or_else(|| branch.strip_prefix("test/"))?,
+        )
+    }
+}
+
+impl fmt::Display for TicketId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "T-{}", self.0)
+    }
+}
+
+/// Where a ticket is in its life (DESIGN §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskState {
+    Pending,
+    Preparing,
+    Validating,
+    InProgress,
+    AwaitingVerification,
+    Completed,
+    Blocked,
+    HumanNeeded,
+    Failed,
+}
+
+use TaskState::*;
+
+impl TaskState {
+    pub const ALL: [TaskState; 9] = [
+        Pending,
+        Preparing,
+        Validating,
+        InProgress,
+        AwaitingVerification,
+        Completed,
+        Blocked,
+        HumanNeeded,
+        Failed,
+    ];
+
+    /// The transition table: every legal move, and only those.
+    pub fn can_move_to(self, to: TaskState) -> bool {
+        matches!(
+            (self, to),
+            (Pending, Preparing)
+                | (Preparing, Validating)
+                | (Validating, InProgress)
+                | (InProgress, AwaitingVerification)
+                | (AwaitingVerification, Completed)
+                // work sent back: a veto, a failed re-check after rebase
+                | (AwaitingVerification, InProgress)
+                // waiting for people
+                | (Preparing | Validating, Blocked)
+                | (Blocked, Preparing | Validating)
+                | (Validating | InProgress | AwaitingVerification, HumanNeeded)
+                | (HumanNeeded, InProgress | Pending)
+                // a retry starts over
+                | (Failed, Pending)
+                // anything unfinished can fail (or be aborted)
+                | (Pending | Preparing | Validating | InProgress | AwaitingVerification | Blocked | HumanNeeded, Failed)
+        )
+    }
+
+    /// True for states no worker acts on until a person does something.
+    pub fn is_final(self) -> bool {
+        matches!(self, Completed | Failed)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pending => "Pending",
+            Preparing => "Preparing",
+            Validating => "Validating",
+            InProgress => "InProgress",
+            AwaitingVerification => "AwaitingVerification",
+            Completed => "Completed",
+            Blocked => "Blocked",
+            HumanNeeded => "HumanNeeded",
+            Failed => "Failed",
+        }
+    }
+
+    /// Words for people, as the status comment shows them.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Pending => "queued",
+            Preparing => "preparing the workspace",
+            Validating => "checking the configuration",
+            InProgress => "writing and testing the change",
+            AwaitingVerification => "pull request open, awaiting review",
+            Completed => "completed",
+            Blocked => "blocked: waiting for answers",
+            HumanNeeded => "needs a human",
+            Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for TaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A state name that is not one of [`TaskState`].
+#[derive(Debug, thiserror::Error)]
+#[error("unknown ticket state {0:?}")]
+pub struct UnknownState(String);
+
+impl FromStr for TaskState {
+    type Err = UnknownState;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TaskState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| UnknownState(s.to_owned()))
+    }
+}
+
+/// How far a piece of knowledge can be trusted (the seed's memory stability levels). It rises
+/// as its ticket moves on; only Canonical knowledge feeds later tickets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum MemoryStability {
+    /// Written during a run; may be wrong.
+    Ephemeral,
+    /// Came out of a validated step (a plan that passed its checks).
+    Derived,
+    /// Confirmed by observation (the gates passed with it).
+    Verified,
+    /// Part of a merged change.
+    Canonical,
+}
+
+impl MemoryStability {
+    pub const ALL: [MemoryStability; 4] = [
+        MemoryStability::Ephemeral,
+        MemoryStability::Derived,
+        MemoryStability::Verified,
+        MemoryStability::Canonical,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryStability::Ephemeral => "Ephemeral",
+            MemoryStability::Derived => "Derived",
+            MemoryStability::Verified => "Verified",
+            MemoryStability::Canonical => "Canonical",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+}
+
+/// A refused move between two states.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("a ticket cannot go from {from} to {to}")]
+pub struct IllegalTransition {
+    pub from: TaskState,
+    pub to: TaskState,
+}
+
+/// The one place transitions are checked.
+pub fn check_transition(from: TaskState, to: TaskState) -> Result<(), IllegalTransition> {
+    if from.can_move_to(to) {
+        Ok(())
+    } else {
+        Err(IllegalTransition { from, to })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_name_branches() {
+        assert_eq!(TicketId(12).to_string(), "T-12");
+        assert_eq!(TicketId(12).feat_branch(), "feat/T-12");
+        assert_eq!(TicketId(12).test_branch(), "test/T-12");
+    }
+
+    #[test]
+    fn ids_are_read_back() {
+        assert_eq!(TicketId::parse("T-12"), Some(TicketId(12)));
+        assert_eq!(TicketId::from_branch("feat/T-3"), Some(TicketId(3)));
+        assert_eq!(TicketId::from_branch("test/T-3"), Some(TicketId(3)));
+        for bad in ["T-", "T-0", "T-1x", "t-1", "T--1", "T-9999999999"] {
+            assert_eq!(TicketId::parse(bad), None, "{bad}");
+        }
+        assert_eq!(TicketId::from_branch("main"), None);
+    }
+
+    #[test]
+    fn happy_path_is_legal() {
+        let path = [
+            Pending,
+            Preparing,
+            Validating,
+            InProgress,
+            AwaitingVerification,
+            Completed,
+        ];
+        for pair in path.windows(2) {
+            check_transition(pair[0], pair[1]).unwrap();
+        }
+    }
+
+    #[test]
+    fn finished_tickets_stay_finished_except_retry() {
+        for to in TaskState::ALL {
+            assert!(
+                check_transition(Completed, to).is_err(),
+                "Completed -> {to}"
+            );
+            assert_eq!(
+                check_transition(Failed, to).is_ok(),
+                to == Pending,
+                "Failed -> {to}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_state_moves_to_itself_and_names_round_trip() {
+        for s in TaskState::ALL {
+            assert!(!s.can_move_to(s), "{s} -> {s}");
+            assert_eq!(s.as_str().parse::<TaskState>().unwrap(), s);
+        }
+        assert!("Done".parse::<TaskState>().is_err());
+    }
+
+    #[test]
+    fn skipping_ahead_is_refused() {
+        assert!(check_transition(Pending, InProgress).is_err());
+        assert!(check_transition(Preparing, AwaitingVerification).is_err());
+        assert!(check_transition(InProgress, Completed).is_err());
+    }
+}

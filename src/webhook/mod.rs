@@ -1,0 +1,150 @@
+//! Webhook ingress: `POST /webhook` checks headers, size and signature, stores the delivery
+//! (and its job) and answers — 202 for a new delivery, 200 for one already stored — before any
+//! work is done. Workers take it from there (`crate::hive`).
+//!
+//! Answers, each with a one-line plain-text reason: 400 (missing or bad header, body not a JSON
+//! object), 401 (signature), 413 (over 25 MiB), 503 (database unavailable: GitHub shows the
+//! failure and the delivery can be redelivered).
+
+pub mod event;
+pub mod signature;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use secrecy::SecretString;
+use tokio::sync::Notify;
+use tracing::{Instrument as _, info, info_span, warn};
+
+use crate::ids::DeliveryId;
+use crate::store::Store;
+use crate::store::deliveries::{DeliveryWriter, NewDelivery, Stored};
+
+/// GitHub caps payloads at 25 MB; we refuse anything larger.
+pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
+
+/// What the ingress routes share.
+#[derive(Clone)]
+pub struct Ingress {
+    pub store: Store,
+    /// Commits deliveries in groups (see [`DeliveryWriter`]).
+    pub deliveries: DeliveryWriter,
+    pub secrets: Arc<Vec<SecretString>>,
+    /// Woken when a job is queued, so workers start without waiting for their next poll.
+    pub jobs_queued: Arc<Notify>,
+}
+
+/// `/webhook`, `/healthz`, `/readyz`.
+pub fn router(ingress: Ingress) -> Router {
+    Router::new()
+        .route("/webhook", post(receive))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(ingress)
+}
+
+async fn ready(State(ingress): State<Ingress>) -> (StatusCode, &'static str) {
+    if ingress.store.ping().await {
+        (StatusCode::OK, "ready\n")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "database unreachable\n")
+    }
+}
+
+type Reply = (StatusCode, String);
+
+fn reply(status: StatusCode, text: impl Into<String>) -> Reply {
+    let mut text = text.into();
+    text.push('\n');
+    (status, text)
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<&'a str, Reply> {
+    match headers.get(name).map(|v| v.to_str()) {
+        Some(Ok(v)) if !v.trim().is_empty() => Ok(v.trim()),
+        Some(_) => Err(reply(
+            StatusCode::BAD_REQUEST,
+            format!("{name} header is not valid text"),
+        )),
+        None => Err(reply(
+            StatusCode::BAD_REQUEST,
+            format!("missing {name} header"),
+        )),
+    }
+}
+
+async fn receive(State(ingress): State<Ingress>, headers: HeaderMap, body: Bytes) -> Reply {
+    let checked = (|| {
+        let event = header(&headers, "x-github-event")?;
+        let delivery = header(&headers, "x-github-delivery")?;
+        let signature = header(&headers, "x-hub-signature-256")?;
+        let delivery = DeliveryId::parse(delivery)
+            .map_err(|e| reply(StatusCode::BAD_REQUEST, format!("X-GitHub-Delivery: {e}")))?;
+        Ok::<_, Reply>((event, delivery, signature))
+    })();
+    let (event, delivery, signature) = match checked {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let span = info_span!("delivery", id = %delivery, event = %event);
+    async move {
+        if let Err(e) = signature::verify(&ingress.secrets, signature, &body) {
+            warn!(error = %e, "refused delivery");
+            return reply(StatusCode::UNAUTHORIZED, e.to_string());
+        }
+        let envelope: event::Envelope = match serde_json::from_slice(&body) {
+            Ok(e) => e,
+            Err(e) => {
+                return reply(
+                    StatusCode::BAD_REQUEST,
+                    format!("body is not a JSON webhook payload: {e}"),
+                );
+            }
+        };
+        let ignored = (!event::HANDLED_EVENTS.contains(&event)).then_some("event type not handled");
+        let new = NewDelivery {
+            delivery_id: delivery.clone(),
+            event: event.to_owned(),
+            action: envelope.action,
+            installation_id: envelope.installation.and_then(|i| i64::try_from(i.id).ok()),
+            repo: envelope.repository.map(|r| r.full_name),
+            // serde_json accepted it, so it is valid UTF-8.
+            payload: body,
+            ignored,
+        };
+        let action = new.action.clone();
+        match ingress.deliveries.store(new).await {
+            Ok(Stored::New) => {
+                if ignored.is_none() {
+                    ingress.jobs_queued.notify_one();
+                    info!(action = ?action, "delivery queued");
+                    reply(StatusCode::ACCEPTED, "queued")
+                } else {
+                    info!("delivery stored as ignored");
+                    reply(
+                        StatusCode::ACCEPTED,
+                        format!("stored; {event} events are ignored"),
+                    )
+                }
+            }
+            Ok(Stored::Duplicate) => {
+                info!("duplicate delivery");
+                reply(StatusCode::OK, "already received")
+            }
+            Err(e) => {
+                warn!(error = %e, "cannot store delivery");
+                reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "cannot store the delivery now; redeliver it later",
+                )
+            }
+        }
+    }
+    .instrument(span)
+    .await
+}

@@ -1,0 +1,195 @@
+//! Changes between commits: which paths differ, copying paths from one commit into a
+//! worktree, merging another commit into a branch, and replaying a whole change onto a newer
+//! base as one commit (the hive's "rebase"), reporting conflicts with both sides' contents.
+
+use std::path::Path;
+
+use git2::{Repository, Signature};
+
+use super::{Author, Workspace, WorkspaceError, Worktree};
+use crate::ids::CommitSha;
+
+/// What merging another commit into a worktree's branch did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merged {
+    /// The branch now points at this commit (a merge, or unchanged when already contained).
+    Clean(CommitSha),
+    /// These files conflict; nothing was changed.
+    Conflicts(Vec<String>),
+}
+
+impl Workspace {
+    /// Files that differ between two commits (added, changed, deleted, renamed).
+    pub fn changed_paths(&self, git: &Repository, from: git2::Oid, to: git2::Oid) -> Result<Vec<String>, WorkspaceError> {
+        let old = git.find_commit(from)?.tree()?;
+        let new = git.find_commit(to)?.tree()?;
+        let diff = git.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+        let mut out = Vec::new();
+        for d in diff.deltas() {
+            for f in [d.old_file(), d.new_file()] {
+                if let Some(p) = f.path().and_then(|p| p.to_str()) {
+                    if !out.iter().any(|o: &String| o == p) {
+                        out.push(p.to_owned());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes `paths` as they are in `commit` into the worktree (deleting those absent there).
+    pub fn copy_paths(&self, git: &Repository, commit: git2::Oid, paths: &[String], wt: &Worktree) -> Result<(), WorkspaceError> {
+        let tree = git.find_commit(commit)?.tree()?;
+        for p in paths {
+            let target = wt.path.join(p);
+            match tree.get_path(Path::new(p)) {
+                Ok(entry) => {
+                    let blob = entry.to_object(git)?.peel_to_blob()?;
+                    if let Some(parent) = target.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    std::fs::write(&target, blob.content())?;
+                }
+                Err(_) => {
+                    let _ = std::fs::remove_file(&target);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Merges commit `other` into the worktree's branch, committing the merge when clean.
+    pub fn merge_into(&self, wt: &Worktree, other: git2::Oid, message: &str, author: &Author) -> Result<Merged, WorkspaceError> {
+        let git = Repository::open(&wt.path)?;
+        let head = git.head()?.peel_to_commit()?;
+        let theirs = git.find_commit(other)?;
+        if git.graph_descendant_of(head.id(), other)? || head.id() == other {
+            return Ok(Merged::Clean(head.id().into()));
+        }
+        let mut index = git.merge_commits(&head, &theirs, None)?;
+        if index.has_conflicts() {
+            let mut paths: Vec<String> = index
+                .conflicts()?
+                .flatten()
+                .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+                .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+                .collect();
+            paths.dedup();
+            return Ok(Merged::Conflicts(paths));
+        }
+        let tree = git.find_tree(index.write_tree_to(&git)?)?;
+        let sig = Signature::now(&author.name, &author.email)?;
+        let oid = git.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&head, &theirs])?;
+        git.checkout_tree(tree.as_object(), Some(git2::build::CheckoutBuilder::new().force()))?;
+        let mut idx = git.index()?;
+        idx.read_tree(&tree)?;
+        idx.write()?;
+        Ok(Merged::Clean(oid.into()))
+    }
+
+    /// The tree id of a commit (two commits with one tree made the same change).
+    pub fn tree_of(&self, git: &Repository, commit: git2::Oid) -> Result<String, WorkspaceError> {
+        Ok(git.find_commit(commit)?.tree_id().to_string())
+    }
+}
+
+/// A file both sides changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    pub path: String,
+    /// The base branch's version (`None`: deleted there).
+    pub ours: Option<Vec<u8>>,
+    /// The change's version.
+    pub theirs: Option<Vec<u8>>,
+}
+
+/// What replaying a change onto a newer base did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Squashed {
+    /// The change as one commit on top of the new base.
+    Clean(CommitSha),
+    Conflicts(Vec<Conflict>),
+}
+
+impl Workspace {
+    /// A unified diff `from..to`, cut at `cap` bytes with a note.
+    pub fn diff_text(&self, git: &Repository, from: git2::Oid, to: git2::Oid, cap: usize) -> Result<String, WorkspaceError> {
+        let old = git.find_commit(from)?.tree()?;
+        let new = git.find_commit(to)?.tree()?;
+        let diff = git.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+        let mut out = Vec::new();
+        let mut cut = false;
+        diff.print(git2::DiffFormat::Patch, |_, _, line| {
+            if out.len() > cap {
+                cut = true;
+                return true;
+            }
+            if matches!(line.origin(), '+' | '-' | ' ') {
+                out.push(line.origin() as u8);
+            }
+            out.extend_from_slice(line.content());
+            true
+        })?;
+        let mut text = String::from_utf8_lossy(&out).into_owned();
+        if cut {
+            text.push_str("\n… (diff cut; read the files for the rest)\n");
+        }
+        Ok(text)
+    }
+
+    /// Replays the change `from..head` onto `onto` as one commit with `message` (a three-way
+    /// merge of the trees). The commit is made on no branch; the caller moves one to it.
+    pub fn squash_onto(&self, git: &Repository, from: git2::Oid, head: git2::Oid, onto: git2::Oid, message: &str, author: &Author) -> Result<Squashed, WorkspaceError> {
+        let ancestor = git.find_commit(from)?.tree()?;
+        let theirs = git.find_commit(head)?.tree()?;
+        let base = git.find_commit(onto)?;
+        let index = git.merge_trees(&ancestor, &base.tree()?, &theirs, None)?;
+        if index.has_conflicts() {
+            let blob = |e: Option<git2::IndexEntry>| -> Option<Vec<u8>> { e.and_then(|e| git.find_blob(e.id).ok()).map(|b| b.content().to_vec()) };
+            let mut conflicts = Vec::new();
+            for c in index.conflicts()?.flatten() {
+                let path = c.our.as_ref().or(c.their.as_ref()).or(c.ancestor.as_ref()).map(|e| String::from_utf8_lossy(&e.path).into_owned()).unwrap_or_default();
+                conflicts.push(Conflict { path, ours: blob(c.our), theirs: blob(c.their) });
+            }
+            return Ok(Squashed::Conflicts(conflicts));
+        }
+        let mut index = index;
+        let tree = git.find_tree(index.write_tree_to(git)?)?;
+        let sig = Signature::now(&author.name, &author.email)?;
+        let oid = git.commit(None, &sig, &sig, message, &tree, &[&base])?;
+        Ok(Squashed::Clean(oid.into()))
+    }
+
+    /// Replays `from..head` onto `onto` taking the change's side of every conflict, as one
+    /// commit (strategy A's starting point, before the formatter runs).
+    pub fn squash_taking_theirs(&self, git: &Repository, from: git2::Oid, head: git2::Oid, onto: git2::Oid, message: &str, author: &Author) -> Result<CommitSha, WorkspaceError> {
+        let ancestor = git.find_commit(from)?.tree()?;
+        let theirs = git.find_commit(head)?.tree()?;
+        let base = git.find_commit(onto)?;
+        let mut opts = git2::MergeOptions::new();
+        opts.file_favor(git2::FileFavor::Theirs);
+        let mut index = git.merge_trees(&ancestor, &base.tree()?, &theirs, Some(&opts))?;
+        let tree = git.find_tree(index.write_tree_to(git)?)?;
+        let sig = Signature::now(&author.name, &author.email)?;
+        Ok(git.commit(None, &sig, &sig, message, &tree, &[&base])?.into())
+    }
+
+    /// Points local branch `branch` at `commit` (the bot owns its branches).
+    pub fn set_branch(&self, git: &Repository, branch: &str, commit: git2::Oid) -> Result<(), WorkspaceError> {
+        git.branch(branch, &git.find_commit(commit)?, true)?;
+        Ok(())
+    }
+
+    /// Tags of the mirror, as `(name, commit)`.
+    pub fn tags(&self, git: &Repository) -> Result<Vec<(String, String)>, WorkspaceError> {
+        let mut out = Vec::new();
+        for name in git.tag_names(None)?.iter().flatten() {
+            if let Ok(r) = git.find_reference(&format!("refs/tags/{name}")) {
+                if let Ok(c) = r.peel_to_commit() {
+                    out.push((name.to_owned(), c.id().to_string()));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

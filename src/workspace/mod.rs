@@ -1,0 +1,340 @@
+//! Git on disk, through git2: one bare mirror per repository under `<data>/mirrors`, one
+//! worktree per branch under `<data>/worktrees`, commits authored as the app, pushes.
+//!
+//! Credentials: the installation token is handed to libgit2 only through the credential
+//! callback, so it never appears in a remote URL, a config file, argv or a log line.
+//! Every function here blocks; async callers use `tokio::task::spawn_blocking`.
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+
+use git2::{
+    BranchType, Cred, FetchOptions, IndexAddOption, PushOptions, RemoteCallbacks, Repository,
+    Signature, WorktreeAddOptions, WorktreePruneOptions,
+};
+use secrecy::{ExposeSecret as _, SecretString};
+
+mod changes;
+
+pub use changes::{Conflict, Merged, Squashed};
+
+use crate::ids::{CommitSha, RepoName};
+
+/// The user name GitHub expects with an installation token over HTTPS.
+const TOKEN_USER: &str = "x-access-token";
+
+/// Errors callers branch on.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("branch {0} does not exist on the remote")]
+    MissingBranch(String),
+    #[error("the remote refused {reference}: {message}")]
+    PushRejected { reference: String, message: String },
+}
+
+/// Who commits: the app's bot account.
+#[derive(Debug, Clone)]
+pub struct Author {
+    pub name: String,
+    pub email: String,
+}
+
+impl Default for Author {
+    fn default() -> Self {
+        Self {
+            name: "vibeloop[bot]".into(),
+            email: "vibeloop[bot]@users.noreply.github.com".into(),
+        }
+    }
+}
+
+/// The mirrors and worktrees of one data directory.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    git_url: url::Url,
+}
+
+/// A checked-out branch.
+#[derive(Debug, Clone)]
+pub struct Worktree {
+    pub path: PathBuf,
+    pub branch: String,
+    /// The commit the branch was made from.
+    pub base: CommitSha,
+}
+
+fn callbacks(token: Option<&SecretString>) -> RemoteCallbacks<'_> {
+    let mut cb = RemoteCallbacks::new();
+    let tries = Cell::new(0);
+    cb.credentials(move |_url, _user, _allowed| {
+        tries.set(tries.get() + 1);
+        match token {
+            // libgit2 asks again after a refusal; a second ask means the token was refused.
+            Some(t) if tries.get() <= 1 => Cred::userpass_plaintext(TOKEN_USER, t.expose_secret()),
+            _ => Err(git2::Error::from_str(
+                "the remote refused the installation token",
+            )),
+        }
+    });
+    cb
+}
+
+impl Workspace {
+    /// `root` is the data directory; `git_url` the base for `https://host/owner/name.git`.
+    pub fn new(root: &Path, git_url: &url::Url) -> Self {
+        static OWNER_CHECK: std::sync::Once = std::sync::Once::new();
+        // Worktrees are handed to the sandbox's user, so their owner differs from the bot's;
+        // the bot opens only repositories it made itself.
+        // SAFETY: set once, before any repository is opened by this process's git2 calls.
+        OWNER_CHECK.call_once(|| unsafe {
+            let _ = git2::opts::set_verify_owner_validation(false);
+        });
+        Self {
+            root: root.to_owned(),
+            git_url: git_url.clone(),
+        }
+    }
+
+    pub fn mirror_path(&self, repo: &RepoName) -> PathBuf {
+        self.root
+            .join("mirrors")
+            .join(repo.owner())
+            .join(format!("{}.git", repo.name()))
+    }
+
+    pub fn worktree_path(&self, repo: &RepoName, branch: &str) -> PathBuf {
+        self.root
+            .join("worktrees")
+            .join(repo.owner())
+            .join(repo.name())
+            .join(branch.replace('/', "-"))
+    }
+
+    fn remote_url(&self, repo: &RepoName) -> String {
+        format!(
+            "{}/{}/{}.git",
+            self.git_url.as_str().trim_end_matches('/'),
+            repo.owner(),
+            repo.name()
+        )
+    }
+
+    /// Opens (creating if needed) the bare mirror and fetches every branch into
+    /// `refs/remotes/origin/*`.
+    pub fn sync_mirror(
+        &self,
+        repo: &RepoName,
+        token: &SecretString,
+    ) -> Result<Repository, WorkspaceError> {
+        let path = self.mirror_path(repo);
+        let git = match Repository::open_bare(&path) {
+            Ok(g) => g,
+            Err(_) => {
+                std::fs::create_dir_all(&path)?;
+                Repository::init_bare(&path)?
+            }
+        };
+        let url = self.remote_url(repo);
+        match git.find_remote("origin") {
+            Ok(r) if r.url() == Some(url.as_str()) => {}
+            Ok(_) => git.remote_set_url("origin", &url)?,
+            Err(_) => {
+                git.remote_with_fetch("origin", &url, "+refs/heads/*:refs/remotes/origin/*")?;
+            }
+        }
+        {
+            let mut remote = git.find_remote("origin")?;
+            let mut opts = FetchOptions::new();
+            opts.remote_callbacks(callbacks(Some(token)));
+            opts.prune(git2::FetchPrune::On);
+            // Tags too: snapshots are numbered from the ones that exist.
+            remote.fetch(
+                &["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"],
+                Some(&mut opts),
+                None,
+            )?;
+        }
+        Ok(git)
+    }
+
+    /// The commit `origin/<branch>` points at in the mirror.
+    pub fn remote_head(&self, git: &Repository, branch: &str) -> Result<CommitSha, WorkspaceError> {
+        let reference = git
+            .find_reference(&format!("refs/remotes/origin/{branch}"))
+            .map_err(|_| WorkspaceError::MissingBranch(branch.to_owned()))?;
+        Ok(reference.peel_to_commit()?.id().into())
+    }
+
+    /// A file's text at `origin/<branch>`, or `None` when the file does not exist there.
+    pub fn read_remote_file(
+        &self,
+        git: &Repository,
+        branch: &str,
+        path: &str,
+    ) -> Result<Option<String>, WorkspaceError> {
+        let sha = self.remote_head(git, branch)?;
+        let tree = git
+            .find_commit(git2::Oid::from_str(sha.as_str())?)?
+            .tree()?;
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(e) => e,
+            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let blob = entry.to_object(git)?.peel_to_blob()?;
+        Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
+    }
+
+    /// Checks out `branch`, freshly made from `origin/<base>`, in its own worktree. A worktree
+    /// or branch left from an earlier run is replaced.
+    pub fn fresh_worktree(
+        &self,
+        repo: &RepoName,
+        git: &Repository,
+        branch: &str,
+        base: &str,
+    ) -> Result<Worktree, WorkspaceError> {
+        let base_commit = git
+            .find_reference(&format!("refs/remotes/origin/{base}"))
+            .map_err(|_| WorkspaceError::MissingBranch(base.to_owned()))?
+            .peel_to_commit()?;
+        self.worktree_at(repo, git, branch, base_commit.id())
+    }
+
+    /// Checks out `branch`, made (or reset) to `commit`, in its own worktree; `base` of the
+    /// result is `commit`.
+    pub fn worktree_at(
+        &self,
+        repo: &RepoName,
+        git: &Repository,
+        branch: &str,
+        commit: git2::Oid,
+    ) -> Result<Worktree, WorkspaceError> {
+        let name = branch.replace('/', "-");
+        let path = self.worktree_path(repo, branch);
+        self.remove_worktree(git, &name, &path)?;
+        let commit = git.find_commit(commit)?;
+        let local = git.branch(branch, &commit, true)?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut opts = WorktreeAddOptions::new();
+        let reference = local.into_reference();
+        opts.reference(Some(&reference));
+        git.worktree(&name, &path, Some(&opts))?;
+        Ok(Worktree {
+            path,
+            branch: branch.to_owned(),
+            base: commit.id().into(),
+        })
+    }
+
+    /// Removes a worktree and its local branch (for scratch branches).
+    pub fn drop_scratch(&self, repo: &RepoName, branch: &str) -> Result<(), WorkspaceError> {
+        self.drop_worktree(repo, branch)?;
+        let git = Repository::open_bare(self.mirror_path(repo))?;
+        if let Ok(mut b) = git.find_branch(branch, BranchType::Local) {
+            b.delete()?;
+        }
+        Ok(())
+    }
+
+    fn remove_worktree(
+        &self,
+        git: &Repository,
+        name: &str,
+        path: &Path,
+    ) -> Result<(), WorkspaceError> {
+        if let Ok(wt) = git.find_worktree(name) {
+            let mut opts = WorktreePruneOptions::new();
+            opts.valid(true).locked(true).working_tree(true);
+            wt.prune(Some(&mut opts))?;
+        }
+        if path.exists() {
+            std::fs::remove_dir_all(path)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the worktree of `branch`, keeping the branch.
+    pub fn drop_worktree(&self, repo: &RepoName, branch: &str) -> Result<(), WorkspaceError> {
+        let git = Repository::open_bare(self.mirror_path(repo))?;
+        self.remove_worktree(
+            &git,
+            &branch.replace('/', "-"),
+            &self.worktree_path(repo, branch),
+        )
+    }
+
+    /// Commits every change in the worktree (new, changed and deleted files, `.gitignore`
+    /// respected). `None` when there was nothing to commit.
+    pub fn commit_all(
+        &self,
+        wt: &Worktree,
+        message: &str,
+        author: &Author,
+    ) -> Result<Option<CommitSha>, WorkspaceError> {
+        let git = Repository::open(&wt.path)?;
+        let mut index = git.index()?;
+        index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
+        index.update_all(["*"], None)?;
+        index.write()?;
+        let tree_id = index.write_tree()?;
+        let head = git.head()?.peel_to_commit()?;
+        if head.tree_id() == tree_id {
+            return Ok(None);
+        }
+        let tree = git.find_tree(tree_id)?;
+        let sig = Signature::now(&author.name, &author.email)?;
+        let oid = git.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&head])?;
+        Ok(Some(oid.into()))
+    }
+
+    /// Pushes `branch` to the remote, replacing what is there (the bot owns its branches).
+    pub fn push(&self, repo: &RepoName, branch: &str, token: &SecretString) -> Result<(), WorkspaceError> {
+        let git = Repository::open_bare(self.mirror_path(repo))?;
+        let local = git.find_branch(branch, BranchType::Local)?;
+        let refname = local.get().name().unwrap_or_default().to_owned();
+        self.push_refspec(repo, &format!("+{refname}:{refname}"), token)
+    }
+
+    /// Pushes `commit` to branch `branch` of the remote as a fast-forward only (the remote
+    /// refuses anything else, as it should for a branch people own).
+    pub fn push_fast_forward(&self, repo: &RepoName, commit: git2::Oid, branch: &str, token: &SecretString) -> Result<(), WorkspaceError> {
+        let git = Repository::open_bare(self.mirror_path(repo))?;
+        let scratch = format!("refs/vibeloop/push-{commit}");
+        git.reference(&scratch, commit, true, "push")?;
+        let result = self.push_refspec(repo, &format!("{scratch}:refs/heads/{branch}"), token);
+        if let Ok(mut r) = git.find_reference(&scratch) {
+            let _ = r.delete();
+        }
+        result
+    }
+
+    fn push_refspec(&self, repo: &RepoName, refspec: &str, token: &SecretString) -> Result<(), WorkspaceError> {
+        let git = Repository::open_bare(self.mirror_path(repo))?;
+        let mut remote = git.find_remote("origin")?;
+        let rejected = std::cell::RefCell::new(None);
+        {
+            let mut cb = callbacks(Some(token));
+            cb.push_update_reference(|reference, status| {
+                if let Some(message) = status {
+                    *rejected.borrow_mut() = Some((reference.to_owned(), message.to_owned()));
+                }
+                Ok(())
+            });
+            let mut opts = PushOptions::new();
+            opts.remote_callbacks(cb);
+            remote.push(&[refspec], Some(&mut opts))?;
+        }
+        if let Some((reference, message)) = rejected.into_inner() {
+            return Err(WorkspaceError::PushRejected { reference, message });
+        }
+        Ok(())
+    }
+}

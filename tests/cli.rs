@@ -1,0 +1,142 @@
+//! The `vibeloop` binary as users run it: settings errors are one line naming the setting,
+//! secrets stay out of `--help`, and `serve` runs on its embedded defaults with only the
+//! webhook secret set.
+
+mod support;
+
+use std::process::Command;
+use support::bot::{Bot, BotEnv};
+use support::payloads;
+
+fn vibeloop(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vibeloop"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bad_settings_stop_start_up_with_one_line_naming_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (&[], "GITHUB_WEBHOOK_SECRET"),
+        (
+            &[("GITHUB_WEBHOOK_SECRET", "s"), ("GITHUB_APP_ID", "twelve")],
+            "GITHUB_APP_ID",
+        ),
+        (
+            &[
+                ("GITHUB_WEBHOOK_SECRET", "s"),
+                ("GITHUB_APP_ID", "12"),
+                ("GITHUB_PRIVATE_KEY_PATH", "/no/such.pem"),
+            ],
+            "GITHUB_PRIVATE_KEY_PATH",
+        ),
+        (
+            &[
+                ("GITHUB_WEBHOOK_SECRET", "s"),
+                ("VIBELOOP_LISTEN", "port 80"),
+            ],
+            "VIBELOOP_LISTEN",
+        ),
+        (
+            &[
+                ("GITHUB_WEBHOOK_SECRET", "s"),
+                ("GITHUB_API_URL", "api.github.com"),
+            ],
+            "GITHUB_API_URL",
+        ),
+        (
+            &[
+                ("GITHUB_WEBHOOK_SECRET", "s"),
+                ("DATABASE_URL", "mysql://x"),
+            ],
+            "DATABASE_URL",
+        ),
+    ];
+    for (env, setting) in cases {
+        let mut env = env.to_vec();
+        env.push(("VIBELOOP_DATA_DIR", data));
+        let out = vibeloop(&["serve"], &env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{setting}: started");
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+        assert_eq!(lines.len(), 1, "{setting}: {stderr}");
+        assert!(lines[0].contains(setting), "{setting}: {stderr}");
+    }
+}
+
+#[test]
+fn help_never_shows_secret_values() {
+    let out = vibeloop(
+        &["serve", "--help"],
+        &[
+            ("GITHUB_WEBHOOK_SECRET", "hunter2-webhook"),
+            ("VIBELOOP_LLM_API_KEY", "sk-hunter2"),
+            ("GITHUB_PRIVATE_KEY", "-----BEGIN hunter2"),
+        ],
+    );
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        help.contains("GITHUB_WEBHOOK_SECRET") && help.contains("VIBELOOP_LLM_API_KEY"),
+        "{help}"
+    );
+    assert!(!help.contains("hunter2"), "{help}");
+}
+
+#[test]
+fn migrate_creates_the_sqlite_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("nested/data");
+    let out = vibeloop(
+        &["migrate"],
+        &[("VIBELOOP_DATA_DIR", data.to_str().unwrap())],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "migrations applied\n");
+    assert!(data.join("vibeloop.db").exists());
+    // Twice is fine.
+    assert!(
+        vibeloop(
+            &["migrate"],
+            &[("VIBELOOP_DATA_DIR", data.to_str().unwrap())]
+        )
+        .status
+        .success()
+    );
+}
+
+#[tokio::test]
+async fn serve_runs_with_only_the_webhook_secret_and_keeps_deliveries() {
+    let dir = tempfile::tempdir().unwrap();
+    let bot = Bot::start(&BotEnv {
+        data_dir: dir.path().join("data"),
+        github_api_url: "https://api.github.com".into(),
+        llm_url: "http://127.0.0.1:11434/v1".into(),
+        webhook_secret: "only-this".into(),
+        app_id: None,
+        extra: vec![],
+    })
+    .await;
+    let body = payloads::issues_labeled("acme/widgets", Some(7), 1, "t", "b", "hive");
+    let sent = payloads::send(&bot.url, "only-this", "issues", &body).await;
+    assert_eq!(sent.status, 202, "{}", sent.text);
+    let log = bot.log();
+    assert!(log.contains("GITHUB_APP_ID is not set"), "{log}");
+    assert!(log.contains("no ticket runs until"), "{log}");
+    // Stored and queued for when the App's credentials are set: nothing is lost.
+    let store = bot.store().await;
+    let d = store.delivery(&sent.delivery).await.unwrap().unwrap();
+    assert_eq!(d.status, "queued");
+    let ready = reqwest::get(format!("{}/readyz", bot.url)).await.unwrap();
+    assert_eq!(ready.status(), 200);
+}

@@ -1,0 +1,286 @@
+//! The GitHub App client against the fake GitHub: the app's JWT, repository-scoped installation
+//! tokens and their cache, and retries that never duplicate a side effect.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::bot::{app_key_path, app_public_key};
+use support::fake_github::{self, FakeGitHub, Fault};
+use vibeloop::config::AppCredentials;
+use vibeloop::github::{GitHubApp, GitHubError};
+use vibeloop::ids::{InstallationId, RepoName};
+
+const APP_ID: u64 = 99;
+
+async fn setup(token_ttl: Duration) -> (tempfile::TempDir, FakeGitHub, GitHubApp) {
+    let dir = tempfile::tempdir().unwrap();
+    let gh = FakeGitHub::start(fake_github::Options {
+        app_id: APP_ID,
+        public_key_pem: app_public_key(),
+        git_root: dir.path().join("gh"),
+        token_ttl,
+    })
+    .await;
+    gh.add_installation(7, "acme");
+    gh.add_repo(7, "acme/widgets", &[("README.md", "hi\n")]);
+    gh.add_repo(8, "other/thing", &[("README.md", "hi\n")]);
+    gh.add_issue("acme/widgets", "An issue", "");
+    let creds = AppCredentials {
+        app_id: APP_ID,
+        private_key_pem: std::fs::read_to_string(app_key_path()).unwrap().into(),
+    };
+    let app = GitHubApp::new(&creds, &url::Url::parse(&gh.url).unwrap()).unwrap();
+    (dir, gh, app)
+}
+
+/// The client of `acme/widgets`, installation 7.
+async fn widgets(app: &GitHubApp) -> vibeloop::github::RepoClient {
+    app.repo(InstallationId(7), &repo("acme/widgets"))
+        .await
+        .unwrap()
+}
+
+fn repo(s: &str) -> RepoName {
+    RepoName::parse(s).unwrap()
+}
+
+fn count(gh: &FakeGitHub, method: &str, suffix: &str) -> usize {
+    gh.requests()
+        .iter()
+        .filter(|r| r.method == method && r.path.ends_with(suffix))
+        .count()
+}
+
+#[tokio::test]
+async fn the_app_jwt_is_rs256_issued_in_the_past_and_short_lived() {
+    let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
+    widgets(&app).await;
+    let claims = gh.state().jwt_claims.clone();
+    assert_eq!(claims.len(), 1);
+    let now = chrono::Utc::now().timestamp();
+    let (iat, exp) = (
+        claims[0]["iat"].as_i64().unwrap(),
+        claims[0]["exp"].as_i64().unwrap(),
+    );
+    assert_eq!(claims[0]["iss"].as_u64(), Some(APP_ID));
+    assert!(
+        (now - 62..=now - 58).contains(&iat),
+        "iat {iat} is not 60 s in the past"
+    );
+    assert!(exp - iat <= 600, "exp - iat = {}", exp - iat);
+    // The token request asked for this repository only.
+    let req = gh
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("/access_tokens"))
+        .unwrap();
+    assert_eq!(
+        req.body.unwrap()["repositories"],
+        serde_json::json!(["widgets"])
+    );
+}
+
+#[tokio::test]
+async fn tokens_are_cached_until_five_minutes_before_expiry() {
+    let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
+    for _ in 0..3 {
+        widgets(&app).await.token().await.unwrap();
+    }
+    assert_eq!(
+        count(&gh, "POST", "/access_tokens"),
+        1,
+        "an hour-long token was minted again"
+    );
+
+    let (_d, gh, app) = setup(Duration::from_secs(299)).await;
+    let client = widgets(&app).await;
+    client.token().await.unwrap();
+    assert_eq!(
+        count(&gh, "POST", "/access_tokens"),
+        2,
+        "a token with under 5 minutes left was reused"
+    );
+}
+
+#[tokio::test]
+async fn an_expired_token_is_renewed_and_the_call_resent() {
+    let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
+    let client = widgets(&app).await;
+    gh.expire_tokens();
+    let comments = client.issue_comments(1).await.unwrap();
+    assert!(comments.is_empty());
+    assert_eq!(count(&gh, "POST", "/access_tokens"), 2);
+}
+
+#[tokio::test]
+async fn repositories_outside_the_installation_are_refused() {
+    let (_d, _gh, app) = setup(Duration::from_secs(3600)).await;
+    let err = app
+        .repo(InstallationId(7), &repo("other/thing"))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, GitHubError::NotInstalled { .. }), "{err}");
+    let err = app
+        .repo(InstallationId(12345), &repo("acme/widgets"))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, GitHubError::NotInstalled { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn a_create_that_failed_after_taking_effect_is_not_repeated() {
+    let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
+    let client = widgets(&app).await;
+    gh.inject(Fault::new("POST", "/issues/1/comments", 502).after_effect());
+    let marker = "<!-- vibeloop:status T-1 -->";
+    let id = client
+        .upsert_marked_comment(1, marker, None, &format!("{marker}\nhello"))
+        .await
+        .unwrap();
+    let comments = gh.comments("acme/widgets", 1);
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert_eq!(comments[0].id, id);
+    // Later updates edit the same comment.
+    client
+        .upsert_marked_comment(1, marker, Some(id), &format!("{marker}\nbye"))
+        .await
+        .unwrap();
+    let comments = gh.comments("acme/widgets", 1);
+    assert_eq!(
+        (comments.len(), comments[0].body.ends_with("bye")),
+        (1, true)
+    );
+}
+
+#[tokio::test]
+async fn a_create_refused_by_a_5xx_is_retried_once_confirmed_absent() {
+    let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
+    let client = widgets(&app).await;
+    gh.inject(Fault::new("POST", "/issues/1/comments", 500));
+    let marker = "<!-- m -->";
+    client
+        .upsert_marked_comment(1, marker, None, marker)
+        .await
+        .unwrap();
+    assert_eq!(gh.comments("acme/widgets", 1).len(), 1);
+    assert_eq!(count(&gh, "POST", "/issues/1/comments"), 2);
+    // It looked before each try.
+    assert_eq!(count(&gh, "GET", "/issues/1/comments"), 2);
+}
+
+#[tokio::test]
+async fn safe_reads_are_retried_and_rate_limits_honour_retry_after() {
+    let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
+    let client = widgets(&app).await;
+    gh.inject(Fault::new("GET", "/issues/1/comments", 503).times(2));
+    client.issue_comments(1).await.unwrap();
+    assert_eq!(count(&gh, "GET", "/issues/1/comments"), 3);
+
+    gh.inject(Fault::new("POST", "/issues/1/comments", 429).retry_after(1));
+    let started = Instant::now();
+    let c = client.create_comment(1, "once").await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After was not honoured"
+    );
+    assert_eq!(
+        gh.comments("acme/widgets", 1)
+            .iter()
+            .filter(|x| x.id == c.id)
+            .count(),
+        1
+    );
+    assert_eq!(count(&gh, "POST", "/issues/1/comments"), 2);
+}
+
+#[tokio::test]
+async fn refusals_are_not_retried() {
+    let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
+    let client = widgets(&app).await;
+    gh.inject(Fault::new("POST", "/issues/1/comments", 403));
+    let err = client.create_comment(1, "x").await.unwrap_err();
+    assert!(
+        matches!(err, GitHubError::Api { status, .. } if status == 403),
+        "{err}"
+    );
+    assert_eq!(count(&gh, "POST", "/issues/1/comments"), 1);
+    // A 5xx on a create is reported as ambiguous, not blindly sent again.
+    gh.inject(Fault::new("POST", "/issues/1/comments", 502));
+    let err = client.create_comment(1, "x").await.unwrap_err();
+    assert!(matches!(err, GitHubError::Ambiguous { .. }), "{err}");
+    assert_eq!(count(&gh, "POST", "/issues/1/comments"), 2);
+}
+
+#[tokio::test]
+async fn check_runs_and_pull_requests_are_found_before_being_made() {
+    let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
+    let client = widgets(&app).await;
+    let sha =
+        vibeloop::ids::CommitSha::parse(&gh.branch_sha("acme/widgets", "main").unwrap()).unwrap();
+    gh.inject(Fault::new("POST", "/check-runs", 502).after_effect());
+    let a = client
+        .ensure_check_run("hive/test", &sha, "vibeloop:T-1:test", "queued")
+        .await
+        .unwrap();
+    let b = client
+        .ensure_check_run("hive/test", &sha, "vibeloop:T-1:test", "queued")
+        .await
+        .unwrap();
+    assert_eq!(a.id, b.id);
+    assert_eq!(gh.check_runs("acme/widgets").len(), 1);
+
+    let git = git2::Repository::open_bare(gh.bare_path("acme/widgets")).unwrap();
+    support::repos::commit_files(&git, "feat/T-1", &[("x.txt", "x")], "x");
+    gh.inject(Fault::new("POST", "/pulls", 502).after_effect());
+    let p = client
+        .open_pull("T-1: x", "feat/T-1", "main", "Closes #1.", false)
+        .await
+        .unwrap();
+    let q = client
+        .open_pull("T-1: x", "feat/T-1", "main", "Closes #1.", false)
+        .await
+        .unwrap();
+    assert_eq!(p.number, q.number);
+    assert_eq!(gh.pulls("acme/widgets").len(), 1);
+}
+
+#[tokio::test]
+async fn annotations_go_in_batches_of_fifty() {
+    use vibeloop::gates::annotation::{Annotation, Level};
+    use vibeloop::github::checks::{CheckOutput, Conclusion};
+    let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
+    let client = widgets(&app).await;
+    let sha =
+        vibeloop::ids::CommitSha::parse(&gh.branch_sha("acme/widgets", "main").unwrap()).unwrap();
+    let run = client
+        .ensure_check_run("hive/lint", &sha, "vibeloop:T-1:lint", "queued")
+        .await
+        .unwrap();
+    client
+        .check_run_started(run.id, "hive/lint: running")
+        .await
+        .unwrap();
+    let annotations: Vec<Annotation> = (1..=120)
+        .map(|i| Annotation::new("src/a.py", i, Level::Warning, format!("finding {i}")))
+        .collect();
+    let output = CheckOutput {
+        title: "hive/lint failed".into(),
+        summary: "120 findings".into(),
+    };
+    client
+        .complete_check_run(run.id, Conclusion::Failure, &output, &annotations)
+        .await
+        .unwrap();
+
+    let stored = gh.check_runs("acme/widgets");
+    assert_eq!(stored[0].annotations.len(), 120);
+    assert_eq!(stored[0].annotations[119]["message"], "finding 120");
+    assert_eq!(stored[0].statuses, ["queued", "in_progress", "completed"]);
+    assert_eq!(stored[0].conclusion.as_deref(), Some("failure"));
+    // Three updates carried them (50 + 50 + 20), after the one that started the run.
+    assert_eq!(count(&gh, "PATCH", &format!("/check-runs/{}", run.id)), 4);
+    support::openapi::assert_requests_valid(&gh.requests());
+}

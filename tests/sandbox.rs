@@ -1,0 +1,268 @@
+//! The sandboxes with real containers (and real processes for the local backend): isolation,
+//! limits, timeouts, output caps, a clean environment, and clean-up after a crash.
+//! Needs a Docker engine and the runner image (`docker/build-runner-image.sh`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use vibeloop::sandbox::{Backend, Kind, Sandbox, SandboxSpec};
+
+fn spec(worktree: &Path, read_only: &[&str]) -> SandboxSpec {
+    SandboxSpec {
+        repo: "acme/widgets".into(),
+        ticket: "T-1".into(),
+        role: format!("test-{:x}", rand::random::<u32>()),
+        worktree: worktree.to_owned(),
+        read_only: read_only.iter().map(|s| s.to_string()).collect(),
+        image: "vibeloop-runner:python".into(),
+        network: false,
+        cpus: 1.0,
+        memory_mb: 256,
+        pids: 256,
+    }
+}
+
+async fn docker(data: &Path) -> Backend {
+    let (backend, _) = Backend::detect(data, Some(Kind::Docker))
+        .await
+        .expect("a Docker engine answers (the sandbox tests need one)");
+    backend
+}
+
+async fn started(backend: &Backend, spec: &SandboxSpec) -> Sandbox {
+    backend.start(spec).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn worktree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("spec")).unwrap();
+    std::fs::write(dir.path().join("spec/contract.txt"), "frozen\n").unwrap();
+    std::fs::write(dir.path().join("main.py"), "print('hi')\n").unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn commands_run_in_the_worktree_as_a_non_root_user_without_network() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let sb = started(&backend, &spec(wt.path(), &[])).await;
+    let out = sb
+        .exec(
+            "python3 main.py && id -u && ls /sys/class/net",
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    assert!(out.success(), "{}", out.output);
+    let lines: Vec<&str> = out.output.lines().collect();
+    assert_eq!(lines[0], "hi");
+    assert_ne!(lines[1], "0", "commands run as root");
+    assert_eq!(&lines[2..], ["lo"], "a network interface besides loopback");
+    // Reaching anything outside fails: the engine's own bridge address, say.
+    let net = sb
+        .exec(
+            "python3 -c \"import socket; socket.create_connection(('172.17.0.1', 2375), 3)\"",
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    assert!(!net.success());
+    assert!(
+        net.output.contains("Network is unreachable") || net.output.contains("OSError"),
+        "{}",
+        net.output
+    );
+    // What the command writes lands in the worktree.
+    assert!(
+        sb.exec("echo made > made.txt", Duration::from_secs(30))
+            .await
+            .unwrap()
+            .success()
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.path().join("made.txt")).unwrap(),
+        "made\n"
+    );
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn read_only_paths_cannot_be_written() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let sb = started(&backend, &spec(wt.path(), &["spec/", "absent/"])).await;
+    for cmd in [
+        "echo changed > spec/contract.txt",
+        "touch spec/new.txt",
+        "rm spec/contract.txt",
+        "mv spec/contract.txt x.txt",
+    ] {
+        let out = sb.exec(cmd, Duration::from_secs(30)).await.unwrap();
+        assert!(!out.success(), "{cmd} succeeded");
+        assert!(
+            out.output.contains("Read-only file system"),
+            "{cmd}: {}",
+            out.output
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(wt.path().join("spec/contract.txt")).unwrap(),
+        "frozen\n"
+    );
+    assert!(
+        sb.exec("echo ok > main.py", Duration::from_secs(30))
+            .await
+            .unwrap()
+            .success()
+    );
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn mounts_through_symbolic_links_are_refused() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    std::os::unix::fs::symlink("/etc", wt.path().join("docs")).unwrap();
+    let backend = docker(data.path()).await;
+    let err = backend
+        .start(&spec(wt.path(), &["docs/"]))
+        .await
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+}
+
+#[tokio::test]
+async fn a_memory_hog_is_killed_and_reported_out_of_memory() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let sb = started(&backend, &spec(wt.path(), &[])).await;
+    let out = sb
+        .exec(
+            "python3 -c 'x = bytearray(600 * 1024 * 1024); print(len(x))'",
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    assert!(out.oom_killed, "{out:?}");
+    assert!(!out.timed_out);
+    assert_eq!(out.describe(), "killed: out of memory");
+    // The sandbox lives on; the next command is not mistaken for another OOM.
+    let next = sb.exec("true", Duration::from_secs(30)).await.unwrap();
+    assert!(next.success() && !next.oom_killed);
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn a_command_past_its_timeout_is_killed_with_its_children() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    for kind in [Kind::Docker, Kind::Local] {
+        let (backend, _) = Backend::detect(data.path(), Some(kind)).await.unwrap();
+        let sb = started(&backend, &spec(wt.path(), &[])).await;
+        let out = sb
+            .exec(
+                "(sleep 120; echo late > late.txt) & sleep 120",
+                Duration::from_secs(2),
+            )
+            .await
+            .unwrap();
+        assert!(out.timed_out, "{kind:?}: {out:?}");
+        assert!(
+            out.duration < Duration::from_secs(20),
+            "{kind:?}: {:?}",
+            out.duration
+        );
+        assert_eq!(out.describe(), "timed out after 2 s");
+        // Nothing of the command is left running in the container (the local backend's
+        // process-group kill has its own test in src/sandbox/local.rs).
+        if kind == Kind::Docker {
+            let ps = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done";
+            let ps = sb.exec(ps, Duration::from_secs(30)).await.unwrap();
+            assert!(ps.output.contains("sleep infinity"), "{}", ps.output);
+            assert!(!ps.output.contains("sleep 120"), "{}", ps.output);
+        }
+        sb.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn output_over_the_cap_is_cut_with_a_note() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    for kind in [Kind::Docker, Kind::Local] {
+        let (backend, _) = Backend::detect(data.path(), Some(kind)).await.unwrap();
+        let sb = started(&backend, &spec(wt.path(), &[])).await;
+        let out = sb
+            .exec_capped("seq 1 200000; echo END", Duration::from_secs(30), 4096)
+            .await
+            .unwrap();
+        assert!(out.success());
+        assert!(out.output.starts_with("1\n2\n3\n"), "{kind:?}");
+        assert!(out.output.contains("bytes of output cut"), "{kind:?}");
+        assert!(out.output.ends_with("200000\nEND\n"), "{kind:?}");
+        assert!(out.output.len() < 4200);
+        sb.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn nothing_of_the_bots_environment_reaches_a_sandbox() {
+    // SAFETY: only this test reads this variable.
+    unsafe { std::env::set_var("GITHUB_TOKEN_FOR_SANDBOX_TEST", "ghs_must_not_leak") };
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    for kind in [Kind::Docker, Kind::Local] {
+        let (backend, _) = Backend::detect(data.path(), Some(kind)).await.unwrap();
+        let sb = started(&backend, &spec(wt.path(), &[])).await;
+        let out = sb.exec("env", Duration::from_secs(30)).await.unwrap();
+        assert!(out.success());
+        assert!(
+            !out.output.contains("ghs_must_not_leak"),
+            "{kind:?}: {}",
+            out.output
+        );
+        assert!(!out.output.contains("CARGO"), "{kind:?}: {}", out.output);
+        sb.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn containers_left_by_a_crash_are_removed_at_the_next_start() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let sb = started(&backend, &spec(wt.path(), &[])).await;
+    let Sandbox::Docker(d) = &sb else {
+        unreachable!()
+    };
+    let name = d.name().to_owned();
+    std::mem::forget(sb); // as if the bot died without cleaning up
+    let Backend::Docker(again) = docker(data.path()).await else {
+        unreachable!()
+    };
+    assert!(
+        again
+            .containers()
+            .await
+            .unwrap()
+            .iter()
+            .any(|(_, n)| *n == name)
+    );
+    assert!(again.remove_leftovers().await.unwrap() >= 1);
+    assert!(again.containers().await.unwrap().is_empty());
+    // Another data directory is another instance: its containers are not touched.
+    let other = tempfile::tempdir().unwrap();
+    let Backend::Docker(stranger) = docker(other.path()).await else {
+        unreachable!()
+    };
+    let theirs = started(&Backend::Docker(stranger.clone()), &spec(wt.path(), &[])).await;
+    assert_eq!(again.remove_leftovers().await.unwrap(), 0);
+    assert_eq!(stranger.containers().await.unwrap().len(), 1);
+    theirs.stop().await;
+}
+
+#[tokio::test]
+async fn a_missing_image_says_how_to_build_it() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let mut s = spec(wt.path(), &[]);
+    s.image = "vibeloop-runner:does-not-exist".into();
+    let err = backend.start(&s).await.err().expect("refused");
+    assert!(err.to_string().contains("build-runner-image.sh"), "{err}");
+}

@@ -1,0 +1,142 @@
+//! The real `vibeloop` binary as a child process, configured through its environment like a
+//! user would, with its log captured to a file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use vibeloop::store::Store;
+
+/// What the bot is pointed at.
+pub struct BotEnv {
+    pub data_dir: PathBuf,
+    pub github_api_url: String,
+    pub llm_url: String,
+    pub webhook_secret: String,
+    pub app_id: Option<u64>,
+    pub extra: Vec<(String, String)>,
+}
+
+pub struct Bot {
+    pub url: String,
+    pub data_dir: PathBuf,
+    log_path: PathBuf,
+    child: Child,
+}
+
+impl Drop for Bot {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The private key of the fake app.
+pub fn app_key_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/keys/app.pem")
+}
+
+pub fn app_public_key() -> String {
+    std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/keys/app.pub.pem"),
+    )
+    .unwrap()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Bot {
+    /// Starts `vibeloop serve` and waits until `/healthz` answers.
+    pub async fn start(env: &BotEnv) -> Bot {
+        std::fs::create_dir_all(&env.data_dir).unwrap();
+        let port = free_port();
+        let log_path = env.data_dir.join(format!("bot-{port}.log"));
+        let log = std::fs::File::create(&log_path).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vibeloop"));
+        cmd.arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "info,vibeloop=debug")
+            .env("VIBELOOP_LISTEN", format!("127.0.0.1:{port}"))
+            .env("VIBELOOP_DATA_DIR", &env.data_dir)
+            .env("GITHUB_WEBHOOK_SECRET", &env.webhook_secret)
+            .env("GITHUB_API_URL", &env.github_api_url)
+            .env("VIBELOOP_LLM_BASE_URL", &env.llm_url)
+            .env("VIBELOOP_LLM_MODEL", "fake-model")
+            .envs(env.extra.iter().map(|(k, v)| (k, v)))
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log));
+        if let Some(id) = env.app_id {
+            cmd.env("GITHUB_APP_ID", id.to_string())
+                .env("GITHUB_PRIVATE_KEY_PATH", app_key_path());
+        }
+        let child = cmd.spawn().expect("vibeloop binary starts");
+        let bot = Bot {
+            url: format!("http://127.0.0.1:{port}"),
+            data_dir: env.data_dir.clone(),
+            log_path,
+            child,
+        };
+        let client = reqwest::Client::new();
+        let healthz = format!("{}/healthz", bot.url);
+        bot.wait_until("the bot answers /healthz", Duration::from_secs(30), || {
+            let client = client.clone();
+            let url = healthz.clone();
+            async move {
+                client
+                    .get(&url)
+                    .send()
+                    .await
+                    .ok()
+                    .filter(|r| r.status().is_success())
+                    .map(|_| ())
+            }
+        })
+        .await;
+        bot
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Kills the bot at once (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The bot's own SQLite database, opened alongside it.
+    pub async fn store(&self) -> Store {
+        store_at(&self.data_dir).await
+    }
+
+    /// Polls `check` until it yields a value; on timeout, fails with the bot's log.
+    pub async fn wait_until<T, F, Fut>(&self, what: &str, timeout: Duration, check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Option<T>>,
+    {
+        match super::poll_until(timeout, check).await {
+            Some(v) => v,
+            None => panic!(
+                "timed out after {timeout:?} waiting for {what}\n--- bot log ---\n{}",
+                self.log()
+            ),
+        }
+    }
+}
+
+pub async fn store_at(data_dir: &Path) -> Store {
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        data_dir.join("vibeloop.db").display()
+    );
+    Store::connect(&url).await.unwrap()
+}

@@ -1,0 +1,582 @@
+//! The fake's HTTP side: one handler routes by path segments, checks auth as GitHub does,
+//! applies injected faults and records the request. Repository routes live in the submodules:
+//! [`issues`] (issues, comments, labels, reactions, collaborators), [`checks`] (check runs,
+//! statuses), [`pulls`] (pull requests, files, reviews) and [`git`] (refs, tags, protection,
+//! commits, compare).
+
+/// Unwraps `Result<T, Answer>` inside a route returning `Option<Answer>`.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(a) => return Some(a),
+        }
+    };
+}
+
+mod checks;
+mod git;
+mod issues;
+pub mod json;
+mod pulls;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State as AxState;
+use axum::http::{HeaderMap, Method, Response, StatusCode, Uri};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::{Recorded, Repo, State, Token};
+use crate::support::git_http;
+use crate::support::repos;
+
+pub use pulls::refresh_heads;
+
+#[derive(Clone)]
+struct Shared {
+    state: Arc<Mutex<State>>,
+    root: PathBuf,
+}
+
+pub fn router(state: Arc<Mutex<State>>, root: PathBuf) -> Router {
+    Router::new()
+        .fallback(handle)
+        .with_state(Shared { state, root })
+}
+
+pub type Answer = (StatusCode, Value);
+
+/// GitHub's `basic-error`.
+pub fn err(status: StatusCode, message: &str) -> Answer {
+    (
+        status,
+        json!({ "message": message, "documentation_url": "https://docs.github.com/rest" }),
+    )
+}
+
+pub fn not_found() -> Answer {
+    err(StatusCode::NOT_FOUND, "Not Found")
+}
+
+/// A 422 with only a message (what GitHub answers for most semantic refusals).
+pub fn unprocessable(message: &str) -> Answer {
+    err(StatusCode::UNPROCESSABLE_ENTITY, message)
+}
+
+/// A 422 `validation-error-simple`: `{"message": "Unprocessable Entity", "errors": [..]}`.
+pub fn unprocessable_simple(errors: &[&str]) -> Answer {
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        json!({ "message": "Unprocessable Entity", "errors": errors, "documentation_url": "https://docs.github.com/rest" }),
+    )
+}
+
+/// A 422 `validation-error`: `{"message": "Validation Failed", "errors": [{resource, field, code}]}`.
+pub fn validation_failed(resource: &str, field: &str, code: &str, message: Option<&str>) -> Answer {
+    let mut e = json!({ "resource": resource, "field": field, "code": code });
+    if let Some(m) = message {
+        e["message"] = json!(m);
+    }
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        json!({ "message": "Validation Failed", "errors": [e], "documentation_url": "https://docs.github.com/rest" }),
+    )
+}
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+async fn handle(
+    AxState(s): AxState<Shared>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    let path = uri.path().to_owned();
+    let query = uri.query().unwrap_or("").to_owned();
+    if path.contains(".git/") {
+        return git(&s, &method, &path, &query, &headers, body).await;
+    }
+    if let Some(rest) = path.strip_prefix("/_fake/label/") {
+        return control_label(&s, rest).await;
+    }
+    if path == "/_fake/state" {
+        return respond((StatusCode::OK, snapshot(&s.state.lock().unwrap())), None);
+    }
+    let json_body: Option<Value> = if body.is_empty() {
+        None
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(v) => Some(v),
+            Err(_) => return respond(err(StatusCode::BAD_REQUEST, "Problems parsing JSON"), None),
+        }
+    };
+    let fault = {
+        let mut st = s.state.lock().unwrap();
+        let i = st
+            .faults
+            .iter()
+            .position(|f| f.method == method.as_str() && path.ends_with(&f.path_suffix));
+        i.map(|i| {
+            let f = st.faults[i].clone();
+            st.faults[i].times -= 1;
+            if st.faults[i].times == 0 {
+                st.faults.remove(i);
+            }
+            f
+        })
+    };
+    let mut answer = match &fault {
+        Some(f) if !f.after_effect => {
+            err(StatusCode::from_u16(f.status).unwrap(), "injected fault")
+        }
+        _ => api(&s, &method, &path, &query, &headers, json_body.as_ref()),
+    };
+    if let Some(f) = fault.as_ref().filter(|f| f.after_effect) {
+        answer = err(
+            StatusCode::from_u16(f.status).unwrap(),
+            "injected fault after the effect",
+        );
+    }
+    s.state.lock().unwrap().requests.push(Recorded {
+        method: method.to_string(),
+        path: path.clone(),
+        query,
+        body: json_body,
+        status: answer.0.as_u16(),
+    });
+    respond(answer, fault.and_then(|f| f.retry_after))
+}
+
+fn respond((status, body): Answer, retry_after: Option<u64>) -> Response<Body> {
+    let mut b = Response::builder().status(status);
+    if let Some(secs) = retry_after {
+        b = b.header("retry-after", secs.to_string());
+    }
+    if status == StatusCode::NO_CONTENT {
+        return b.body(Body::empty()).unwrap();
+    }
+    b.header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get("authorization")?.to_str().ok()?;
+    v.strip_prefix("Bearer ")
+        .or_else(|| v.strip_prefix("token "))
+        .map(str::to_owned)
+}
+
+/// Checks the app's JWT; returns its claims.
+fn check_jwt(st: &mut State, headers: &HeaderMap) -> Result<Value, Answer> {
+    let unauthorized = |m: &str| err(StatusCode::UNAUTHORIZED, m);
+    let jwt =
+        bearer(headers).ok_or_else(|| unauthorized("A JSON web token could not be decoded"))?;
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+    // `iss` is the app id as a number, which the crate's own check reads as absent: checked below.
+    validation.set_required_spec_claims(&["exp", "iat"]);
+    validation.leeway = 0;
+    let data = jsonwebtoken::decode::<Value>(&jwt, &st.public_key, &validation)
+        .map_err(|e| unauthorized(&format!("'Issuer' claim or signature invalid: {e}")))?;
+    let claims = data.claims;
+    let (iat, exp) = (
+        claims["iat"].as_i64().unwrap_or(0),
+        claims["exp"].as_i64().unwrap_or(0),
+    );
+    let now = chrono::Utc::now().timestamp();
+    if claims["iss"].as_u64() != Some(st.app_id)
+        && claims["iss"].as_str() != Some(&st.app_id.to_string())
+    {
+        return Err(unauthorized("'Issuer' claim ('iss') must be the app id"));
+    }
+    if iat > now + 60 || exp - iat > 600 {
+        return Err(unauthorized(
+            "'Expiration time' claim ('exp') is too far in the future",
+        ));
+    }
+    st.jwt_claims.push(claims.clone());
+    Ok(claims)
+}
+
+/// Checks an installation token for `repo`.
+fn check_token(st: &State, token: Option<&str>, repo: &str) -> Result<(), Answer> {
+    let bad = || err(StatusCode::UNAUTHORIZED, "Bad credentials");
+    let token = token.ok_or_else(bad)?;
+    let t: &Token = st.tokens.get(token).ok_or_else(bad)?;
+    if t.expires_at <= chrono::Utc::now() {
+        return Err(bad());
+    }
+    let r = st
+        .repos
+        .get(repo)
+        .ok_or_else(|| err(StatusCode::NOT_FOUND, "Not Found"))?;
+    let name = repo.split('/').nth(1).unwrap_or("");
+    if r.installation != t.installation
+        || t.repos
+            .as_ref()
+            .is_some_and(|rs| !rs.iter().any(|n| n == name))
+    {
+        return Err(err(StatusCode::NOT_FOUND, "Not Found"));
+    }
+    Ok(())
+}
+
+fn api(
+    s: &Shared,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &HeaderMap,
+    body: Option<&Value>,
+) -> Answer {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let mut st = s.state.lock().unwrap();
+    let st = &mut *st;
+    match (method.as_str(), segs.as_slice()) {
+        ("GET", ["app"]) => match check_jwt(st, headers) {
+            Ok(_) => (
+                StatusCode::OK,
+                json!({ "id": st.app_id, "slug": "vibeloop", "name": "Vibeloop" }),
+            ),
+            Err(e) => e,
+        },
+        ("POST", ["app", "installations", id, "access_tokens"]) => {
+            if let Err(e) = check_jwt(st, headers) {
+                return e;
+            }
+            let Ok(id) = id.parse::<u64>() else {
+                return err(StatusCode::NOT_FOUND, "Not Found");
+            };
+            if !st.installations.contains_key(&id) {
+                return err(StatusCode::NOT_FOUND, "Not Found");
+            }
+            let wanted: Option<Vec<String>> = body
+                .and_then(|b| b.get("repositories"))
+                .and_then(|r| serde_json::from_value(r.clone()).ok());
+            if let Some(names) = &wanted {
+                let covered = |n: &String| {
+                    st.repos
+                        .iter()
+                        .any(|(full, r)| r.installation == id && full.ends_with(&format!("/{n}")))
+                };
+                if !names.iter().all(covered) {
+                    return err(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "There is at least one repository that does not exist or is not accessible to the parent installation.",
+                    );
+                }
+            }
+            let token = format!("ghs_{:016x}{}", rand_u64(), st.next_id());
+            let expires_at = chrono::Utc::now() + st.token_ttl;
+            st.tokens.insert(
+                token.clone(),
+                Token {
+                    installation: id,
+                    repos: wanted,
+                    expires_at,
+                },
+            );
+            (
+                StatusCode::CREATED,
+                json!({
+                    "token": token,
+                    "expires_at": expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    "permissions": { "contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read" },
+                    "repository_selection": "selected",
+                }),
+            )
+        }
+        ("POST", ["graphql"]) => graphql(st, bearer(headers).as_deref(), body),
+        (_, ["repos", owner, name, rest @ ..]) => {
+            let repo = format!("{owner}/{name}");
+            if let Err(e) = check_token(st, bearer(headers).as_deref(), &repo) {
+                return e;
+            }
+            let bare = super::repo_dir(&s.root, &repo);
+            let mut cx = Cx {
+                st,
+                repo: &repo,
+                bare: &bare,
+                method: method.as_str(),
+                query,
+                body,
+            };
+            repo_api(&mut cx, rest)
+        }
+        _ => err(StatusCode::NOT_FOUND, "Not Found"),
+    }
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos(),
+    );
+    h.finish()
+}
+
+fn query_map(query: &str) -> HashMap<String, String> {
+    url::form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// One repository request, after auth.
+pub struct Cx<'a> {
+    pub st: &'a mut State,
+    pub repo: &'a str,
+    pub bare: &'a Path,
+    pub method: &'a str,
+    pub query: &'a str,
+    pub body: Option<&'a Value>,
+}
+
+impl Cx<'_> {
+    /// A string field of the JSON body.
+    pub fn field(&self, k: &str) -> Option<String> {
+        self.body
+            .and_then(|b| b.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    pub fn r(&mut self) -> &mut Repo {
+        self.st
+            .repos
+            .get_mut(self.repo)
+            .expect("checked by check_token")
+    }
+
+    pub fn id(&mut self) -> u64 {
+        self.st.next_id()
+    }
+
+    pub fn owner(&self) -> &str {
+        self.repo.split('/').next().unwrap_or("")
+    }
+
+    pub fn query(&self) -> HashMap<String, String> {
+        query_map(self.query)
+    }
+
+    /// The bare repository, through git2.
+    pub fn git(&self) -> Result<git2::Repository, Answer> {
+        super::gitops::open(self.bare)
+            .ok_or_else(|| err(StatusCode::CONFLICT, "Git Repository is empty."))
+    }
+}
+
+/// A number in the path; anything else is GitHub's 404.
+pub fn num(s: &str) -> Result<u64, Answer> {
+    s.parse().map_err(|_| not_found())
+}
+
+fn repo_api(cx: &mut Cx<'_>, rest: &[&str]) -> Answer {
+    match (cx.method, rest) {
+        ("GET", []) => {
+            return (
+                StatusCode::OK,
+                json!({ "full_name": cx.repo, "default_branch": "main" }),
+            );
+        }
+        ("GET", ["contents", path @ ..]) => {
+            let q = cx.query();
+            let reference = q.get("ref").map(String::as_str).unwrap_or("main");
+            return match repos::read_file(cx.bare, reference, &path.join("/")) {
+                Some(text) => (
+                    StatusCode::OK,
+                    json!({
+                        "type": "file", "encoding": "base64", "path": path.join("/"), "name": path.last(),
+                        "size": text.len(), "content": base64::engine::general_purpose::STANDARD.encode(&text),
+                    }),
+                ),
+                None => not_found(),
+            };
+        }
+        _ => {}
+    }
+    issues::route(cx, rest)
+        .or_else(|| checks::route(cx, rest))
+        .or_else(|| pulls::route(cx, rest))
+        .or_else(|| git::route(cx, rest))
+        .unwrap_or_else(not_found)
+}
+
+/// `POST /graphql`: only the mutation the bot uses, `markPullRequestReadyForReview`, for pull
+/// requests of repositories the token covers (`PR_<number>` node ids).
+fn graphql(st: &mut State, token: Option<&str>, body: Option<&Value>) -> Answer {
+    let query = body.and_then(|b| b["query"].as_str()).unwrap_or_default();
+    let Some(node) = body.and_then(|b| b["variables"]["id"].as_str()) else {
+        return (StatusCode::OK, json!({ "errors": [{ "message": "Variable $id of type ID! was not provided." }] }));
+    };
+    if !query.contains("markPullRequestReadyForReview") {
+        return (StatusCode::OK, json!({ "errors": [{ "message": "the fake answers markPullRequestReadyForReview only" }] }));
+    }
+    let number: Option<u64> = node.strip_prefix("PR_").and_then(|n| n.parse().ok());
+    let names: Vec<String> = st.repos.keys().cloned().collect();
+    for repo in names {
+        if check_token(st, token, &repo).is_err() {
+            continue;
+        }
+        if let Some(p) = st.repos.get_mut(&repo).and_then(|r| r.pulls.iter_mut().find(|p| Some(p.number) == number)) {
+            p.draft = false;
+            return (StatusCode::OK, json!({ "data": { "markPullRequestReadyForReview": { "pullRequest": { "isDraft": false } } } }));
+        }
+    }
+    (StatusCode::OK, json!({ "errors": [{ "type": "NOT_FOUND", "message": format!("Could not resolve to a node with the global id of '{node}'") }] }))
+}
+
+/// `GET /_fake/state`: what the fake holds, for people trying it by hand.
+fn snapshot(st: &State) -> Value {
+    let repos: serde_json::Map<String, Value> = st
+        .repos
+        .iter()
+        .map(|(name, r)| {
+            let issues: Vec<Value> = r.issues.values().map(|i| json!({ "number": i.number, "title": i.title })).collect();
+            (
+                name.clone(),
+                json!({
+                "issues": issues, "comments": r.comments, "pulls": r.pulls, "check_runs": r.check_runs,
+                "reactions": r.reactions, "comment_reactions": r.comment_reactions, "labels": r.labels,
+                "reviews": r.reviews, "review_comments": r.review_comments, "statuses": r.statuses,
+                "permissions": r.permissions, "protections": r.protections,
+            }),
+            )
+        })
+        .collect();
+    Value::Object(repos)
+}
+
+/// `POST /_fake/label/{owner}/{repo}/{issue}/{label}`: deliver `issues.labeled` to the bot.
+async fn control_label(s: &Shared, rest: &str) -> Response<Body> {
+    let parts: Vec<&str> = rest.split('/').collect();
+    let [owner, name, number, label] = parts.as_slice() else {
+        return respond(
+            err(
+                StatusCode::NOT_FOUND,
+                "use /_fake/label/{owner}/{repo}/{issue}/{label}",
+            ),
+            None,
+        );
+    };
+    let repo = format!("{owner}/{name}");
+    let found = {
+        let st = s.state.lock().unwrap();
+        let issue = number.parse::<u64>().ok().and_then(|n| {
+            st.repos
+                .get(&repo)
+                .and_then(|r| r.issues.get(&n).map(|i| (r.installation, i.clone())))
+        });
+        issue.zip(st.webhook.clone())
+    };
+    let Some(((installation, issue), (url, secret))) = found else {
+        return respond(
+            err(StatusCode::NOT_FOUND, "unknown issue, or no --webhook-url"),
+            None,
+        );
+    };
+    let body = crate::support::payloads::issues_labeled(
+        &repo,
+        Some(installation),
+        issue.number,
+        &issue.title,
+        &issue.body,
+        label,
+    );
+    let sent = crate::support::payloads::send(&url, &secret, "issues", &body).await;
+    respond(
+        (
+            StatusCode::OK,
+            json!({ "delivery": sent.delivery, "status": sent.status, "answer": sent.text }),
+        ),
+        None,
+    )
+}
+
+/// Git smart HTTP: basic auth with an installation token that covers the repository.
+async fn git(
+    s: &Shared,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    let Some((repo_path, _)) = path.split_once(".git/") else {
+        return git_http::plain(StatusCode::NOT_FOUND, "Not Found");
+    };
+    let repo = repo_path.trim_start_matches('/').to_owned();
+    let password = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|up| up.split_once(':').map(|(_, p)| p.to_owned()));
+    let allowed = {
+        let st = s.state.lock().unwrap();
+        check_token(&st, password.as_deref(), &repo).is_ok()
+    };
+    let status_for_log;
+    let response = if !allowed {
+        status_for_log = 401;
+        git_http::unauthorized()
+    } else {
+        let r = git_http::serve(
+            &s.root,
+            method.as_str(),
+            path,
+            query,
+            headers,
+            body,
+            "x-access-token",
+        )
+        .await;
+        status_for_log = r.status().as_u16();
+        r
+    };
+    s.state.lock().unwrap().requests.push(Recorded {
+        method: method.to_string(),
+        path: path.to_owned(),
+        query: query.to_owned(),
+        body: None,
+        status: status_for_log,
+    });
+    response
+}
+
+/// Decodes `%XX` escapes of a path segment (label names, logins).
+pub fn pct_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = (b[i] == b'%' && i + 2 < b.len())
+            .then(|| std::str::from_utf8(&b[i + 1..i + 3]).ok())
+            .flatten()
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(v) => {
+                out.push(v);
+                i += 3;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

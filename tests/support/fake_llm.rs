@@ -1,0 +1,321 @@
+//! A fake model server over real HTTP on 127.0.0.1, speaking the OpenAI-compatible
+//! chat-completions API (`…/chat/completions`) and Anthropic's Messages API (`…/v1/messages`).
+//! It replays a scripted conversation per role (the role is read from the system prompt's `# Role: <Name>` line),
+//! including tool calls and HTTP failures, and records every request.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{Response, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// One scripted turn of the model.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Step {
+    /// Ask for these tool calls.
+    Tools { tools: Vec<Call> },
+    /// Answer with text and no tool call.
+    Say { say: String },
+    /// Answer with an HTTP error (429 with `Retry-After`, a 500…).
+    Fail {
+        status: u16,
+        retry_after: Option<u64>,
+    },
+}
+
+/// A scripted tool call. `arguments` is a JSON object, or a string sent as it is (to script
+/// malformed arguments).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Call {
+    pub name: String,
+    pub arguments: Value,
+}
+
+impl Step {
+    pub fn tool(name: &str, arguments: Value) -> Self {
+        Step::Tools {
+            tools: vec![Call {
+                name: name.into(),
+                arguments,
+            }],
+        }
+    }
+
+    pub fn say(text: &str) -> Self {
+        Step::Say { say: text.into() }
+    }
+}
+
+/// Steps per conversation: the key is a lower-case role (`builder`), or a role and a text its
+/// conversation's first user message contains (`builder|attempt 2`) for a later conversation of
+/// that role. The answer to a request is the step at the number of assistant turns the request
+/// holds, so a conversation replayed (after a crash, say) gets the same answers.
+pub type Script = HashMap<String, Vec<Step>>;
+
+#[derive(Default)]
+struct Inner {
+    script: Script,
+    /// Scripted failures already answered: `(script key, step)`.
+    failed: std::collections::HashSet<(String, usize)>,
+    /// Every request body, with the role it was attributed to.
+    requests: Vec<(String, Value)>,
+    /// Which API each request used (`openai` or `anthropic`).
+    apis: Vec<&'static str>,
+    /// Answer 400 to `tool_choice: "required"`, as some providers do.
+    reject_required: bool,
+    exhausted: u32,
+}
+
+pub struct FakeLlm {
+    pub url: String,
+    pub addr: SocketAddr,
+    inner: Arc<Mutex<Inner>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl FakeLlm {
+    pub async fn start(script: Script) -> Self {
+        Self::start_on("127.0.0.1:0".parse().unwrap(), script).await
+    }
+
+    pub async fn start_on(addr: SocketAddr, script: Script) -> Self {
+        let inner = Arc::new(Mutex::new(Inner {
+            script,
+            ..Inner::default()
+        }));
+        let app = Router::new().fallback(handle).with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Self {
+            url: format!("http://{addr}/v1"),
+            addr,
+            inner,
+            server,
+        }
+    }
+
+    /// Request bodies the fake received for `role`.
+    pub fn requests(&self, role: &str) -> Vec<Value> {
+        self.inner
+            .lock()
+            .unwrap()
+            .requests
+            .iter()
+            .filter(|(r, _)| r == role)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// From now on, refuse `tool_choice: "required"` with a 400.
+    pub fn reject_required(&self) {
+        self.inner.lock().unwrap().reject_required = true;
+    }
+
+    /// Which API each request used, in order (`rejected` for a refused one).
+    pub fn apis(&self) -> Vec<&'static str> {
+        self.inner.lock().unwrap().apis.clone()
+    }
+
+    /// How many requests came after their role's script ran out.
+    pub fn exhausted(&self) -> u32 {
+        self.inner.lock().unwrap().exhausted
+    }
+}
+
+/// `# Role: Builder` in the first system message → `builder`.
+/// The script key for a request of `role`: `role|<text>` when `<text>` appears in the
+/// conversation's first user message (the first such key wins), else `role`.
+fn script_key(script: &Script, role: &str, req: &Value) -> String {
+    let first_user = req["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default();
+    let mut keys: Vec<&String> = script.keys().filter(|k| k.strip_prefix(role).is_some_and(|r| r.starts_with('|'))).collect();
+    keys.sort();
+    keys.into_iter()
+        .find(|k| k.split_once('|').is_some_and(|(_, when)| first_user.contains(when)))
+        .cloned()
+        .unwrap_or_else(|| role.to_owned())
+}
+
+/// The assistant turns a request's conversation already holds.
+fn assistant_turns(req: &Value) -> usize {
+    req["messages"].as_array().map(|m| m.iter().filter(|m| m["role"] == "assistant").count()).unwrap_or(0)
+}
+
+/// `# Role: Builder` in the system prompt → `builder` (OpenAI: the first system message;
+/// Anthropic: the `system` field).
+fn role_of(body: &Value) -> String {
+    let system = body["system"].as_str().or_else(|| {
+        body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["role"] == "system"))
+            .and_then(|m| m["content"].as_str())
+    });
+    system
+        .and_then(|c| c.lines().find_map(|l| l.trim().strip_prefix("# Role:")))
+        .map(|r| r.trim().to_lowercase())
+        .unwrap_or_else(|| "default".into())
+}
+
+async fn handle(
+    State(inner): State<Arc<Mutex<Inner>>>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    let Ok(req) = serde_json::from_slice::<Value>(&body) else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            json!({ "error": { "message": "invalid JSON" } }),
+            None,
+        );
+    };
+    let anthropic = uri.path().ends_with("/messages");
+    if anthropic && headers.get("anthropic-version").is_none() {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            json!({ "type": "error", "error": { "message": "anthropic-version header is required" } }),
+            None,
+        );
+    }
+    if inner.lock().unwrap().reject_required && req["tool_choice"] == "required" {
+        inner.lock().unwrap().apis.push("rejected");
+        return reply(
+            StatusCode::BAD_REQUEST,
+            json!({ "error": { "message": "tool_choice 'required' is not supported" } }),
+            None,
+        );
+    }
+    let role = role_of(&req);
+    let step = {
+        let mut st = inner.lock().unwrap();
+        st.requests.push((role.clone(), req.clone()));
+        st.apis.push(if anthropic { "anthropic" } else { "openai" });
+        let key = script_key(&st.script, &role, &req);
+        // The step is where the conversation stands: the assistant turns it holds so far, plus
+        // the scripted failures already served at or before it. A conversation replayed after
+        // a crash gets the same answers.
+        let mut i = assistant_turns(&req);
+        let mut step = None;
+        while let Some(s) = st.script.get(&key).and_then(|s| s.get(i)).cloned() {
+            if matches!(s, Step::Fail { .. }) && st.failed.contains(&(key.clone(), i)) {
+                i += 1;
+                continue;
+            }
+            if matches!(s, Step::Fail { .. }) {
+                st.failed.insert((key.clone(), i));
+            }
+            step = Some(s);
+            break;
+        }
+        if step.is_none() {
+            st.exhausted += 1;
+        }
+        step.unwrap_or_else(|| Step::say("(script exhausted)"))
+    };
+    let prompt_tokens = body.len() as u64 / 4;
+    if let Step::Fail {
+        status,
+        retry_after,
+    } = step
+    {
+        let s = StatusCode::from_u16(status).unwrap();
+        return reply(
+            s,
+            json!({ "error": { "message": "scripted failure" } }),
+            retry_after,
+        );
+    }
+    let answer = if anthropic {
+        anthropic_answer(&step, prompt_tokens, &req)
+    } else {
+        openai_answer(&step, prompt_tokens, &req)
+    };
+    reply(StatusCode::OK, answer, None)
+}
+
+fn openai_answer(step: &Step, prompt_tokens: u64, req: &Value) -> Value {
+    let (message, finish) = match step {
+        Step::Say { say } => (json!({ "role": "assistant", "content": say }), "stop"),
+        Step::Tools { tools } => {
+            let calls: Vec<Value> = tools
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let args = match &c.arguments {
+                        Value::String(raw) => raw.clone(),
+                        other => other.to_string(),
+                    };
+                    json!({ "id": format!("call_{i}_{prompt_tokens}"), "type": "function", "function": { "name": c.name, "arguments": args } })
+                })
+                .collect();
+            (
+                json!({ "role": "assistant", "content": null, "tool_calls": calls }),
+                "tool_calls",
+            )
+        }
+        Step::Fail { .. } => unreachable!("answered above"),
+    };
+    let completion_tokens = message.to_string().len() as u64 / 4;
+    json!({
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": req["model"],
+        "choices": [{ "index": 0, "message": message, "finish_reason": finish }],
+        "usage": { "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens },
+    })
+}
+
+fn anthropic_answer(step: &Step, prompt_tokens: u64, req: &Value) -> Value {
+    let (content, stop) = match step {
+        Step::Say { say } => (vec![json!({ "type": "text", "text": say })], "end_turn"),
+        Step::Tools { tools } => {
+            let blocks = tools
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let input = match &c.arguments {
+                        Value::Object(_) => c.arguments.clone(),
+                        other => json!({ "_raw": other }),
+                    };
+                    json!({ "type": "tool_use", "id": format!("toolu_{i}_{prompt_tokens}"), "name": c.name, "input": input })
+                })
+                .collect();
+            (blocks, "tool_use")
+        }
+        Step::Fail { .. } => unreachable!("answered above"),
+    };
+    let output_tokens = serde_json::to_string(&content).unwrap().len() as u64 / 4;
+    json!({
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": req["model"], "content": content,
+        "stop_reason": stop, "usage": { "input_tokens": prompt_tokens, "output_tokens": output_tokens },
+    })
+}
+
+fn reply(status: StatusCode, body: Value, retry_after: Option<u64>) -> Response<Body> {
+    let mut b = Response::builder()
+        .status(status)
+        .header("content-type", "application/json");
+    if let Some(s) = retry_after {
+        b = b.header("retry-after", s.to_string());
+    }
+    b.body(Body::from(body.to_string())).unwrap()
+}

@@ -1,0 +1,128 @@
+//! Git's smart-HTTP protocol for the fake GitHub, served by git's own CGI program
+//! `git http-backend` over the bare repositories under one root.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Response, StatusCode};
+use tokio::io::AsyncWriteExt as _;
+
+/// Finds `git http-backend` (`git --exec-path` holds it).
+fn http_backend() -> PathBuf {
+    let out = std::process::Command::new("git")
+        .arg("--exec-path")
+        .output()
+        .expect("git is installed");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("git-http-backend")
+}
+
+/// Runs one smart-HTTP request through `git http-backend`.
+pub async fn serve(
+    root: &Path,
+    method: &str,
+    path: &str,
+    query: &str,
+    headers: &HeaderMap,
+    body: bytes::Bytes,
+    user: &str,
+) -> Response<Body> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let mut cmd = tokio::process::Command::new(http_backend());
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GIT_PROJECT_ROOT", root)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("PATH_INFO", path)
+        .env("QUERY_STRING", query)
+        .env("REQUEST_METHOD", method)
+        .env("CONTENT_TYPE", header("content-type"))
+        .env("CONTENT_LENGTH", body.len().to_string())
+        .env("HTTP_CONTENT_ENCODING", header("content-encoding"))
+        .env("GIT_PROTOCOL", header("git-protocol"))
+        .env("REMOTE_USER", user)
+        .env("REMOTE_ADDR", "127.0.0.1")
+        // Pushes over HTTP are off unless enabled; the fake checks tokens itself.
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "http.receivepack")
+        .env("GIT_CONFIG_VALUE_0", "true")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot run git http-backend: {e}"),
+            );
+        }
+    };
+    let mut stdin = child.stdin.take().expect("piped");
+    let writer = tokio::spawn(async move {
+        let _ = stdin.write_all(&body).await;
+    });
+    let out = match child.wait_with_output().await {
+        Ok(o) => o,
+        Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    let _ = writer.await;
+    parse_cgi(&out.stdout).unwrap_or_else(|| {
+        plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("bad CGI output: {}", String::from_utf8_lossy(&out.stderr)),
+        )
+    })
+}
+
+/// Splits CGI output into status, headers and body.
+fn parse_cgi(out: &[u8]) -> Option<Response<Body>> {
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| (p, 4))
+        .or_else(|| out.windows(2).position(|w| w == b"\n\n").map(|p| (p, 2)))?;
+    let (head, body) = (&out[..split.0], &out[split.0 + split.1..]);
+    let mut status = StatusCode::OK;
+    let mut builder = Response::builder();
+    for line in String::from_utf8_lossy(head).lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v = v.trim();
+        if k.eq_ignore_ascii_case("status") {
+            status = v
+                .split_whitespace()
+                .next()?
+                .parse::<u16>()
+                .ok()
+                .and_then(|s| StatusCode::from_u16(s).ok())?;
+        } else {
+            builder = builder.header(k.trim(), HeaderValue::from_str(v).ok()?);
+        }
+    }
+    builder.status(status).body(Body::from(body.to_vec())).ok()
+}
+
+pub fn plain(status: StatusCode, text: impl Into<String>) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "text/plain")
+        .body(Body::from(text.into()))
+        .expect("valid response")
+}
+
+/// 401 asking for basic credentials, as GitHub answers git without a token.
+pub fn unauthorized() -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::UNAUTHORIZED)
+        .header("www-authenticate", "Basic realm=\"GitHub\"")
+        .body(Body::from("Invalid username or token."))
+        .expect("valid response")
+}

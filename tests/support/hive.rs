@@ -1,0 +1,172 @@
+//! A whole hive for end-to-end tests: the fake GitHub with a small Python repository and an
+//! issue, the fake model server with a script per role, and the real bot binary pointed at
+//! both. [`calc`] is the repository most tests use; [`happy_script`] the script of a ticket
+//! that goes through without a hitch.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::bot::{Bot, BotEnv, app_public_key};
+use super::fake_github::{self, FakeGitHub};
+use super::fake_llm::{FakeLlm, Script, Step};
+use vibeloop::ids::RepoName;
+use vibeloop::ticket::TaskState;
+
+pub const REPO: &str = "acme/widgets";
+pub const INSTALLATION: u64 = 7;
+pub const APP_ID: u64 = 4242;
+pub const SECRET: &str = "webhook-secret-for-tests";
+pub const MAINTAINER: &str = "maintainer";
+pub const WAIT: Duration = Duration::from_secs(120);
+
+pub const CALC_BUGGY: &str = "def add(a, b):\n    return a - b\n";
+pub const CALC_FIXED: &str = "def add(a, b):\n    return a + b\n";
+pub const CALC_WRONG: &str = "def add(a, b):\n    return a * b\n";
+pub const TESTS: &str = "import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n";
+pub const NEW_TESTS: &str = "import unittest\n\nfrom calc import add\n\n\nclass AddMore(unittest.TestCase):\n    def test_negative(self):\n        self.assertEqual(add(-2, -3), -5)\n";
+pub const HIVE_YML: &str = "gates: { test: \"python3 -m unittest -v\" }\n";
+
+/// The files of the repository: a bug, a test that shows it, the config.
+pub fn calc(hive_yml: &str) -> Vec<(&'static str, String)> {
+    vec![("calc.py", CALC_BUGGY.into()), ("test_calc.py", TESTS.into()), (".github/hive.yml", hive_yml.into())]
+}
+
+pub fn plan_json() -> String {
+    json!({
+        "ticket": { "type": "bugfix", "goal": "add(a, b) returns the sum a + b", "context_refs": ["calc.py"] },
+        "plan": {
+            "title": "Make add() add",
+            "description": "add() subtracts its arguments; it must return their sum.",
+            "steps": [{ "input": "calc.py", "output": "add returns a + b", "validation_criteria": "test_add_more and test_calc pass" }],
+            "dependencies": [],
+        },
+        "open_questions": [],
+    })
+    .to_string()
+}
+
+pub fn approve_json() -> String {
+    json!({ "verdict": "approve", "summary": "Correct and minimal.", "comments": [] }).to_string()
+}
+
+pub fn writes(path: &str, content: &str, then: &str) -> Vec<Step> {
+    vec![Step::tool("write_file", json!({ "path": path, "content": content })), Step::say(then)]
+}
+
+/// Architect plans, Breaker writes a failing test, Builder fixes, Critic approves.
+pub fn happy_script() -> Script {
+    Script::from([
+        ("architect".to_owned(), vec![Step::say(&plan_json())]),
+        ("breaker".to_owned(), writes("test_add_more.py", NEW_TESTS, "A test for negative numbers.")),
+        ("builder".to_owned(), writes("calc.py", CALC_FIXED, "add() adds now.")),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ])
+}
+
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub gh: FakeGitHub,
+    pub llm: FakeLlm,
+    pub bot: Bot,
+    pub env: BotEnv,
+    pub issue: u64,
+}
+
+impl World {
+    pub async fn start(script: Script, files: &[(&str, String)]) -> World {
+        Self::start_with(script, files, vec![]).await
+    }
+
+    pub async fn start_with(script: Script, files: &[(&str, String)], extra: Vec<(String, String)>) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let gh = FakeGitHub::start(fake_github::Options {
+            app_id: APP_ID,
+            public_key_pem: app_public_key(),
+            git_root: dir.path().join("github"),
+            token_ttl: Duration::from_secs(3600),
+        })
+        .await;
+        gh.add_installation(INSTALLATION, "acme");
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
+        gh.add_repo(INSTALLATION, REPO, &refs);
+        gh.set_permission(REPO, MAINTAINER, "write");
+        let issue = gh.add_issue(REPO, "add() subtracts", "`add(2, 3)` returns -1; it should return 5.");
+        let llm = FakeLlm::start(script).await;
+        let env = BotEnv {
+            data_dir: dir.path().join("data"),
+            github_api_url: gh.url.clone(),
+            llm_url: llm.url.clone(),
+            webhook_secret: SECRET.into(),
+            app_id: Some(APP_ID),
+            extra,
+        };
+        let bot = Bot::start(&env).await;
+        gh.set_webhook(&bot.url, SECRET);
+        World { dir, gh, llm, bot, env, issue }
+    }
+
+    pub async fn label(&self) {
+        let sent = self.gh.label_issue(REPO, self.issue, "hive").await;
+        assert_eq!(sent.status, 202, "{}", sent.text);
+    }
+
+    pub async fn ticket(&self) -> Option<vibeloop::store::tickets::Ticket> {
+        let store = self.bot.store().await;
+        let t = store.ticket_for_issue(&RepoName::parse(REPO).unwrap(), self.issue).await.unwrap();
+        store.close().await;
+        t
+    }
+
+    /// Waits until the ticket is in `state`.
+    pub async fn wait_state(&self, state: TaskState) -> vibeloop::store::tickets::Ticket {
+        self.bot
+            .wait_until(&format!("the ticket to be {state}"), WAIT, || async { self.ticket().await.filter(|t| t.state == state) })
+            .await
+    }
+
+    /// The status comment's body.
+    pub fn status_comment(&self) -> String {
+        self.gh
+            .comments(REPO, self.issue)
+            .into_iter()
+            .find(|c| c.body.contains("<!-- vibeloop:status"))
+            .map(|c| c.body)
+            .unwrap_or_default()
+    }
+
+    /// A maintainer comments on the issue.
+    pub async fn say(&self, body: &str) -> u64 {
+        self.say_as(MAINTAINER, body).await
+    }
+
+    pub async fn say_as(&self, user: &str, body: &str) -> u64 {
+        let (id, sent) = self.gh.comment_on(REPO, self.issue, user, body).await;
+        assert_eq!(sent.status, 202, "{}", sent.text);
+        id
+    }
+
+    /// The bot's reply to a comment's command line.
+    pub async fn reply_to(&self, comment: u64) -> String {
+        let marker = format!("<!-- vibeloop:reply comment:{comment}#");
+        self.bot
+            .wait_until("the bot's reply", WAIT, || async {
+                self.gh.comments(REPO, self.issue).into_iter().find(|c| c.body.contains(&marker)).map(|c| c.body)
+            })
+            .await
+    }
+
+    /// Every checkpoint of the ticket, as `node` names.
+    pub async fn checkpoints(&self) -> Vec<String> {
+        let Some(t) = self.ticket().await else { return vec![] };
+        let store = self.bot.store().await;
+        let cps = store.checkpoints(t.key).await.unwrap();
+        store.close().await;
+        cps.into_iter().map(|c| c.node).collect()
+    }
+}
+
+/// The JSON value of a request's tool result `i`.
+pub fn json_of(v: &Value) -> Value {
+    serde_json::from_str(v.as_str().unwrap_or("null")).unwrap_or(Value::Null)
+}

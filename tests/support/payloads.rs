@@ -1,0 +1,355 @@
+//! Webhook payloads built from GitHub's real examples in `tests/fixtures/github/webhooks/`, and
+//! a sender that signs them as GitHub does.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/github")
+}
+
+/// A payload example, as bytes.
+pub fn example(rel: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join("webhooks").join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Points a payload's `repository` at `full_name` and adds `installation` when given.
+fn retarget(v: &mut Value, full_name: &str, installation: Option<u64>) {
+    let (owner, name) = full_name.split_once('/').unwrap();
+    let repo = &mut v["repository"];
+    repo["full_name"] = json!(full_name);
+    repo["name"] = json!(name);
+    repo["owner"]["login"] = json!(owner);
+    repo["default_branch"] = json!("main");
+    if let Some(id) = installation {
+        v["installation"] =
+            json!({ "id": id, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" });
+    }
+}
+
+/// `issues.labeled` for issue `number` of `repo`, from GitHub's example.
+pub fn issues_labeled(
+    repo: &str,
+    installation: Option<u64>,
+    number: u64,
+    title: &str,
+    body: &str,
+    label: &str,
+) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(&example("issues/labeled.payload.json")).unwrap();
+    retarget(&mut v, repo, installation);
+    v["issue"]["number"] = json!(number);
+    v["issue"]["title"] = json!(title);
+    v["issue"]["body"] = json!(body);
+    v["label"]["name"] = json!(label);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// A fresh delivery GUID.
+pub fn delivery_id() -> String {
+    let n: u128 = rand::random();
+    let h = format!("{n:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// `X-Hub-Signature-256` of `body`.
+pub fn sign(secret: &str, body: &[u8]) -> String {
+    vibeloop::webhook::signature::sign(&secrecy::SecretString::from(secret.to_owned()), body)
+}
+
+/// An answer of the receiver.
+#[derive(Debug)]
+pub struct Sent {
+    pub status: u16,
+    pub text: String,
+    pub delivery: String,
+}
+
+/// Sends `body` to `url` as GitHub would: event, delivery id and signature headers.
+pub async fn send(url: &str, secret: &str, event: &str, body: &[u8]) -> Sent {
+    let delivery = delivery_id();
+    send_with(
+        url,
+        &[
+            ("X-GitHub-Event", event),
+            ("X-GitHub-Delivery", &delivery),
+            ("X-Hub-Signature-256", &sign(secret, body)),
+        ],
+        body,
+        &delivery,
+    )
+    .await
+}
+
+/// Sends `body` with exactly these headers (plus a JSON content type).
+pub async fn send_with(url: &str, headers: &[(&str, &str)], body: &[u8], delivery: &str) -> Sent {
+    let mut req = reqwest::Client::new()
+        .post(format!("{url}/webhook"))
+        .header("content-type", "application/json")
+        .header("user-agent", "GitHub-Hookshot/test")
+        .body(body.to_vec());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = req.send().await.expect("receiver answers");
+    Sent {
+        status: resp.status().as_u16(),
+        text: resp.text().await.unwrap_or_default(),
+        delivery: delivery.to_owned(),
+    }
+}
+
+/// `check_run.rerequested` for one of the bot's check runs, from GitHub's example.
+pub fn check_run_rerequested(
+    repo: &str,
+    installation: u64,
+    name: &str,
+    external_id: &str,
+    sha: &str,
+) -> Vec<u8> {
+    let mut v: Value =
+        serde_json::from_slice(&example("check_run/rerequested.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    v["check_run"]["name"] = json!(name);
+    v["check_run"]["external_id"] = json!(external_id);
+    v["check_run"]["head_sha"] = json!(sha);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `check_suite.rerequested` for `branch` at `sha`, from GitHub's example.
+pub fn check_suite_rerequested(repo: &str, installation: u64, sha: &str, branch: &str) -> Vec<u8> {
+    let mut v: Value =
+        serde_json::from_slice(&example("check_suite/rerequested.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    v["check_suite"]["head_sha"] = json!(sha);
+    v["check_suite"]["head_branch"] = json!(branch);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// Rewrites a built payload: `f` edits it as JSON.
+pub fn edit(payload: &[u8], f: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(payload).expect("JSON payload");
+    f(&mut v);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// Sets the `issue` of a payload to `title`, `body` and `labels` (URLs pointed at `repo`).
+pub fn describe_issue(v: &mut Value, repo: &str, title: &str, body: &str, labels: &[String]) {
+    let issue = &mut v["issue"];
+    issue["title"] = json!(title);
+    issue["body"] = json!(body);
+    issue["labels"] = labels
+        .iter()
+        .map(|l| {
+            json!({
+                "id": 1, "node_id": "LA_1", "url": format!("https://api.github.com/repos/{repo}/labels/{l}"),
+                "name": l, "color": "ededed", "default": false, "description": null,
+            })
+        })
+        .collect();
+}
+
+/// Points `issue` of a payload at number `n` of `repo`, a pull request when `is_pr`.
+fn set_issue(v: &mut Value, repo: &str, n: u64, is_pr: bool) {
+    let api = format!("https://api.github.com/repos/{repo}/issues/{n}");
+    let issue = &mut v["issue"];
+    issue["number"] = json!(n);
+    issue["url"] = json!(api);
+    issue["repository_url"] = json!(format!("https://api.github.com/repos/{repo}"));
+    issue["comments_url"] = json!(format!("{api}/comments"));
+    issue["labels_url"] = json!(format!("{api}/labels{{/name}}"));
+    issue["events_url"] = json!(format!("{api}/events"));
+    let kind = if is_pr { "pull" } else { "issues" };
+    issue["html_url"] = json!(format!("https://github.com/{repo}/{kind}/{n}"));
+    let obj = issue.as_object_mut().unwrap();
+    if is_pr {
+        obj.insert(
+            "pull_request".into(),
+            json!({
+                "url": format!("https://api.github.com/repos/{repo}/pulls/{n}"),
+                "html_url": format!("https://github.com/{repo}/pull/{n}"),
+                "diff_url": format!("https://github.com/{repo}/pull/{n}.diff"),
+                "patch_url": format!("https://github.com/{repo}/pull/{n}.patch"),
+                "merged_at": null,
+            }),
+        );
+    } else {
+        obj.remove("pull_request");
+    }
+}
+
+/// An `issue_comment` payload from `file`, for comment `comment_id` by `user`.
+#[allow(clippy::too_many_arguments)]
+fn comment_payload(
+    file: &str,
+    repo: &str,
+    installation: u64,
+    issue: u64,
+    user: &str,
+    comment_id: u64,
+    body: &str,
+    is_pull_request: bool,
+) -> Value {
+    let mut v: Value = serde_json::from_slice(&example(file)).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    set_issue(&mut v, repo, issue, is_pull_request);
+    let kind = if is_pull_request { "pull" } else { "issues" };
+    let c = &mut v["comment"];
+    c["id"] = json!(comment_id);
+    c["node_id"] = json!(format!("IC_{comment_id}"));
+    c["body"] = json!(body);
+    c["user"] = crate::support::fake_github::user_json(user);
+    c["author_association"] = json!("NONE");
+    c["url"] = json!(format!(
+        "https://api.github.com/repos/{repo}/issues/comments/{comment_id}"
+    ));
+    c["html_url"] = json!(format!(
+        "https://github.com/{repo}/{kind}/{issue}#issuecomment-{comment_id}"
+    ));
+    c["issue_url"] = json!(format!(
+        "https://api.github.com/repos/{repo}/issues/{issue}"
+    ));
+    v["sender"] = crate::support::fake_github::user_json(user);
+    v
+}
+
+/// `issue_comment.created`: `user` commented `body` on issue (or pull request) `issue`, from
+/// GitHub's example (the comment's `author_association` is `NONE`; edit it for members).
+pub fn issue_comment_created(
+    repo: &str,
+    installation: u64,
+    issue: u64,
+    user: &str,
+    comment_id: u64,
+    body: &str,
+    is_pull_request: bool,
+) -> Vec<u8> {
+    let v = comment_payload(
+        "issue_comment/created.with-installation.payload.json",
+        repo,
+        installation,
+        issue,
+        user,
+        comment_id,
+        body,
+        is_pull_request,
+    );
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `issue_comment.edited`: comment `comment_id` now reads `body`, was `old_body`.
+#[allow(clippy::too_many_arguments)]
+pub fn issue_comment_edited(
+    repo: &str,
+    installation: u64,
+    issue: u64,
+    user: &str,
+    comment_id: u64,
+    body: &str,
+    is_pull_request: bool,
+    old_body: &str,
+) -> Vec<u8> {
+    let mut v = comment_payload(
+        "issue_comment/edited.payload.json",
+        repo,
+        installation,
+        issue,
+        user,
+        comment_id,
+        body,
+        is_pull_request,
+    );
+    v["changes"] = json!({ "body": { "from": old_body } });
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `issues.edited` for issue `issue`, now titled `title` with `body` (`changes` is empty:
+/// add `title.from`/`body.from` with [`edit`]).
+pub fn issues_edited(
+    repo: &str,
+    installation: u64,
+    issue: u64,
+    title: &str,
+    body: &str,
+) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(&example("issues/edited.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    set_issue(&mut v, repo, issue, false);
+    v["issue"]["title"] = json!(title);
+    v["issue"]["body"] = json!(body);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `pull_request_review.submitted`: `user` reviewed pull request `pr_number` at `head_sha`;
+/// `state` as webhooks spell it: `approved`, `commented`, `changes_requested`.
+pub fn pull_request_review_submitted(
+    repo: &str,
+    installation: u64,
+    pr_number: u64,
+    user: &str,
+    state: &str,
+    head_sha: &str,
+) -> Vec<u8> {
+    let mut v: Value =
+        serde_json::from_slice(&example("pull_request_review/submitted.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    let pr_api = format!("https://api.github.com/repos/{repo}/pulls/{pr_number}");
+    let pr_web = format!("https://github.com/{repo}/pull/{pr_number}");
+    let review_id = v["review"]["id"].as_u64().unwrap_or(1);
+    let r = &mut v["review"];
+    r["user"] = crate::support::fake_github::user_json(user);
+    r["state"] = json!(state);
+    r["commit_id"] = json!(head_sha);
+    r["pull_request_url"] = json!(pr_api);
+    r["html_url"] = json!(format!("{pr_web}#pullrequestreview-{review_id}"));
+    r["_links"] = json!({
+        "html": { "href": format!("{pr_web}#pullrequestreview-{review_id}") },
+        "pull_request": { "href": pr_api },
+    });
+    let p = &mut v["pull_request"];
+    p["number"] = json!(pr_number);
+    p["url"] = json!(pr_api);
+    p["html_url"] = json!(pr_web);
+    p["issue_url"] = json!(format!(
+        "https://api.github.com/repos/{repo}/issues/{pr_number}"
+    ));
+    p["head"]["sha"] = json!(head_sha);
+    v["sender"] = crate::support::fake_github::user_json(user);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `check_run.requested_action`: someone pressed button `identifier` of check run `name` at
+/// `sha`, from GitHub's example (`pull_requests` empty: the sender fills it).
+pub fn check_run_requested_action(
+    repo: &str,
+    installation: u64,
+    name: &str,
+    external_id: &str,
+    sha: &str,
+    identifier: &str,
+) -> Vec<u8> {
+    let mut v: Value =
+        serde_json::from_slice(&example("check_run/requested_action.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    if let Some(o) = v.as_object_mut() {
+        o.remove("organization");
+    }
+    let c = &mut v["check_run"];
+    c["name"] = json!(name);
+    c["external_id"] = json!(external_id);
+    c["head_sha"] = json!(sha);
+    c["check_suite"]["head_sha"] = json!(sha);
+    c["check_suite"]["after"] = json!(sha);
+    c["check_suite"]["pull_requests"] = json!([]);
+    c["pull_requests"] = json!([]);
+    v["requested_action"] = json!({ "identifier": identifier });
+    serde_json::to_vec(&v).unwrap()
+}

@@ -1,0 +1,89 @@
+//! Real git repositories for tests, through git2: seed a bare repository with files, read files
+//! and branch heads back.
+
+use std::path::Path;
+
+use git2::{Repository, Signature};
+
+/// Creates bare repository `path` with one commit of `files` on `branch` (also HEAD).
+pub fn seed_bare(path: &Path, branch: &str, files: &[(&str, &str)]) {
+    std::fs::create_dir_all(path).unwrap();
+    let repo = Repository::init_bare(path).unwrap();
+    commit_files(&repo, branch, files, "Initial commit");
+    repo.set_head(&format!("refs/heads/{branch}")).unwrap();
+}
+
+/// Commits `files` (added or replaced) on top of `branch` (or as its first commit).
+pub fn commit_files(
+    repo: &Repository,
+    branch: &str,
+    files: &[(&str, &str)],
+    message: &str,
+) -> git2::Oid {
+    let refname = format!("refs/heads/{branch}");
+    let parent = repo
+        .find_reference(&refname)
+        .ok()
+        .and_then(|r| r.peel_to_commit().ok());
+    let mut index = git2::Index::new().unwrap();
+    if let Some(p) = &parent {
+        index.read_tree(&p.tree().unwrap()).unwrap();
+    }
+    for (name, content) in files {
+        let entry = git2::IndexEntry {
+            ctime: git2::IndexTime::new(0, 0),
+            mtime: git2::IndexTime::new(0, 0),
+            dev: 0,
+            ino: 0,
+            mode: 0o100644,
+            uid: 0,
+            gid: 0,
+            file_size: content.len() as u32,
+            id: repo.blob(content.as_bytes()).unwrap(),
+            flags: 0,
+            flags_extended: 0,
+            path: name.as_bytes().to_vec(),
+        };
+        index.add(&entry).unwrap();
+    }
+    let tree = repo.find_tree(index.write_tree_to(repo).unwrap()).unwrap();
+    let sig = Signature::now("Maintainer", "maintainer@example.com").unwrap();
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    repo.commit(Some(&refname), &sig, &sig, message, &tree, &parents)
+        .unwrap()
+}
+
+/// The text of `path` at `reference` (a branch name or SHA).
+pub fn read_file(bare: &Path, reference: &str, path: &str) -> Option<String> {
+    let repo = Repository::open_bare(bare).ok()?;
+    let commit = repo
+        .revparse_single(&resolve(bare, reference)?)
+        .ok()?
+        .peel_to_commit()
+        .ok()?;
+    let entry = commit.tree().ok()?.get_path(Path::new(path)).ok()?;
+    let blob = entry.to_object(&repo).ok()?.peel_to_blob().ok()?;
+    Some(String::from_utf8_lossy(blob.content()).into_owned())
+}
+
+pub fn branch_sha(bare: &Path, branch: &str) -> Option<String> {
+    let repo = Repository::open_bare(bare).ok()?;
+    let r = repo.find_reference(&format!("refs/heads/{branch}")).ok()?;
+    Some(r.peel_to_commit().ok()?.id().to_string())
+}
+
+/// A branch name or SHA, as a full SHA.
+pub fn resolve(bare: &Path, reference: &str) -> Option<String> {
+    branch_sha(bare, reference)
+        .or_else(|| has_commit(bare, reference).then(|| reference.to_owned()))
+}
+
+pub fn has_commit(bare: &Path, sha: &str) -> bool {
+    let Ok(repo) = Repository::open_bare(bare) else {
+        return false;
+    };
+    git2::Oid::from_str(sha)
+        .ok()
+        .and_then(|oid| repo.find_commit(oid).ok())
+        .is_some()
+}

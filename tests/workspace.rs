@@ -1,0 +1,179 @@
+//! Git through git2 against the fake GitHub's smart-HTTP server: a mirror fetched with the
+//! installation token (handed over only by the credential callback), a worktree per branch,
+//! commits authored as the app, pushes — and refusals without a valid token.
+
+mod support;
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use support::bot::app_public_key;
+use support::fake_github::{self, FakeGitHub};
+use vibeloop::ids::RepoName;
+use vibeloop::workspace::{Author, Workspace, WorkspaceError};
+
+async fn setup() -> (tempfile::TempDir, FakeGitHub, Workspace, RepoName) {
+    let dir = tempfile::tempdir().unwrap();
+    let gh = FakeGitHub::start(fake_github::Options {
+        app_id: 1,
+        public_key_pem: app_public_key(),
+        git_root: dir.path().join("gh"),
+        token_ttl: Duration::from_secs(3600),
+    })
+    .await;
+    gh.add_installation(7, "acme");
+    gh.add_repo(
+        7,
+        "acme/widgets",
+        &[("README.md", "hello\n"), ("src/lib.py", "x = 1\n")],
+    );
+    let ws = Workspace::new(&dir.path().join("data"), &url::Url::parse(&gh.url).unwrap());
+    (dir, gh, ws, RepoName::parse("acme/widgets").unwrap())
+}
+
+fn all_files_text(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for entry in ignore::WalkBuilder::new(dir)
+        .hidden(false)
+        .ignore(false)
+        .git_ignore(false)
+        .build()
+        .flatten()
+    {
+        if entry.file_type().is_some_and(|t| t.is_file()) {
+            out.push_str(&String::from_utf8_lossy(
+                &std::fs::read(entry.path()).unwrap_or_default(),
+            ));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirror_worktree_commit_push() {
+    let (dir, gh, ws, repo) = setup().await;
+    let token = SecretString::from(gh.mint_token(7));
+    let (ws2, repo2, token2) = (ws.clone(), repo.clone(), token.clone());
+    let sha = tokio::task::spawn_blocking(move || {
+        let git = ws2.sync_mirror(&repo2, &token2).unwrap();
+        assert_eq!(
+            ws2.read_remote_file(&git, "main", "src/lib.py")
+                .unwrap()
+                .as_deref(),
+            Some("x = 1\n")
+        );
+        assert_eq!(
+            ws2.read_remote_file(&git, "main", "missing.txt").unwrap(),
+            None
+        );
+        let wt = ws2
+            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .unwrap();
+        assert!(wt.path.join("README.md").exists());
+        assert_eq!(
+            ws2.commit_all(&wt, "nothing", &Author::default()).unwrap(),
+            None,
+            "committed no change"
+        );
+        std::fs::write(wt.path.join("src/lib.py"), "x = 2\n").unwrap();
+        std::fs::remove_file(wt.path.join("README.md")).unwrap();
+        std::fs::write(wt.path.join("NEW.md"), "new\n").unwrap();
+        let sha = ws2
+            .commit_all(&wt, "T-1: change", &Author::default())
+            .unwrap()
+            .expect("a commit");
+        ws2.push(&repo2, "feat/T-1", &token2).unwrap();
+        // A second run starts over from the base, replacing the old worktree.
+        let wt = ws2
+            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(wt.path.join("src/lib.py")).unwrap(),
+            "x = 1\n"
+        );
+        ws2.drop_worktree(&repo2, "feat/T-1").unwrap();
+        assert!(!wt.path.exists());
+        sha
+    })
+    .await
+    .unwrap();
+
+    assert_eq!(
+        gh.branch_sha("acme/widgets", "feat/T-1").as_deref(),
+        Some(sha.as_str())
+    );
+    assert_eq!(
+        gh.file_on_branch("acme/widgets", "feat/T-1", "src/lib.py")
+            .as_deref(),
+        Some("x = 2\n")
+    );
+    assert_eq!(
+        gh.file_on_branch("acme/widgets", "feat/T-1", "README.md"),
+        None
+    );
+    assert_eq!(
+        gh.file_on_branch("acme/widgets", "feat/T-1", "NEW.md")
+            .as_deref(),
+        Some("new\n")
+    );
+    let git = git2::Repository::open_bare(gh.bare_path("acme/widgets")).unwrap();
+    let commit = git
+        .find_commit(git2::Oid::from_str(sha.as_str()).unwrap())
+        .unwrap();
+    assert_eq!(commit.author().name(), Some("vibeloop[bot]"));
+
+    // The token was used (every git request carried it)…
+    let git_requests: Vec<_> = gh
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains(".git/"))
+        .collect();
+    assert!(git_requests.iter().any(|r| r.status == 200));
+    // …but it is nowhere on disk: not in the mirror's config, not in a remote URL.
+    let secret = secrecy::ExposeSecret::expose_secret(&token).to_owned();
+    assert!(
+        !all_files_text(&dir.path().join("data")).contains(&secret),
+        "the token was written to disk"
+    );
+    let mirror = git2::Repository::open_bare(ws.mirror_path(&repo)).unwrap();
+    assert_eq!(
+        mirror.find_remote("origin").unwrap().url(),
+        Some(format!("{}/acme/widgets.git", gh.url).as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_and_push_need_a_valid_token() {
+    let (_dir, gh, ws, repo) = setup().await;
+    let good = SecretString::from(gh.mint_token(7));
+    let bad = SecretString::from("ghs_not_a_token".to_owned());
+    let other = SecretString::from(gh.mint_token(8));
+    tokio::task::spawn_blocking(move || {
+        for token in [&bad, &other] {
+            let err = ws.sync_mirror(&repo, token).err().expect("fetch refused");
+            assert!(matches!(err, WorkspaceError::Git(_)), "{err}");
+        }
+        let git = ws.sync_mirror(&repo, &good).unwrap();
+        let wt = ws.fresh_worktree(&repo, &git, "feat/T-2", "main").unwrap();
+        std::fs::write(wt.path.join("a.txt"), "a").unwrap();
+        ws.commit_all(&wt, "a", &Author::default())
+            .unwrap()
+            .unwrap();
+        let err = ws.push(&repo, "feat/T-2", &bad).expect_err("push refused");
+        assert!(
+            err.to_string().contains("refused the installation token"),
+            "{err}"
+        );
+        let missing = ws
+            .fresh_worktree(&repo, &git, "feat/T-3", "no-such-base")
+            .err()
+            .unwrap();
+        assert!(
+            matches!(missing, WorkspaceError::MissingBranch(_)),
+            "{missing}"
+        );
+    })
+    .await
+    .unwrap();
+    assert_eq!(gh.branch_sha("acme/widgets", "feat/T-2"), None);
+}
