@@ -72,7 +72,11 @@ pub struct Healer {
 
 impl Healer {
     pub fn new(max_rounds: u32) -> Self {
-        Self { max_rounds, rounds: 0, last: None }
+        Self {
+            max_rounds,
+            rounds: 0,
+            last: None,
+        }
     }
 
     /// Correction rounds asked for so far.

@@ -45,4 +45,3 @@ impl ToolError {
         serde_json::json!({ "error": self.kind, "message": self.message }).to_string()
     }
 }
-

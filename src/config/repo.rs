@@ -42,7 +42,10 @@ pub struct Review {
 
 impl Default for Review {
     fn default() -> Self {
-        Self { require_plan_approval: false, require_human_approval: true }
+        Self {
+            require_plan_approval: false,
+            require_human_approval: true,
+        }
     }
 }
 
@@ -188,7 +191,12 @@ impl HiveConfig {
         if self.image.trim().is_empty() || self.image.chars().any(char::is_whitespace) {
             return bad(format!("image: {:?} is not an image name", self.image));
         }
-        if self.merge.formatter.as_deref().is_some_and(|f| f.trim().is_empty()) {
+        if self
+            .merge
+            .formatter
+            .as_deref()
+            .is_some_and(|f| f.trim().is_empty())
+        {
             return bad("merge.formatter: empty command; remove the key for none".into());
         }
         for (gate, cmd) in self.gates.commands() {

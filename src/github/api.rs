@@ -171,7 +171,8 @@ impl RepoClient {
             if let Some(pr) = self.find_pull(head).await? {
                 return Ok(pr);
             }
-            let req = json!({ "title": title, "head": head, "base": base, "body": body, "draft": draft });
+            let req =
+                json!({ "title": title, "head": head, "base": base, "body": body, "draft": draft });
             match self
                 .send(
                     Method::POST,

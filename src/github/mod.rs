@@ -145,15 +145,23 @@ impl GitHubApp {
 impl GitHubApp {
     /// `user`'s permission on the client's repository (`admin`, `write`, `read`, `none`),
     /// cached for `ttl`.
-    pub async fn permission(&self, client: &RepoClient, user: &str, ttl: std::time::Duration) -> Result<String, GitHubError> {
+    pub async fn permission(
+        &self,
+        client: &RepoClient,
+        user: &str,
+        ttl: std::time::Duration,
+    ) -> Result<String, GitHubError> {
         let key = (client.repo.clone(), user.to_owned());
-        if let Some((p, at)) = self.permissions.lock().expect("lock").get(&key) {
-            if at.elapsed() < ttl {
-                return Ok(p.clone());
-            }
+        if let Some((p, at)) = self.permissions.lock().expect("lock").get(&key)
+            && at.elapsed() < ttl
+        {
+            return Ok(p.clone());
         }
         let p = client.permission(user).await?;
-        self.permissions.lock().expect("lock").insert(key, (p.clone(), std::time::Instant::now()));
+        self.permissions
+            .lock()
+            .expect("lock")
+            .insert(key, (p.clone(), std::time::Instant::now()));
         Ok(p)
     }
 }

@@ -28,14 +28,34 @@ pub struct ReviewComment {
 }
 
 impl RepoClient {
-    pub async fn update_pull(&self, number: u64, title: &str, body: &str) -> Result<(), GitHubError> {
-        let route = format!("/repos/{}/{}/pulls/{number}", self.repo.owner(), self.repo.name());
-        let _: serde_json::Value = self.send(Method::PATCH, &route, Some(&json!({ "title": title, "body": body })), Idempotent::Yes).await?;
+    pub async fn update_pull(
+        &self,
+        number: u64,
+        title: &str,
+        body: &str,
+    ) -> Result<(), GitHubError> {
+        let route = format!(
+            "/repos/{}/{}/pulls/{number}",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        let _: serde_json::Value = self
+            .send(
+                Method::PATCH,
+                &route,
+                Some(&json!({ "title": title, "body": body })),
+                Idempotent::Yes,
+            )
+            .await?;
         Ok(())
     }
 
     pub async fn pull_reviews(&self, number: u64) -> Result<Vec<PullReview>, GitHubError> {
-        let route = format!("/repos/{}/{}/pulls/{number}/reviews?per_page=100", self.repo.owner(), self.repo.name());
+        let route = format!(
+            "/repos/{}/{}/pulls/{number}/reviews?per_page=100",
+            self.repo.owner(),
+            self.repo.name()
+        );
         self.send(Method::GET, &route, None, Idempotent::Yes).await
     }
 
@@ -50,19 +70,37 @@ impl RepoClient {
         comments: &[ReviewComment],
     ) -> Result<u64, GitHubError> {
         for _ in 0..3 {
-            if let Some(r) = self.pull_reviews(number).await?.into_iter().find(|r| r.body.as_deref().is_some_and(|b| b.contains(marker))) {
+            if let Some(r) = self
+                .pull_reviews(number)
+                .await?
+                .into_iter()
+                .find(|r| r.body.as_deref().is_some_and(|b| b.contains(marker)))
+            {
                 return Ok(r.id);
             }
-            let comments: Vec<_> = comments.iter().map(|c| json!({ "path": c.path, "line": c.line, "side": "RIGHT", "body": c.body })).collect();
+            let comments: Vec<_> = comments
+                .iter()
+                .map(|c| json!({ "path": c.path, "line": c.line, "side": "RIGHT", "body": c.body }))
+                .collect();
             let req = json!({ "commit_id": commit.as_str(), "body": format!("{marker}\n{body}"), "event": "COMMENT", "comments": comments });
-            let route = format!("/repos/{}/{}/pulls/{number}/reviews", self.repo.owner(), self.repo.name());
-            match self.send::<PullReview>(Method::POST, &route, Some(&req), Idempotent::No).await {
+            let route = format!(
+                "/repos/{}/{}/pulls/{number}/reviews",
+                self.repo.owner(),
+                self.repo.name()
+            );
+            match self
+                .send::<PullReview>(Method::POST, &route, Some(&req), Idempotent::No)
+                .await
+            {
                 Ok(r) => return Ok(r.id),
                 Err(GitHubError::Ambiguous { .. }) => continue,
                 Err(e) => return Err(e),
             }
         }
-        Err(GitHubError::Ambiguous { what: format!("the review of #{number}"), message: "three tries did not confirm it".into() })
+        Err(GitHubError::Ambiguous {
+            what: format!("the review of #{number}"),
+            message: "three tries did not confirm it".into(),
+        })
     }
 
     /// Marks a draft pull request ready for review (GitHub's GraphQL API; REST cannot).
@@ -73,8 +111,14 @@ impl RepoClient {
             #[serde(default)]
             draft: bool,
         }
-        let route = format!("/repos/{}/{}/pulls/{number}", self.repo.owner(), self.repo.name());
-        let pr: Pull = self.send(Method::GET, &route, None, Idempotent::Yes).await?;
+        let route = format!(
+            "/repos/{}/{}/pulls/{number}",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        let pr: Pull = self
+            .send(Method::GET, &route, None, Idempotent::Yes)
+            .await?;
         if !pr.draft {
             return Ok(());
         }
@@ -82,7 +126,9 @@ impl RepoClient {
             "query": "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }",
             "variables": { "id": pr.node_id },
         });
-        let answer: serde_json::Value = self.send(Method::POST, "/graphql", Some(&query), Idempotent::Yes).await?;
+        let answer: serde_json::Value = self
+            .send(Method::POST, "/graphql", Some(&query), Idempotent::Yes)
+            .await?;
         match answer.get("errors") {
             Some(errors) => Err(GitHubError::Api {
                 status: http::StatusCode::OK,

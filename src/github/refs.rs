@@ -21,12 +21,24 @@ struct Target {
 
 impl RepoClient {
     fn refs_route(&self, rest: &str) -> String {
-        format!("/repos/{}/{}/git/{rest}", self.repo.owner(), self.repo.name())
+        format!(
+            "/repos/{}/{}/git/{rest}",
+            self.repo.owner(),
+            self.repo.name()
+        )
     }
 
     /// Where `reference` (`heads/main`, `tags/auto-v0.0.1`) points, or `None`.
     pub async fn get_ref(&self, reference: &str) -> Result<Option<String>, GitHubError> {
-        match self.send::<RefObject>(Method::GET, &self.refs_route(&format!("ref/{reference}")), None, Idempotent::Yes).await {
+        match self
+            .send::<RefObject>(
+                Method::GET,
+                &self.refs_route(&format!("ref/{reference}")),
+                None,
+                Idempotent::Yes,
+            )
+            .await
+        {
             Ok(r) => Ok(Some(r.object.sha)),
             Err(GitHubError::Api { status, .. }) if status == StatusCode::NOT_FOUND => Ok(None),
             Err(e) => Err(e),
@@ -36,32 +48,74 @@ impl RepoClient {
     /// Creates `reference` at `sha`; `Ok(false)` when it already exists (pointing anywhere).
     pub async fn create_ref(&self, reference: &str, sha: &CommitSha) -> Result<bool, GitHubError> {
         let body = json!({ "ref": format!("refs/{reference}"), "sha": sha.as_str() });
-        match self.send::<serde_json::Value>(Method::POST, &self.refs_route("refs"), Some(&body), Idempotent::No).await {
+        match self
+            .send::<serde_json::Value>(
+                Method::POST,
+                &self.refs_route("refs"),
+                Some(&body),
+                Idempotent::No,
+            )
+            .await
+        {
             Ok(_) => Ok(true),
-            Err(GitHubError::Api { status, .. }) if status == StatusCode::UNPROCESSABLE_ENTITY => Ok(false),
-            Err(GitHubError::Ambiguous { .. }) => Ok(self.get_ref(reference).await?.as_deref() == Some(sha.as_str())),
+            Err(GitHubError::Api { status, .. }) if status == StatusCode::UNPROCESSABLE_ENTITY => {
+                Ok(false)
+            }
+            Err(GitHubError::Ambiguous { .. }) => {
+                Ok(self.get_ref(reference).await?.as_deref() == Some(sha.as_str()))
+            }
             Err(e) => Err(e),
         }
     }
 
     /// Moves `reference` to `sha`. Without `force` GitHub refuses anything but a fast-forward;
     /// branch protection may refuse too: the error says why.
-    pub async fn update_ref(&self, reference: &str, sha: &CommitSha, force: bool) -> Result<(), GitHubError> {
+    pub async fn update_ref(
+        &self,
+        reference: &str,
+        sha: &CommitSha,
+        force: bool,
+    ) -> Result<(), GitHubError> {
         let body = json!({ "sha": sha.as_str(), "force": force });
-        let _: serde_json::Value = self.send(Method::PATCH, &self.refs_route(&format!("refs/{reference}")), Some(&body), Idempotent::Yes).await?;
+        let _: serde_json::Value = self
+            .send(
+                Method::PATCH,
+                &self.refs_route(&format!("refs/{reference}")),
+                Some(&body),
+                Idempotent::Yes,
+            )
+            .await?;
         Ok(())
     }
 
     pub async fn add_labels(&self, issue: u64, labels: &[&str]) -> Result<(), GitHubError> {
-        let route = format!("/repos/{}/{}/issues/{issue}/labels", self.repo.owner(), self.repo.name());
-        let _: serde_json::Value = self.send(Method::POST, &route, Some(&json!({ "labels": labels })), Idempotent::Yes).await?;
+        let route = format!(
+            "/repos/{}/{}/issues/{issue}/labels",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        let _: serde_json::Value = self
+            .send(
+                Method::POST,
+                &route,
+                Some(&json!({ "labels": labels })),
+                Idempotent::Yes,
+            )
+            .await?;
         Ok(())
     }
 
     pub async fn remove_label(&self, issue: u64, label: &str) -> Result<(), GitHubError> {
         let label: String = url::form_urlencoded::byte_serialize(label.as_bytes()).collect();
-        let route = format!("/repos/{}/{}/issues/{issue}/labels/{label}", self.repo.owner(), self.repo.name());
-        match self.send::<serde_json::Value>(Method::DELETE, &route, None, Idempotent::Yes).await {
+        let route = format!(
+            "/repos/{}/{}/issues/{issue}/labels/{label}",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        match self
+            .send::<serde_json::Value>(Method::DELETE, &route, None, Idempotent::Yes)
+            .await
+        {
             Ok(_) => Ok(()),
             Err(GitHubError::Api { status, .. }) if status == StatusCode::NOT_FOUND => Ok(()),
             Err(e) => Err(e),
@@ -75,10 +129,19 @@ impl RepoClient {
             permission: String,
         }
         let user: String = url::form_urlencoded::byte_serialize(user.as_bytes()).collect();
-        let route = format!("/repos/{}/{}/collaborators/{user}/permission", self.repo.owner(), self.repo.name());
-        match self.send::<Perm>(Method::GET, &route, None, Idempotent::Yes).await {
+        let route = format!(
+            "/repos/{}/{}/collaborators/{user}/permission",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        match self
+            .send::<Perm>(Method::GET, &route, None, Idempotent::Yes)
+            .await
+        {
             Ok(p) => Ok(p.permission),
-            Err(GitHubError::Api { status, .. }) if status == StatusCode::NOT_FOUND => Ok("none".into()),
+            Err(GitHubError::Api { status, .. }) if status == StatusCode::NOT_FOUND => {
+                Ok("none".into())
+            }
             Err(e) => Err(e),
         }
     }
@@ -90,13 +153,27 @@ impl RepoClient {
             default_branch: String,
         }
         let route = format!("/repos/{}/{}", self.repo.owner(), self.repo.name());
-        Ok(self.send::<Repo>(Method::GET, &route, None, Idempotent::Yes).await?.default_branch)
+        Ok(self
+            .send::<Repo>(Method::GET, &route, None, Idempotent::Yes)
+            .await?
+            .default_branch)
     }
 
     /// Reacts to a comment (idempotent on GitHub).
     pub async fn react_to_comment(&self, comment: u64, content: &str) -> Result<(), GitHubError> {
-        let route = format!("/repos/{}/{}/issues/comments/{comment}/reactions", self.repo.owner(), self.repo.name());
-        let _: serde_json::Value = self.send(Method::POST, &route, Some(&json!({ "content": content })), Idempotent::Yes).await?;
+        let route = format!(
+            "/repos/{}/{}/issues/comments/{comment}/reactions",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        let _: serde_json::Value = self
+            .send(
+                Method::POST,
+                &route,
+                Some(&json!({ "content": content })),
+                Idempotent::Yes,
+            )
+            .await?;
         Ok(())
     }
 }

@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use crate::agent::tools::{CommandRunner, WriteScope};
 use crate::agent::{Limits, Outcome, Session, Toolbox};
-use crate::config::repo::PathSet;
-use crate::sandbox::Sandbox;
 use crate::config::repo::HiveConfig;
+use crate::config::repo::PathSet;
 use crate::llm::Message;
 use crate::llm::budget::Ledger;
+use crate::sandbox::Sandbox;
 use crate::workspace::Worktree;
 
 /// A role of the hive.
@@ -45,18 +45,31 @@ impl Role {
         match self {
             Role::Architect | Role::Critic => WriteScope::None,
             Role::Breaker => WriteScope::Only(config.test_paths()),
-            Role::Builder => WriteScope::Except(vec![config.test_paths(), config.read_only(), PathSet::new(&[".github/".into()])]),
+            Role::Builder => WriteScope::Except(vec![
+                config.test_paths(),
+                config.read_only(),
+                PathSet::new(&[".github/".into()]),
+            ]),
         }
     }
 
     /// The tools of this role on `worktree`; with a sandbox, `run_command` runs the
     /// repository's gate commands in it.
-    fn toolbox(self, config: &HiveConfig, worktree: &Worktree, sandbox: Option<Arc<Sandbox>>) -> Toolbox {
+    fn toolbox(
+        self,
+        config: &HiveConfig,
+        worktree: &Worktree,
+        sandbox: Option<Arc<Sandbox>>,
+    ) -> Toolbox {
         let tools = Toolbox::new(worktree.path.clone(), self.scope(config));
         match sandbox {
             Some(sandbox) => tools.with_commands(CommandRunner {
                 sandbox,
-                commands: config.gates.commands().map(|(g, c)| (g.to_owned(), c.to_owned())).collect(),
+                commands: config
+                    .gates
+                    .commands()
+                    .map(|(g, c)| (g.to_owned(), c.to_owned()))
+                    .collect(),
                 timeout: std::time::Duration::from_secs(config.limits.timeout_seconds),
             }),
             None => tools,
@@ -162,7 +175,10 @@ pub(super) async fn run_role(
             }
             let addition = std::fs::read_to_string(worktree.path.join(repo_path(role))).ok();
             let system = run.hive.prompts.system(role, addition.as_deref());
-            vec![Message::system(system), Message::user(format!("{}\n\n{}", a.task, cx.render()))]
+            vec![
+                Message::system(system),
+                Message::user(format!("{}\n\n{}", a.task, cx.render())),
+            ]
         })
         .await;
     let mut toolbox = a.role.toolbox(config, worktree, a.sandbox.clone());

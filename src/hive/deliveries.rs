@@ -53,7 +53,8 @@ pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
                 Ok(client) => super::steer::on_comment(hive, &client, &c).await?,
                 Err(why) => why,
             },
-            Ok(Event::ReviewSubmitted(r)) => match client_for(hive, r.installation, &r.repo).await? {
+            Ok(Event::ReviewSubmitted(r)) => match client_for(hive, r.installation, &r.repo).await?
+            {
                 Ok(client) => super::steer::on_review(hive, &client, &r).await?,
                 Err(why) => why,
             },
@@ -61,7 +62,9 @@ pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
                 Ok(client) => super::steer::on_button(hive, &client, &b).await?,
                 Err(why) => why,
             },
-            Ok(Event::IssueEdited { repo, number, .. }) => issue_edited(hive, &repo, number).await?,
+            Ok(Event::IssueEdited { repo, number, .. }) => {
+                issue_edited(hive, &repo, number).await?
+            }
             Ok(Event::Ping) => ("processed", "ping".into()),
             Ok(Event::NotActionable(why)) => ("ignored", why),
         };
@@ -129,7 +132,10 @@ async fn client_for(
     repo: &crate::ids::RepoName,
 ) -> Result<Result<RepoClient, (&'static str, String)>, JobError> {
     let Some(installation) = installation else {
-        return Ok(Err(("rejected", "no installation in the payload: not sent to a GitHub App".into())));
+        return Ok(Err((
+            "rejected",
+            "no installation in the payload: not sent to a GitHub App".into(),
+        )));
     };
     match hive.github.repo(installation, repo).await {
         Ok(c) => Ok(Ok(c)),
@@ -139,7 +145,11 @@ async fn client_for(
 }
 
 /// An edited issue: a ticket Blocked on questions plans again.
-async fn issue_edited(hive: &Hive, repo: &crate::ids::RepoName, number: u64) -> Result<(&'static str, String), JobError> {
+async fn issue_edited(
+    hive: &Hive,
+    repo: &crate::ids::RepoName,
+    number: u64,
+) -> Result<(&'static str, String), JobError> {
     match hive.store.ticket_for_issue(repo, number).await? {
         Some(t) if t.state == crate::ticket::TaskState::Blocked => {
             super::steer::signal(hive, &t, "plan", &serde_json::json!({}), "issue edit").await?;

@@ -8,9 +8,9 @@ pub mod deliveries;
 pub mod flow;
 pub mod rerun;
 mod reset;
-mod steer;
 pub mod run;
 pub mod status;
+mod steer;
 pub(crate) mod verify;
 
 use std::sync::Arc;

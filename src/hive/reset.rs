@@ -10,21 +10,40 @@ use crate::ids::CommitSha;
 use crate::webhook::event::CommentEvent;
 
 /// Runs the reset; `(reaction, reply, outcome)`.
-pub(super) async fn reset(hive: &Hive, c: &CommentEvent, tag: &str) -> Result<(&'static str, String, String), JobError> {
+pub(super) async fn reset(
+    hive: &Hive,
+    c: &CommentEvent,
+    tag: &str,
+) -> Result<(&'static str, String, String), JobError> {
     let Some(installation) = c.installation else {
-        return Ok(("confused", "this delivery names no installation".into(), "invalid".into()));
+        return Ok((
+            "confused",
+            "this delivery names no installation".into(),
+            "invalid".into(),
+        ));
     };
     let client = hive.github.repo(installation, &c.repo).await?;
     let base = client.default_branch().await?;
-    let config = load_config(&client, &base).await?.map_err(|e| JobError::Permanent(e.to_string()))?;
+    let config = load_config(&client, &base)
+        .await?
+        .map_err(|e| JobError::Permanent(e.to_string()))?;
     let base = config.base.clone().unwrap_or(base);
     let token = client.token().await?;
-    let (ws, repo, tag_name, base2, author) = (hive.workspace.clone(), c.repo.clone(), tag.to_owned(), base.clone(), hive.author.clone());
+    let (ws, repo, tag_name, base2, author) = (
+        hive.workspace.clone(),
+        c.repo.clone(),
+        tag.to_owned(),
+        base.clone(),
+        hive.author.clone(),
+    );
     let who = c.author.clone();
     let force = config.merge.allow_force_reset;
     let made = blocking(move || {
         let git = ws.sync_mirror(&repo, &token)?;
-        let Ok(target) = git.find_reference(&format!("refs/tags/{tag_name}")).and_then(|r| r.peel_to_commit()) else {
+        let Ok(target) = git
+            .find_reference(&format!("refs/tags/{tag_name}"))
+            .and_then(|r| r.peel_to_commit())
+        else {
             return Ok(None);
         };
         if force {
@@ -36,34 +55,67 @@ pub(super) async fn reset(hive: &Hive, c: &CommentEvent, tag: &str) -> Result<(&
             return Ok(Some(CommitSha::from(tip)));
         }
         let sig = git2::Signature::now(&author.name, &author.email)?;
-        let msg = format!("Reset {base2} to {tag_name}\n\nRequested by @{who} with `/hive reset {tag_name}`.");
+        let msg = format!(
+            "Reset {base2} to {tag_name}\n\nRequested by @{who} with `/hive reset {tag_name}`."
+        );
         let oid = git.commit(None, &sig, &sig, &msg, &target.tree()?, &[&parent])?;
         ws.push_fast_forward(&repo, oid, &base2, &token)?;
         Ok(Some(CommitSha::from(oid)))
     })
     .await?;
     let Some(sha) = made else {
-        return Ok(("confused", format!("there is no tag `{tag}`. Snapshots are named `auto-vX.Y.Z`."), "no such tag".into()));
+        return Ok((
+            "confused",
+            format!("there is no tag `{tag}`. Snapshots are named `auto-vX.Y.Z`."),
+            "no such tag".into(),
+        ));
     };
-    if force {
-        if let Err(e) = client.update_ref(&format!("heads/{base}"), &sha, true).await {
-            let why = match e {
-                GitHubError::Api { message, .. } => message,
-                other => other.to_string(),
-            };
-            return Ok(("-1", format!("GitHub refused to force `{base}` to `{tag}`: {why}"), "refused by GitHub".into()));
-        }
+    if force
+        && let Err(e) = client
+            .update_ref(&format!("heads/{base}"), &sha, true)
+            .await
+    {
+        let why = match e {
+            GitHubError::Api { message, .. } => message,
+            other => other.to_string(),
+        };
+        return Ok((
+            "-1",
+            format!("GitHub refused to force `{base}` to `{tag}`: {why}"),
+            "refused by GitHub".into(),
+        ));
     }
     let mut stopped = Vec::new();
-    for t in hive.store.tickets().await?.into_iter().filter(|t| t.repo == c.repo && !t.state.is_final()) {
-        super::steer::signal(hive, &t, "abort", &serde_json::json!({ "why": format!("reset to {tag}") }), &c.author).await?;
+    for t in hive
+        .store
+        .tickets()
+        .await?
+        .into_iter()
+        .filter(|t| t.repo == c.repo && !t.state.is_final())
+    {
+        super::steer::signal(
+            hive,
+            &t,
+            "abort",
+            &serde_json::json!({ "why": format!("reset to {tag}") }),
+            &c.author,
+        )
+        .await?;
         stopped.push(t.id.to_string());
     }
-    let how = if force { "force-pushed" } else { "reverted by commit" };
+    let how = if force {
+        "force-pushed"
+    } else {
+        "reverted by commit"
+    };
     let reply = format!(
         "`{base}` is reset to `{tag}` ({how} `{}`). Open tickets stopped: {}.",
         sha.short(),
-        if stopped.is_empty() { "none".to_owned() } else { stopped.join(", ") }
+        if stopped.is_empty() {
+            "none".to_owned()
+        } else {
+            stopped.join(", ")
+        }
     );
     Ok(("+1", reply, format!("reset to {tag}")))
 }

@@ -97,7 +97,9 @@ impl TicketRun<'_> {
 /// Runs the ticket stored under `key` (a job's key): reads its config from the base branch
 /// and drives its workflow from where it stands.
 pub async fn run_ticket(hive: &Arc<Hive>, key: &str) -> Result<(), JobError> {
-    let key: i64 = key.parse().map_err(|_| JobError::Permanent(format!("bad ticket key {key:?}")))?;
+    let key: i64 = key
+        .parse()
+        .map_err(|_| JobError::Permanent(format!("bad ticket key {key:?}")))?;
     let Some(ticket) = hive.store.ticket(key).await? else {
         return Err(JobError::Permanent(format!("ticket {key} is not stored")));
     };
@@ -105,11 +107,22 @@ pub async fn run_ticket(hive: &Arc<Hive>, key: &str) -> Result<(), JobError> {
         info!(ticket = %ticket.id, "completed: nothing to do");
         return Ok(());
     }
-    let span = info_span!("ticket", id = %ticket.id, repo = %ticket.repo, issue = ticket.issue_number);
+    let span =
+        info_span!("ticket", id = %ticket.id, repo = %ticket.repo, issue = ticket.issue_number);
     async move {
-        let client = hive.github.repo(ticket.installation_id, &ticket.repo).await?;
-        let mut run = TicketRun { hive, client, ticket, spent: None };
-        run.client.react_to_issue(run.ticket.issue_number, "eyes").await?;
+        let client = hive
+            .github
+            .repo(ticket.installation_id, &ticket.repo)
+            .await?;
+        let mut run = TicketRun {
+            hive,
+            client,
+            ticket,
+            spent: None,
+        };
+        run.client
+            .react_to_issue(run.ticket.issue_number, "eyes")
+            .await?;
         let config = match read_config(&run).await? {
             Ok(c) => c,
             Err(why) => return run.fail(&why, &Extras::default()).await,
@@ -124,7 +137,11 @@ pub async fn run_ticket(hive: &Arc<Hive>, key: &str) -> Result<(), JobError> {
 /// give on the issue when it is invalid.
 async fn read_config(run: &TicketRun<'_>) -> Result<Result<HiveConfig, String>, JobError> {
     let token = run.client.token().await?;
-    let (ws, repo, base) = (run.hive.workspace.clone(), run.ticket.repo.clone(), run.ticket.base_branch.clone());
+    let (ws, repo, base) = (
+        run.hive.workspace.clone(),
+        run.ticket.repo.clone(),
+        run.ticket.base_branch.clone(),
+    );
     let text = blocking({
         let base = base.clone();
         move || {
@@ -133,7 +150,8 @@ async fn read_config(run: &TicketRun<'_>) -> Result<Result<HiveConfig, String>, 
         }
     })
     .await?;
-    Ok(HiveConfig::parse(text.as_deref().unwrap_or("")).map_err(|e| format!("{e}\n\nFix `{CONFIG_PATH}` on `{base}`, then `/hive retry`.")))
+    Ok(HiveConfig::parse(text.as_deref().unwrap_or(""))
+        .map_err(|e| format!("{e}\n\nFix `{CONFIG_PATH}` on `{base}`, then `/hive retry`.")))
 }
 
 /// Marks the ticket Failed after its job failed for good, and says so on the issue.

@@ -114,10 +114,16 @@ pub fn render(t: &Ticket, extras: &Extras<'_>) -> String {
 fn next_step(state: TaskState) -> &'static str {
     match state {
         TaskState::Failed => "_To try again: `/hive retry`, or remove the label and add it again._",
-        TaskState::HumanNeeded => "_A person decides: `/hive feedback <hint>` then `/hive retry`, or take over the branch._",
+        TaskState::HumanNeeded => {
+            "_A person decides: `/hive feedback <hint>` then `/hive retry`, or take over the branch._"
+        }
         TaskState::Blocked => "_Waiting for people: see above. `/hive help` lists the commands._",
-        TaskState::AwaitingVerification => "_Review the pull request; `/hive approve` (or an approving review) lets the bot merge it._",
+        TaskState::AwaitingVerification => {
+            "_Review the pull request; `/hive approve` (or an approving review) lets the bot merge it._"
+        }
         TaskState::Completed => "_Done._",
-        _ => "_This comment updates as the work goes on. `/hive status` or `/hive abort` at any time._",
+        _ => {
+            "_This comment updates as the work goes on. `/hive status` or `/hive abort` at any time._"
+        }
     }
 }

@@ -18,9 +18,16 @@ use crate::webhook::event::{ButtonEvent, CommentEvent, ReviewEvent};
 pub const PERMISSION_TTL: Duration = Duration::from_secs(60);
 
 /// Handles the commands of a created or edited comment; returns the delivery's outcome.
-pub(super) async fn on_comment(hive: &Hive, client: &RepoClient, c: &CommentEvent) -> Result<(&'static str, String), JobError> {
+pub(super) async fn on_comment(
+    hive: &Hive,
+    client: &RepoClient,
+    c: &CommentEvent,
+) -> Result<(&'static str, String), JobError> {
     if c.author_is_bot {
-        return Ok(("ignored", format!("comment by the bot account {}", c.author)));
+        return Ok((
+            "ignored",
+            format!("comment by the bot account {}", c.author),
+        ));
     }
     let found = match &c.old_body {
         Some(old) => commands::new_commands(old, &c.body),
@@ -40,7 +47,12 @@ pub(super) async fn on_comment(hive: &Hive, client: &RepoClient, c: &CommentEven
 }
 
 /// The ticket an issue or pull request belongs to.
-async fn ticket_of(hive: &Hive, repo: &RepoName, number: u64, is_pull_request: bool) -> Result<Option<Ticket>, JobError> {
+async fn ticket_of(
+    hive: &Hive,
+    repo: &RepoName,
+    number: u64,
+    is_pull_request: bool,
+) -> Result<Option<Ticket>, JobError> {
     if is_pull_request {
         return Ok(hive.store.ticket_by_pr(repo, number).await?);
     }
@@ -48,8 +60,20 @@ async fn ticket_of(hive: &Hive, repo: &RepoName, number: u64, is_pull_request: b
 }
 
 /// Runs one command line: permission, record, reaction, signal, reply.
-async fn run_line(hive: &Hive, client: &RepoClient, c: &CommentEvent, ticket: Option<&Ticket>, f: &Found, source: &str) -> Result<String, JobError> {
-    let have = Permission::parse(&hive.github.permission(client, &c.author, PERMISSION_TTL).await?);
+async fn run_line(
+    hive: &Hive,
+    client: &RepoClient,
+    c: &CommentEvent,
+    ticket: Option<&Ticket>,
+    f: &Found,
+    source: &str,
+) -> Result<String, JobError> {
+    let have = Permission::parse(
+        &hive
+            .github
+            .permission(client, &c.author, PERMISSION_TTL)
+            .await?,
+    );
     let record = crate::store::commands::NewCommand {
         repo: &c.repo,
         issue: c.number,
@@ -65,9 +89,17 @@ async fn run_line(hive: &Hive, client: &RepoClient, c: &CommentEvent, ticket: Op
     let (reaction, reply, outcome) = decide(hive, c, ticket, &f.parsed, have).await?;
     client.react_to_comment(c.comment_id, reaction).await?;
     let marker = format!("<!-- vibeloop:reply {source} -->");
-    let body = format!("{marker}\n> {}\n\n@{} {reply}", f.text.replace('\n', " "), c.author);
-    client.upsert_marked_comment(c.number, &marker, None, &body).await?;
-    hive.store.command_outcome(source, &f.text, &outcome).await?;
+    let body = format!(
+        "{marker}\n> {}\n\n@{} {reply}",
+        f.text.replace('\n', " "),
+        c.author
+    );
+    client
+        .upsert_marked_comment(c.number, &marker, None, &body)
+        .await?;
+    hive.store
+        .command_outcome(source, &f.text, &outcome)
+        .await?;
     Ok(outcome)
 }
 
@@ -81,65 +113,142 @@ async fn decide(
 ) -> Result<(&'static str, String, String), JobError> {
     let cmd = match parsed {
         Parsed::Unknown { word, suggestion } => {
-            let hint = suggestion.map(|s| format!(" Did you mean `/hive {s}`?")).unwrap_or_default();
-            return Ok(("confused", format!("`{word}` is not a command.{hint}\n\n{}", commands::help()), "unknown".into()));
+            let hint = suggestion
+                .map(|s| format!(" Did you mean `/hive {s}`?"))
+                .unwrap_or_default();
+            return Ok((
+                "confused",
+                format!("`{word}` is not a command.{hint}\n\n{}", commands::help()),
+                "unknown".into(),
+            ));
         }
         Parsed::Invalid { command, reason } => {
-            return Ok(("confused", format!("`/hive {command}`: {reason}"), "invalid".into()));
+            return Ok((
+                "confused",
+                format!("`/hive {command}`: {reason}"),
+                "invalid".into(),
+            ));
         }
         Parsed::Ok(cmd) => cmd,
     };
     if !cmd.allowed(have) {
         let had = have.map(|p| p.as_str()).unwrap_or("no access");
-        let reply = format!("`/hive {}` needs {} permission on this repository; you have {had}.", cmd.name(), cmd.required());
+        let reply = format!(
+            "`/hive {}` needs {} permission on this repository; you have {had}.",
+            cmd.name(),
+            cmd.required()
+        );
         return Ok(("-1", reply, "refused: permission".into()));
     }
     if let Command::Help = cmd {
         return Ok(("+1", commands::help(), "help".into()));
     }
     let Some(t) = ticket else {
-        let reply = "there is no Vibeloop ticket here. Label the issue `hive` to start one.".to_owned();
+        let reply =
+            "there is no Vibeloop ticket here. Label the issue `hive` to start one.".to_owned();
         return Ok(("confused", reply, "no ticket".into()));
     };
     let (kind, data, reply) = match cmd {
         Command::Status => {
-            let reply = format!("{} is {}: {}.", t.id, t.state, t.detail.as_deref().unwrap_or(t.state.describe()));
+            let reply = format!(
+                "{} is {}: {}.",
+                t.id,
+                t.state,
+                t.detail.as_deref().unwrap_or(t.state.describe())
+            );
             return Ok(("+1", reply, "status".into()));
         }
         Command::Help => unreachable!("answered above"),
         Command::Reset(tag) => return super::reset::reset(hive, c, tag).await,
-        Command::Plan => ("plan", serde_json::json!({}), format!("{} will plan again.", t.id)),
+        Command::Plan => (
+            "plan",
+            serde_json::json!({}),
+            format!("{} will plan again.", t.id),
+        ),
         Command::Retry(role) => {
             let role = role.map(|r| r.as_str()).unwrap_or("");
-            ("retry", serde_json::json!({ "role": role }), format!("{} will try again{}.", t.id, if role.is_empty() { String::new() } else { format!(" from the {role}") }))
+            (
+                "retry",
+                serde_json::json!({ "role": role }),
+                format!(
+                    "{} will try again{}.",
+                    t.id,
+                    if role.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" from the {role}")
+                    }
+                ),
+            )
         }
-        Command::Feedback(text) => ("feedback", serde_json::json!({ "text": text }), "noted: the agents get it from their next step on.".to_owned()),
-        Command::Approve => ("approve", serde_json::json!({}), format!("approved: {} goes on.", t.id)),
-        Command::Abort => ("abort", serde_json::json!({}), format!("{} is aborted; its worktrees and containers are removed.", t.id)),
-        Command::Rebase => ("rebase", serde_json::json!({}), format!("{} will be rebased and checked again.", t.id)),
+        Command::Feedback(text) => (
+            "feedback",
+            serde_json::json!({ "text": text }),
+            "noted: the agents get it from their next step on.".to_owned(),
+        ),
+        Command::Approve => (
+            "approve",
+            serde_json::json!({}),
+            format!("approved: {} goes on.", t.id),
+        ),
+        Command::Abort => (
+            "abort",
+            serde_json::json!({}),
+            format!(
+                "{} is aborted; its worktrees and containers are removed.",
+                t.id
+            ),
+        ),
+        Command::Rebase => (
+            "rebase",
+            serde_json::json!({}),
+            format!("{} will be rebased and checked again.", t.id),
+        ),
     };
     signal(hive, t, kind, &data, &c.author).await?;
     Ok(("+1", reply, kind.to_owned()))
 }
 
 /// Queues a signal and wakes the ticket.
-pub(super) async fn signal(hive: &Hive, t: &Ticket, kind: &str, data: &serde_json::Value, author: &str) -> Result<(), JobError> {
+pub(super) async fn signal(
+    hive: &Hive,
+    t: &Ticket,
+    kind: &str,
+    data: &serde_json::Value,
+    author: &str,
+) -> Result<(), JobError> {
     hive.store.signal(t.key, kind, data, author).await?;
-    if hive.store.enqueue(JobKind::Ticket, &t.key.to_string()).await? {
+    if hive
+        .store
+        .enqueue(JobKind::Ticket, &t.key.to_string())
+        .await?
+    {
         hive.jobs_queued.notify_one();
     }
     Ok(())
 }
 
 /// An approving review by someone with write permission counts as `/hive approve`.
-pub(super) async fn on_review(hive: &Hive, client: &RepoClient, r: &ReviewEvent) -> Result<(&'static str, String), JobError> {
+pub(super) async fn on_review(
+    hive: &Hive,
+    client: &RepoClient,
+    r: &ReviewEvent,
+) -> Result<(&'static str, String), JobError> {
     if r.state != "approved" {
         return Ok(("ignored", format!("review {}", r.state)));
     }
     let Some(t) = hive.store.ticket_by_pr(&r.repo, r.number).await? else {
-        return Ok(("ignored", format!("#{} is not a Vibeloop pull request", r.number)));
+        return Ok((
+            "ignored",
+            format!("#{} is not a Vibeloop pull request", r.number),
+        ));
     };
-    let have = Permission::parse(&hive.github.permission(client, &r.author, PERMISSION_TTL).await?);
+    let have = Permission::parse(
+        &hive
+            .github
+            .permission(client, &r.author, PERMISSION_TTL)
+            .await?,
+    );
     let source = format!("review:{}", r.review_id);
     let record = crate::store::commands::NewCommand {
         repo: &r.repo,
@@ -154,17 +263,32 @@ pub(super) async fn on_review(hive: &Hive, client: &RepoClient, r: &ReviewEvent)
         return Ok(("ignored", "already handled".into()));
     }
     if !Command::Approve.allowed(have) {
-        hive.store.command_outcome(&source, "approving review", "refused: permission").await?;
-        return Ok(("processed", format!("approval by {} refused: needs write permission", r.author)));
+        hive.store
+            .command_outcome(&source, "approving review", "refused: permission")
+            .await?;
+        return Ok((
+            "processed",
+            format!("approval by {} refused: needs write permission", r.author),
+        ));
     }
     signal(hive, &t, "approve", &serde_json::json!({}), &r.author).await?;
-    hive.store.command_outcome(&source, "approving review", "approve").await?;
+    hive.store
+        .command_outcome(&source, "approving review", "approve")
+        .await?;
     Ok(("processed", format!("{} approved by {}", t.id, r.author)))
 }
 
 /// A button of one of our check runs: `retry` or `approve`, as the command of that name.
-pub(super) async fn on_button(hive: &Hive, client: &RepoClient, b: &ButtonEvent) -> Result<(&'static str, String), JobError> {
-    let Some(id) = b.external_id.strip_prefix("vibeloop:").and_then(|r| crate::ticket::TicketId::parse(r.split(':').next()?)) else {
+pub(super) async fn on_button(
+    hive: &Hive,
+    client: &RepoClient,
+    b: &ButtonEvent,
+) -> Result<(&'static str, String), JobError> {
+    let Some(id) = b
+        .external_id
+        .strip_prefix("vibeloop:")
+        .and_then(|r| crate::ticket::TicketId::parse(r.split(':').next()?))
+    else {
         return Ok(("ignored", "not one of Vibeloop's check runs".into()));
     };
     let Some(t) = hive.store.ticket_by_number(&b.repo, id.0).await? else {
@@ -175,7 +299,12 @@ pub(super) async fn on_button(hive: &Hive, client: &RepoClient, b: &ButtonEvent)
         "approve" => (Command::Approve, "approve"),
         other => return Ok(("ignored", format!("unknown button {other:?}"))),
     };
-    let have = Permission::parse(&hive.github.permission(client, &b.author, PERMISSION_TTL).await?);
+    let have = Permission::parse(
+        &hive
+            .github
+            .permission(client, &b.author, PERMISSION_TTL)
+            .await?,
+    );
     let source = format!("button:{}:{}", b.check_run_id, b.identifier);
     let text = cmd.to_string();
     let record = crate::store::commands::NewCommand {
@@ -191,8 +320,13 @@ pub(super) async fn on_button(hive: &Hive, client: &RepoClient, b: &ButtonEvent)
         return Ok(("ignored", "already handled".into()));
     }
     if !cmd.allowed(have) {
-        hive.store.command_outcome(&source, &text, "refused: permission").await?;
-        return Ok(("processed", format!("{} by {} refused: needs {}", text, b.author, cmd.required())));
+        hive.store
+            .command_outcome(&source, &text, "refused: permission")
+            .await?;
+        return Ok((
+            "processed",
+            format!("{} by {} refused: needs {}", text, b.author, cmd.required()),
+        ));
     }
     signal(hive, &t, kind, &serde_json::json!({}), &b.author).await?;
     hive.store.command_outcome(&source, &text, kind).await?;

@@ -208,10 +208,21 @@ impl DockerBackend {
     pub async fn remove_ticket(&self, repo: &str, ticket: &str) -> Result<usize, SandboxError> {
         let filters = HashMap::from([(
             "label".to_owned(),
-            vec![format!("{LABEL_INSTANCE}={}", self.instance), format!("vibeloop.repo={repo}"), format!("vibeloop.ticket={ticket}")],
+            vec![
+                format!("{LABEL_INSTANCE}={}", self.instance),
+                format!("vibeloop.repo={repo}"),
+                format!("vibeloop.ticket={ticket}"),
+            ],
         )]);
-        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
-        let list = self.docker.list_containers(Some(options)).await.map_err(docker_err)?;
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(docker_err)?;
         for c in &list {
             if let Some(id) = &c.id {
                 self.remove(id).await;

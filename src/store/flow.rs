@@ -106,7 +106,13 @@ pub struct Signal {
 
 impl Store {
     /// Queues a signal for the ticket's run.
-    pub async fn signal(&self, key: i64, kind: &str, data: &serde_json::Value, author: &str) -> Result<()> {
+    pub async fn signal(
+        &self,
+        key: i64,
+        kind: &str,
+        data: &serde_json::Value,
+        author: &str,
+    ) -> Result<()> {
         sqlx::query("INSERT INTO signals (ticket_id, kind, data, author, created_at) VALUES ($1, $2, $3, $4, $5)")
             .bind(key)
             .bind(kind)
@@ -125,11 +131,13 @@ impl Store {
             .bind(key)
             .fetch_all(&mut *tx)
             .await?;
-        sqlx::query("UPDATE signals SET consumed_at = $1 WHERE ticket_id = $2 AND consumed_at IS NULL")
-            .bind(now_ms())
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "UPDATE signals SET consumed_at = $1 WHERE ticket_id = $2 AND consumed_at IS NULL",
+        )
+        .bind(now_ms())
+        .bind(key)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(rows
             .into_iter()

@@ -316,11 +316,13 @@ async fn insert_event(
 impl Store {
     /// The ticket whose pull request is `pr` of `repo`.
     pub async fn ticket_by_pr(&self, repo: &RepoName, pr: u64) -> Result<Option<Ticket>> {
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM tickets WHERE repo = $1 AND pr_number = $2"))
-            .bind(repo.as_str())
-            .bind(pr as i64)
-            .fetch_optional(self.reader())
-            .await?;
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM tickets WHERE repo = $1 AND pr_number = $2"
+        ))
+        .bind(repo.as_str())
+        .bind(pr as i64)
+        .fetch_optional(self.reader())
+        .await?;
         row.as_ref().map(ticket_from_row).transpose()
     }
 

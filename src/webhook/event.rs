@@ -60,7 +60,11 @@ pub enum Event {
     /// A comment created or edited on an issue or pull request (slash commands).
     Comment(CommentEvent),
     /// An issue's title or body changed (a Blocked ticket plans again).
-    IssueEdited { repo: RepoName, installation: Option<InstallationId>, number: u64 },
+    IssueEdited {
+        repo: RepoName,
+        installation: Option<InstallationId>,
+        number: u64,
+    },
     /// A pull-request review was submitted.
     ReviewSubmitted(ReviewEvent),
     /// A button on one of our check runs was pressed (`check_run.requested_action`).
@@ -160,7 +164,11 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
         WebhookEventPayload::Ping(_) => Ok(Event::Ping),
         WebhookEventPayload::Issues(p) => {
             if p.action == IssuesWebhookEventAction::Edited {
-                return Ok(Event::IssueEdited { repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?, installation, number: p.issue.number });
+                return Ok(Event::IssueEdited {
+                    repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
+                    installation,
+                    number: p.issue.number,
+                });
             }
             if p.action != IssuesWebhookEventAction::Labeled {
                 return Ok(Event::NotActionable(
@@ -198,7 +206,9 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                 "installation.{action:?} is not acted on"
             ))),
         },
-        WebhookEventPayload::IssueComment(p) if p.action != IssueCommentWebhookEventAction::Deleted => {
+        WebhookEventPayload::IssueComment(p)
+            if p.action != IssueCommentWebhookEventAction::Deleted =>
+        {
             let edited = p.action == IssueCommentWebhookEventAction::Edited;
             Ok(Event::Comment(CommentEvent {
                 repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
@@ -206,30 +216,46 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                 number: p.issue.number,
                 is_pull_request: p.issue.pull_request.is_some(),
                 comment_id: p.comment.id.0,
-                author_is_bot: p.comment.user.r#type == "Bot" || p.comment.user.login.ends_with("[bot]"),
+                author_is_bot: p.comment.user.r#type == "Bot"
+                    || p.comment.user.login.ends_with("[bot]"),
                 author: p.comment.user.login,
                 body: p.comment.body.unwrap_or_default(),
-                old_body: if edited { p.changes.map(|c| c.body.from) } else { None },
+                old_body: if edited {
+                    p.changes.map(|c| c.body.from)
+                } else {
+                    None
+                },
             }))
         }
-        WebhookEventPayload::PullRequestReview(p) if p.action == PullRequestReviewWebhookEventAction::Submitted => {
+        WebhookEventPayload::PullRequestReview(p)
+            if p.action == PullRequestReviewWebhookEventAction::Submitted =>
+        {
             Ok(Event::ReviewSubmitted(ReviewEvent {
                 repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
                 installation,
                 number: p.pull_request.number,
                 review_id: p.review.id.0,
                 author: p.review.user.map(|u| u.login).unwrap_or_default(),
-                state: serde_json::to_value(&p.review.state).ok().and_then(|v| v.as_str().map(str::to_lowercase)).unwrap_or_default(),
+                state: serde_json::to_value(p.review.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_lowercase))
+                    .unwrap_or_default(),
                 commit: p.review.commit_id,
             }))
         }
-        WebhookEventPayload::CheckRun(p) if p.action == CheckRunWebhookEventAction::RequestedAction => {
+        WebhookEventPayload::CheckRun(p)
+            if p.action == CheckRunWebhookEventAction::RequestedAction =>
+        {
             let run = &p.check_run;
             Ok(Event::ButtonPressed(ButtonEvent {
                 repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
                 installation,
                 check_run_id: run.get("id").and_then(|v| v.as_u64()).unwrap_or_default(),
-                external_id: run.get("external_id").and_then(|v| v.as_str()).unwrap_or_default().to_owned(),
+                external_id: run
+                    .get("external_id")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
                 identifier: body_identifier(body).unwrap_or_default(),
                 author: parsed.sender.map(|s| s.login).unwrap_or_default(),
             }))
@@ -283,7 +309,9 @@ fn body_identifier(body: &[u8]) -> Option<String> {
     struct Body {
         requested_action: Action,
     }
-    serde_json::from_slice::<Body>(body).ok().map(|b| b.requested_action.identifier)
+    serde_json::from_slice::<Body>(body)
+        .ok()
+        .map(|b| b.requested_action.identifier)
 }
 
 /// `owner/name` of a payload's repository.

@@ -20,17 +20,22 @@ pub enum Merged {
 
 impl Workspace {
     /// Files that differ between two commits (added, changed, deleted, renamed).
-    pub fn changed_paths(&self, git: &Repository, from: git2::Oid, to: git2::Oid) -> Result<Vec<String>, WorkspaceError> {
+    pub fn changed_paths(
+        &self,
+        git: &Repository,
+        from: git2::Oid,
+        to: git2::Oid,
+    ) -> Result<Vec<String>, WorkspaceError> {
         let old = git.find_commit(from)?.tree()?;
         let new = git.find_commit(to)?.tree()?;
         let diff = git.diff_tree_to_tree(Some(&old), Some(&new), None)?;
         let mut out = Vec::new();
         for d in diff.deltas() {
             for f in [d.old_file(), d.new_file()] {
-                if let Some(p) = f.path().and_then(|p| p.to_str()) {
-                    if !out.iter().any(|o: &String| o == p) {
-                        out.push(p.to_owned());
-                    }
+                if let Some(p) = f.path().and_then(|p| p.to_str())
+                    && !out.iter().any(|o: &String| o == p)
+                {
+                    out.push(p.to_owned());
                 }
             }
         }
@@ -38,7 +43,13 @@ impl Workspace {
     }
 
     /// Writes `paths` as they are in `commit` into the worktree (deleting those absent there).
-    pub fn copy_paths(&self, git: &Repository, commit: git2::Oid, paths: &[String], wt: &Worktree) -> Result<(), WorkspaceError> {
+    pub fn copy_paths(
+        &self,
+        git: &Repository,
+        commit: git2::Oid,
+        paths: &[String],
+        wt: &Worktree,
+    ) -> Result<(), WorkspaceError> {
         let tree = git.find_commit(commit)?.tree()?;
         for p in paths {
             let target = wt.path.join(p);
@@ -59,7 +70,13 @@ impl Workspace {
     }
 
     /// Merges commit `other` into the worktree's branch, committing the merge when clean.
-    pub fn merge_into(&self, wt: &Worktree, other: git2::Oid, message: &str, author: &Author) -> Result<Merged, WorkspaceError> {
+    pub fn merge_into(
+        &self,
+        wt: &Worktree,
+        other: git2::Oid,
+        message: &str,
+        author: &Author,
+    ) -> Result<Merged, WorkspaceError> {
         let git = Repository::open(&wt.path)?;
         let head = git.head()?.peel_to_commit()?;
         let theirs = git.find_commit(other)?;
@@ -80,7 +97,10 @@ impl Workspace {
         let tree = git.find_tree(index.write_tree_to(&git)?)?;
         let sig = Signature::now(&author.name, &author.email)?;
         let oid = git.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&head, &theirs])?;
-        git.checkout_tree(tree.as_object(), Some(git2::build::CheckoutBuilder::new().force()))?;
+        git.checkout_tree(
+            tree.as_object(),
+            Some(git2::build::CheckoutBuilder::new().force()),
+        )?;
         let mut idx = git.index()?;
         idx.read_tree(&tree)?;
         idx.write()?;
@@ -113,7 +133,13 @@ pub enum Squashed {
 
 impl Workspace {
     /// A unified diff `from..to`, cut at `cap` bytes with a note.
-    pub fn diff_text(&self, git: &Repository, from: git2::Oid, to: git2::Oid, cap: usize) -> Result<String, WorkspaceError> {
+    pub fn diff_text(
+        &self,
+        git: &Repository,
+        from: git2::Oid,
+        to: git2::Oid,
+        cap: usize,
+    ) -> Result<String, WorkspaceError> {
         let old = git.find_commit(from)?.tree()?;
         let new = git.find_commit(to)?.tree()?;
         let diff = git.diff_tree_to_tree(Some(&old), Some(&new), None)?;
@@ -139,17 +165,38 @@ impl Workspace {
 
     /// Replays the change `from..head` onto `onto` as one commit with `message` (a three-way
     /// merge of the trees). The commit is made on no branch; the caller moves one to it.
-    pub fn squash_onto(&self, git: &Repository, from: git2::Oid, head: git2::Oid, onto: git2::Oid, message: &str, author: &Author) -> Result<Squashed, WorkspaceError> {
+    pub fn squash_onto(
+        &self,
+        git: &Repository,
+        from: git2::Oid,
+        head: git2::Oid,
+        onto: git2::Oid,
+        message: &str,
+        author: &Author,
+    ) -> Result<Squashed, WorkspaceError> {
         let ancestor = git.find_commit(from)?.tree()?;
         let theirs = git.find_commit(head)?.tree()?;
         let base = git.find_commit(onto)?;
         let index = git.merge_trees(&ancestor, &base.tree()?, &theirs, None)?;
         if index.has_conflicts() {
-            let blob = |e: Option<git2::IndexEntry>| -> Option<Vec<u8>> { e.and_then(|e| git.find_blob(e.id).ok()).map(|b| b.content().to_vec()) };
+            let blob = |e: Option<git2::IndexEntry>| -> Option<Vec<u8>> {
+                e.and_then(|e| git.find_blob(e.id).ok())
+                    .map(|b| b.content().to_vec())
+            };
             let mut conflicts = Vec::new();
             for c in index.conflicts()?.flatten() {
-                let path = c.our.as_ref().or(c.their.as_ref()).or(c.ancestor.as_ref()).map(|e| String::from_utf8_lossy(&e.path).into_owned()).unwrap_or_default();
-                conflicts.push(Conflict { path, ours: blob(c.our), theirs: blob(c.their) });
+                let path = c
+                    .our
+                    .as_ref()
+                    .or(c.their.as_ref())
+                    .or(c.ancestor.as_ref())
+                    .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+                    .unwrap_or_default();
+                conflicts.push(Conflict {
+                    path,
+                    ours: blob(c.our),
+                    theirs: blob(c.their),
+                });
             }
             return Ok(Squashed::Conflicts(conflicts));
         }
@@ -162,7 +209,15 @@ impl Workspace {
 
     /// Replays `from..head` onto `onto` taking the change's side of every conflict, as one
     /// commit (strategy A's starting point, before the formatter runs).
-    pub fn squash_taking_theirs(&self, git: &Repository, from: git2::Oid, head: git2::Oid, onto: git2::Oid, message: &str, author: &Author) -> Result<CommitSha, WorkspaceError> {
+    pub fn squash_taking_theirs(
+        &self,
+        git: &Repository,
+        from: git2::Oid,
+        head: git2::Oid,
+        onto: git2::Oid,
+        message: &str,
+        author: &Author,
+    ) -> Result<CommitSha, WorkspaceError> {
         let ancestor = git.find_commit(from)?.tree()?;
         let theirs = git.find_commit(head)?.tree()?;
         let base = git.find_commit(onto)?;
@@ -171,11 +226,18 @@ impl Workspace {
         let mut index = git.merge_trees(&ancestor, &base.tree()?, &theirs, Some(&opts))?;
         let tree = git.find_tree(index.write_tree_to(git)?)?;
         let sig = Signature::now(&author.name, &author.email)?;
-        Ok(git.commit(None, &sig, &sig, message, &tree, &[&base])?.into())
+        Ok(git
+            .commit(None, &sig, &sig, message, &tree, &[&base])?
+            .into())
     }
 
     /// Points local branch `branch` at `commit` (the bot owns its branches).
-    pub fn set_branch(&self, git: &Repository, branch: &str, commit: git2::Oid) -> Result<(), WorkspaceError> {
+    pub fn set_branch(
+        &self,
+        git: &Repository,
+        branch: &str,
+        commit: git2::Oid,
+    ) -> Result<(), WorkspaceError> {
         git.branch(branch, &git.find_commit(commit)?, true)?;
         Ok(())
     }
@@ -184,10 +246,10 @@ impl Workspace {
     pub fn tags(&self, git: &Repository) -> Result<Vec<(String, String)>, WorkspaceError> {
         let mut out = Vec::new();
         for name in git.tag_names(None)?.iter().flatten() {
-            if let Ok(r) = git.find_reference(&format!("refs/tags/{name}")) {
-                if let Ok(c) = r.peel_to_commit() {
-                    out.push((name.to_owned(), c.id().to_string()));
-                }
+            if let Ok(r) = git.find_reference(&format!("refs/tags/{name}"))
+                && let Ok(c) = r.peel_to_commit()
+            {
+                out.push((name.to_owned(), c.id().to_string()));
             }
         }
         Ok(out)

@@ -154,7 +154,10 @@ impl Workspace {
             opts.prune(git2::FetchPrune::On);
             // Tags too: snapshots are numbered from the ones that exist.
             remote.fetch(
-                &["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"],
+                &[
+                    "+refs/heads/*:refs/remotes/origin/*",
+                    "+refs/tags/*:refs/tags/*",
+                ],
                 Some(&mut opts),
                 None,
             )?;
@@ -296,7 +299,12 @@ impl Workspace {
     }
 
     /// Pushes `branch` to the remote, replacing what is there (the bot owns its branches).
-    pub fn push(&self, repo: &RepoName, branch: &str, token: &SecretString) -> Result<(), WorkspaceError> {
+    pub fn push(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+        token: &SecretString,
+    ) -> Result<(), WorkspaceError> {
         let git = Repository::open_bare(self.mirror_path(repo))?;
         let local = git.find_branch(branch, BranchType::Local)?;
         let refname = local.get().name().unwrap_or_default().to_owned();
@@ -305,7 +313,13 @@ impl Workspace {
 
     /// Pushes `commit` to branch `branch` of the remote as a fast-forward only (the remote
     /// refuses anything else, as it should for a branch people own).
-    pub fn push_fast_forward(&self, repo: &RepoName, commit: git2::Oid, branch: &str, token: &SecretString) -> Result<(), WorkspaceError> {
+    pub fn push_fast_forward(
+        &self,
+        repo: &RepoName,
+        commit: git2::Oid,
+        branch: &str,
+        token: &SecretString,
+    ) -> Result<(), WorkspaceError> {
         let git = Repository::open_bare(self.mirror_path(repo))?;
         let scratch = format!("refs/vibeloop/push-{commit}");
         git.reference(&scratch, commit, true, "push")?;
@@ -316,7 +330,12 @@ impl Workspace {
         result
     }
 
-    fn push_refspec(&self, repo: &RepoName, refspec: &str, token: &SecretString) -> Result<(), WorkspaceError> {
+    fn push_refspec(
+        &self,
+        repo: &RepoName,
+        refspec: &str,
+        token: &SecretString,
+    ) -> Result<(), WorkspaceError> {
         let git = Repository::open_bare(self.mirror_path(repo))?;
         let mut remote = git.find_remote("origin")?;
         let rejected = std::cell::RefCell::new(None);

@@ -149,17 +149,26 @@ fn script_key(script: &Script, role: &str, req: &Value) -> String {
             other => other.to_string(),
         })
         .unwrap_or_default();
-    let mut keys: Vec<&String> = script.keys().filter(|k| k.strip_prefix(role).is_some_and(|r| r.starts_with('|'))).collect();
+    let mut keys: Vec<&String> = script
+        .keys()
+        .filter(|k| k.strip_prefix(role).is_some_and(|r| r.starts_with('|')))
+        .collect();
     keys.sort();
     keys.into_iter()
-        .find(|k| k.split_once('|').is_some_and(|(_, when)| first_user.contains(when)))
+        .find(|k| {
+            k.split_once('|')
+                .is_some_and(|(_, when)| first_user.contains(when))
+        })
         .cloned()
         .unwrap_or_else(|| role.to_owned())
 }
 
 /// The assistant turns a request's conversation already holds.
 fn assistant_turns(req: &Value) -> usize {
-    req["messages"].as_array().map(|m| m.iter().filter(|m| m["role"] == "assistant").count()).unwrap_or(0)
+    req["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["role"] == "assistant").count())
+        .unwrap_or(0)
 }
 
 /// `# Role: Builder` in the system prompt → `builder` (OpenAI: the first system message;

@@ -29,7 +29,11 @@ pub const HIVE_YML: &str = "gates: { test: \"python3 -m unittest -v\" }\n";
 
 /// The files of the repository: a bug, a test that shows it, the config.
 pub fn calc(hive_yml: &str) -> Vec<(&'static str, String)> {
-    vec![("calc.py", CALC_BUGGY.into()), ("test_calc.py", TESTS.into()), (".github/hive.yml", hive_yml.into())]
+    vec![
+        ("calc.py", CALC_BUGGY.into()),
+        ("test_calc.py", TESTS.into()),
+        (".github/hive.yml", hive_yml.into()),
+    ]
 }
 
 pub fn plan_json() -> String {
@@ -51,15 +55,28 @@ pub fn approve_json() -> String {
 }
 
 pub fn writes(path: &str, content: &str, then: &str) -> Vec<Step> {
-    vec![Step::tool("write_file", json!({ "path": path, "content": content })), Step::say(then)]
+    vec![
+        Step::tool("write_file", json!({ "path": path, "content": content })),
+        Step::say(then),
+    ]
 }
 
 /// Architect plans, Breaker writes a failing test, Builder fixes, Critic approves.
 pub fn happy_script() -> Script {
     Script::from([
         ("architect".to_owned(), vec![Step::say(&plan_json())]),
-        ("breaker".to_owned(), writes("test_add_more.py", NEW_TESTS, "A test for negative numbers.")),
-        ("builder".to_owned(), writes("calc.py", CALC_FIXED, "add() adds now.")),
+        (
+            "breaker".to_owned(),
+            writes(
+                "test_add_more.py",
+                NEW_TESTS,
+                "A test for negative numbers.",
+            ),
+        ),
+        (
+            "builder".to_owned(),
+            writes("calc.py", CALC_FIXED, "add() adds now."),
+        ),
         ("critic".to_owned(), vec![Step::say(&approve_json())]),
     ])
 }
@@ -78,7 +95,11 @@ impl World {
         Self::start_with(script, files, vec![]).await
     }
 
-    pub async fn start_with(script: Script, files: &[(&str, String)], extra: Vec<(String, String)>) -> World {
+    pub async fn start_with(
+        script: Script,
+        files: &[(&str, String)],
+        extra: Vec<(String, String)>,
+    ) -> World {
         let dir = tempfile::tempdir().unwrap();
         let gh = FakeGitHub::start(fake_github::Options {
             app_id: APP_ID,
@@ -91,7 +112,11 @@ impl World {
         let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
         gh.add_repo(INSTALLATION, REPO, &refs);
         gh.set_permission(REPO, MAINTAINER, "write");
-        let issue = gh.add_issue(REPO, "add() subtracts", "`add(2, 3)` returns -1; it should return 5.");
+        let issue = gh.add_issue(
+            REPO,
+            "add() subtracts",
+            "`add(2, 3)` returns -1; it should return 5.",
+        );
         let llm = FakeLlm::start(script).await;
         let env = BotEnv {
             data_dir: dir.path().join("data"),
@@ -103,7 +128,14 @@ impl World {
         };
         let bot = Bot::start(&env).await;
         gh.set_webhook(&bot.url, SECRET);
-        World { dir, gh, llm, bot, env, issue }
+        World {
+            dir,
+            gh,
+            llm,
+            bot,
+            env,
+            issue,
+        }
     }
 
     pub async fn label(&self) {
@@ -113,7 +145,10 @@ impl World {
 
     pub async fn ticket(&self) -> Option<vibeloop::store::tickets::Ticket> {
         let store = self.bot.store().await;
-        let t = store.ticket_for_issue(&RepoName::parse(REPO).unwrap(), self.issue).await.unwrap();
+        let t = store
+            .ticket_for_issue(&RepoName::parse(REPO).unwrap(), self.issue)
+            .await
+            .unwrap();
         store.close().await;
         t
     }
@@ -121,7 +156,9 @@ impl World {
     /// Waits until the ticket is in `state`.
     pub async fn wait_state(&self, state: TaskState) -> vibeloop::store::tickets::Ticket {
         self.bot
-            .wait_until(&format!("the ticket to be {state}"), WAIT, || async { self.ticket().await.filter(|t| t.state == state) })
+            .wait_until(&format!("the ticket to be {state}"), WAIT, || async {
+                self.ticket().await.filter(|t| t.state == state)
+            })
             .await
     }
 
@@ -151,14 +188,20 @@ impl World {
         let marker = format!("<!-- vibeloop:reply comment:{comment}#");
         self.bot
             .wait_until("the bot's reply", WAIT, || async {
-                self.gh.comments(REPO, self.issue).into_iter().find(|c| c.body.contains(&marker)).map(|c| c.body)
+                self.gh
+                    .comments(REPO, self.issue)
+                    .into_iter()
+                    .find(|c| c.body.contains(&marker))
+                    .map(|c| c.body)
             })
             .await
     }
 
     /// Every checkpoint of the ticket, as `node` names.
     pub async fn checkpoints(&self) -> Vec<String> {
-        let Some(t) = self.ticket().await else { return vec![] };
+        let Some(t) = self.ticket().await else {
+            return vec![];
+        };
         let store = self.bot.store().await;
         let cps = store.checkpoints(t.key).await.unwrap();
         store.close().await;

@@ -19,7 +19,11 @@ use crate::workspace::{Workspace, Worktree};
 pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
     let token = cx.run.client.token().await?;
     let (ws, repo) = (cx.run.hive.workspace.clone(), cx.run.ticket.repo.clone());
-    let base = cx.config.base.clone().unwrap_or_else(|| cx.run.ticket.base_branch.clone());
+    let base = cx
+        .config
+        .base
+        .clone()
+        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
     let tip = blocking(move || {
         let git = ws.sync_mirror(&repo, &token)?;
         ws.remote_head(&git, &base)
@@ -38,7 +42,9 @@ pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
 /// Runs `f` on the workspace and the repository's mirror, off the async threads.
 pub(super) async fn git<T: Send + 'static>(
     cx: &Ctx<'_, '_>,
-    f: impl FnOnce(&Workspace, &git2::Repository) -> Result<T, crate::workspace::WorkspaceError> + Send + 'static,
+    f: impl FnOnce(&Workspace, &git2::Repository) -> Result<T, crate::workspace::WorkspaceError>
+    + Send
+    + 'static,
 ) -> Result<T, JobError> {
     let (ws, repo) = (cx.run.hive.workspace.clone(), cx.run.ticket.repo.clone());
     blocking(move || {
@@ -53,11 +59,21 @@ fn oid(sha: &str) -> Result<git2::Oid, crate::workspace::WorkspaceError> {
 }
 
 /// A scratch worktree `vibeloop/<name>-T-n` at `at` (or the base commit).
-pub(super) async fn scratch(cx: &mut Ctx<'_, '_>, name: &str, at: Option<&str>) -> Result<Worktree, JobError> {
+pub(super) async fn scratch(
+    cx: &mut Ctx<'_, '_>,
+    name: &str,
+    at: Option<&str>,
+) -> Result<Worktree, JobError> {
     let base = sync(cx).await?;
     let branch = format!("vibeloop/{name}-{}", cx.run.ticket.id);
-    let (repo, at) = (cx.run.ticket.repo.clone(), at.map(str::to_owned).unwrap_or_else(|| base.to_string()));
-    git(cx, move |ws, g| ws.worktree_at(&repo, g, &branch, oid(&at)?)).await
+    let (repo, at) = (
+        cx.run.ticket.repo.clone(),
+        at.map(str::to_owned).unwrap_or_else(|| base.to_string()),
+    );
+    git(cx, move |ws, g| {
+        ws.worktree_at(&repo, g, &branch, oid(&at)?)
+    })
+    .await
 }
 
 pub(super) async fn drop_scratch(cx: &Ctx<'_, '_>, name: &str) {
@@ -69,12 +85,24 @@ pub(super) async fn drop_scratch(cx: &Ctx<'_, '_>, name: &str) {
 }
 
 /// Commits the worktree (if it changed) and pushes its branch; the branch's head.
-pub(super) async fn commit_push(cx: &Ctx<'_, '_>, wt: &Worktree, message: String) -> Result<CommitSha, JobError> {
+pub(super) async fn commit_push(
+    cx: &Ctx<'_, '_>,
+    wt: &Worktree,
+    message: String,
+) -> Result<CommitSha, JobError> {
     let token = cx.run.client.token().await?;
-    let (author, repo, wt) = (cx.run.hive.author.clone(), cx.run.ticket.repo.clone(), wt.clone());
+    let (author, repo, wt) = (
+        cx.run.hive.author.clone(),
+        cx.run.ticket.repo.clone(),
+        wt.clone(),
+    );
     git(cx, move |ws, g| {
         ws.commit_all(&wt, &message, &author)?;
-        let head = g.find_branch(&wt.branch, git2::BranchType::Local)?.get().peel_to_commit()?.id();
+        let head = g
+            .find_branch(&wt.branch, git2::BranchType::Local)?
+            .get()
+            .peel_to_commit()?
+            .id();
         ws.push(&repo, &wt.branch, &token)?;
         Ok(head.into())
     })
@@ -97,24 +125,36 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let need_breaker = cx.flow.breaker.is_none();
     let need_builder = cx.flow.builder.as_ref().map(|w| w.attempt) != Some(cx.flow.attempt);
     let id = cx.run.ticket.id;
-    let breaker_wt = if need_breaker { Some(branch_worktree(cx, &id.test_branch(), base.as_str()).await?) } else { None };
+    let breaker_wt = if need_breaker {
+        Some(branch_worktree(cx, &id.test_branch(), base.as_str()).await?)
+    } else {
+        None
+    };
     let builder_from = match (&cx.flow.builder, cx.flow.attempt) {
         (Some(prev), n) if n > 1 => prev.sha.clone(),
         _ => base.to_string(),
     };
-    let builder_wt = if need_builder { Some(branch_worktree(cx, &id.feat_branch(), &builder_from).await?) } else { None };
+    let builder_wt = if need_builder {
+        Some(branch_worktree(cx, &id.feat_branch(), &builder_from).await?)
+    } else {
+        None
+    };
 
     let (breaker, builder) = {
         let shared = &*cx;
         let breaker = async {
             match &breaker_wt {
-                Some(wt) => Some(run(shared, Role::Breaker, wt, breaker_task(shared)).await).transpose(),
+                Some(wt) => {
+                    Some(run(shared, Role::Breaker, wt, breaker_task(shared)).await).transpose()
+                }
                 None => Ok(None),
             }
         };
         let builder = async {
             match &builder_wt {
-                Some(wt) => Some(run(shared, Role::Builder, wt, builder_task(shared)).await).transpose(),
+                Some(wt) => {
+                    Some(run(shared, Role::Builder, wt, builder_task(shared)).await).transpose()
+                }
                 None => Ok(None),
             }
         };
@@ -124,49 +164,129 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     cx.book().await?;
     for r in [&breaker, &builder].into_iter().flatten() {
         if let StopReason::Budget { message } = &r.outcome.stop {
-            return cx.needs_human(&format!("{message}\n\nThe agents stopped before their work was done.")).await;
+            return cx
+                .needs_human(&format!(
+                    "{message}\n\nThe agents stopped before their work was done."
+                ))
+                .await;
         }
     }
     if let (Some(r), Some(wt)) = (breaker, &breaker_wt) {
-        let sha = commit_push(cx, wt, format!("{id}: tests for #{}\n\n{}", cx.run.ticket.issue_number, r.outcome.summary.trim())).await?;
-        cx.flow.breaker = Some(Work { attempt: cx.flow.breaker_attempts + 1, sha: sha.to_string(), files: r.written, summary: r.outcome.summary });
+        let sha = commit_push(
+            cx,
+            wt,
+            format!(
+                "{id}: tests for #{}\n\n{}",
+                cx.run.ticket.issue_number,
+                r.outcome.summary.trim()
+            ),
+        )
+        .await?;
+        cx.flow.breaker = Some(Work {
+            attempt: cx.flow.breaker_attempts + 1,
+            sha: sha.to_string(),
+            files: r.written,
+            summary: r.outcome.summary,
+        });
         cx.flow.breaker_findings.clear();
         cx.flow.red_proof = None;
         let out = serde_json::json!({ "sha": sha.as_str(), "stop": r.outcome.stop });
-        cx.checkpoint(Node::Code, serde_json::json!({ "role": "breaker" }), out).await?;
+        cx.checkpoint(Node::Code, serde_json::json!({ "role": "breaker" }), out)
+            .await?;
     }
     if let (Some(r), Some(wt)) = (builder, &builder_wt) {
         if r.written.is_empty() && cx.flow.attempt == 1 {
-            let why = format!("The Builder {} and changed nothing. Add detail to the issue, then `/hive retry`.", r.outcome.stop.describe());
+            let why = format!(
+                "The Builder {} and changed nothing. Add detail to the issue, then `/hive retry`.",
+                r.outcome.stop.describe()
+            );
             return cx.needs_human(&why).await;
         }
-        let msg = format!("{id}: {}\n\nCloses #{}.\n\n{}", cx.run.ticket.title, cx.run.ticket.issue_number, r.outcome.summary.trim());
+        let msg = format!(
+            "{id}: {}\n\nCloses #{}.\n\n{}",
+            cx.run.ticket.title,
+            cx.run.ticket.issue_number,
+            r.outcome.summary.trim()
+        );
         let sha = commit_push(cx, wt, msg).await?;
-        cx.flow.builder = Some(Work { attempt: cx.flow.attempt, sha: sha.to_string(), files: r.written, summary: r.outcome.summary });
+        cx.flow.builder = Some(Work {
+            attempt: cx.flow.attempt,
+            sha: sha.to_string(),
+            files: r.written,
+            summary: r.outcome.summary,
+        });
         cx.flow.findings.clear();
-        cx.run.hive.store.set_head_sha(cx.run.ticket.key, sha.as_str()).await?;
+        cx.run
+            .hive
+            .store
+            .set_head_sha(cx.run.ticket.key, sha.as_str())
+            .await?;
         cx.run.ticket.head_sha = Some(sha.to_string());
         let out = serde_json::json!({ "sha": sha.as_str(), "attempt": cx.flow.attempt, "stop": r.outcome.stop });
-        cx.checkpoint(Node::Code, serde_json::json!({ "role": "builder", "attempt": cx.flow.attempt }), out).await?;
+        cx.checkpoint(
+            Node::Code,
+            serde_json::json!({ "role": "builder", "attempt": cx.flow.attempt }),
+            out,
+        )
+        .await?;
     }
-    cx.flow.next = if cx.flow.red_proof.as_ref().is_some_and(|v| v.holds()) { Node::Encounter } else { Node::RedProof };
-    cx.checkpoint(Node::Code, serde_json::json!({}), serde_json::json!({ "next": cx.flow.next.as_str() })).await?;
+    cx.flow.next = if cx.flow.red_proof.as_ref().is_some_and(|v| v.holds()) {
+        Node::Encounter
+    } else {
+        Node::RedProof
+    };
+    cx.checkpoint(
+        Node::Code,
+        serde_json::json!({}),
+        serde_json::json!({ "next": cx.flow.next.as_str() }),
+    )
+    .await?;
     Ok(Step::Next)
 }
 
 /// The worktree of `branch` at `from`.
 async fn branch_worktree(cx: &Ctx<'_, '_>, branch: &str, from: &str) -> Result<Worktree, JobError> {
-    let (repo, branch, from) = (cx.run.ticket.repo.clone(), branch.to_owned(), from.to_owned());
-    git(cx, move |ws, g| ws.worktree_at(&repo, g, &branch, oid(&from)?)).await
+    let (repo, branch, from) = (
+        cx.run.ticket.repo.clone(),
+        branch.to_owned(),
+        from.to_owned(),
+    );
+    git(cx, move |ws, g| {
+        ws.worktree_at(&repo, g, &branch, oid(&from)?)
+    })
+    .await
 }
 
-async fn run(cx: &Ctx<'_, '_>, role: Role, wt: &Worktree, task: String) -> Result<RoleRun, JobError> {
-    let refs = cx.flow.blueprint.as_ref().map(|b| b.ticket.context_refs.clone()).unwrap_or_default();
+async fn run(
+    cx: &Ctx<'_, '_>,
+    role: Role,
+    wt: &Worktree,
+    task: String,
+) -> Result<RoleRun, JobError> {
+    let refs = cx
+        .flow
+        .blueprint
+        .as_ref()
+        .map(|b| b.ticket.context_refs.clone())
+        .unwrap_or_default();
     // The role's own container: its run_command runs the gate commands there, with the
     // tests mounted read-only for the Builder.
-    let spec = crate::hive::verify::sandbox_spec(cx.run, &cx.config, wt, role.name(), role == Role::Builder);
+    let spec = crate::hive::verify::sandbox_spec(
+        cx.run,
+        &cx.config,
+        wt,
+        role.name(),
+        role == Role::Builder,
+    );
     let sandbox = Arc::new(cx.run.hive.sandbox.start(&spec).await?);
-    let a = Assignment { role, task, context_refs: &refs, step_retry: 0, history: Vec::new(), sandbox: Some(sandbox.clone()) };
+    let a = Assignment {
+        role,
+        task,
+        context_refs: &refs,
+        step_retry: 0,
+        history: Vec::new(),
+        sandbox: Some(sandbox.clone()),
+    };
     let r = run_role(cx.run, &cx.config, wt, &cx.ledger, a).await;
     if let Ok(s) = Arc::try_unwrap(sandbox) {
         s.stop().await;
@@ -183,13 +303,25 @@ fn shared_task(cx: &Ctx<'_, '_>) -> String {
         t.title, t.body
     );
     if let Some(bp) = &cx.flow.blueprint {
-        s.push_str(&format!("\n## The plan\n\n{} — {}\n\n", bp.plan.title, bp.ticket.goal));
+        s.push_str(&format!(
+            "\n## The plan\n\n{} — {}\n\n",
+            bp.plan.title, bp.ticket.goal
+        ));
         for (i, step) in bp.plan.steps.iter().enumerate() {
-            s.push_str(&format!("{}. {} → {} (check: {})\n", i + 1, step.input, step.output, step.validation_criteria));
+            s.push_str(&format!(
+                "{}. {} → {} (check: {})\n",
+                i + 1,
+                step.input,
+                step.output,
+                step.validation_criteria
+            ));
         }
     }
     if !cx.flow.feedback.is_empty() {
-        s.push_str(&format!("\n## Feedback from the maintainers\n\n{}\n", cx.flow.feedback.join("\n")));
+        s.push_str(&format!(
+            "\n## Feedback from the maintainers\n\n{}\n",
+            cx.flow.feedback.join("\n")
+        ));
     }
     s
 }
@@ -201,7 +333,10 @@ fn breaker_task(cx: &Ctx<'_, '_>) -> String {
         cx.config.policy.test_paths.join(", ")
     ));
     if !cx.flow.breaker_findings.is_empty() {
-        s.push_str(&format!("\n\nYour last tests did not prove the issue (JSON):\n{}", crate::agent::heal::report(&cx.flow.breaker_findings)));
+        s.push_str(&format!(
+            "\n\nYour last tests did not prove the issue (JSON):\n{}",
+            crate::agent::heal::report(&cx.flow.breaker_findings)
+        ));
     }
     s
 }

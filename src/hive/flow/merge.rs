@@ -27,7 +27,14 @@ fn oid(sha: &str) -> Result<git2::Oid, JobError> {
 
 /// True when the two sides differ only in whitespace.
 fn formatting_only(c: &Conflict) -> bool {
-    let squash = |b: &Option<Vec<u8>>| b.as_ref().map(|b| b.iter().filter(|c| !c.is_ascii_whitespace()).copied().collect::<Vec<u8>>());
+    let squash = |b: &Option<Vec<u8>>| {
+        b.as_ref().map(|b| {
+            b.iter()
+                .filter(|c| !c.is_ascii_whitespace())
+                .copied()
+                .collect::<Vec<u8>>()
+        })
+    };
     c.ours.is_some() && squash(&c.ours) == squash(&c.theirs)
 }
 
@@ -35,9 +42,22 @@ fn formatting_only(c: &Conflict) -> bool {
 pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     let from = sync(cx).await?;
-    let head = cx.flow.builder.as_ref().map(|w| w.sha.clone()).ok_or_else(|| JobError::Permanent("nothing to rebase".into()))?;
-    let base_branch = cx.config.base.clone().unwrap_or_else(|| cx.run.ticket.base_branch.clone());
-    let (id, title, issue) = (cx.run.ticket.id, cx.run.ticket.title.clone(), cx.run.ticket.issue_number);
+    let head = cx
+        .flow
+        .builder
+        .as_ref()
+        .map(|w| w.sha.clone())
+        .ok_or_else(|| JobError::Permanent("nothing to rebase".into()))?;
+    let base_branch = cx
+        .config
+        .base
+        .clone()
+        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
+    let (id, title, issue) = (
+        cx.run.ticket.id,
+        cx.run.ticket.title.clone(),
+        cx.run.ticket.issue_number,
+    );
     let message = format!("{id}: {title}\n\nCloses #{issue}.");
     let (author, bb) = (cx.run.hive.author.clone(), base_branch.clone());
     let (f, h) = (oid(from.as_str())?, oid(&head)?);
@@ -50,12 +70,18 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     .await?;
     let rebased = match squashed {
         Squashed::Clean(sha) => sha,
-        Squashed::Conflicts(conflicts) => match resolve(cx, &conflicts, &from, &head, &tip, &message).await? {
-            Some(sha) => sha,
-            None => return requeue(cx, &conflicts).await,
-        },
+        Squashed::Conflicts(conflicts) => {
+            match resolve(cx, &conflicts, &from, &head, &tip, &message).await? {
+                Some(sha) => sha,
+                None => return requeue(cx, &conflicts).await,
+            }
+        }
     };
-    let (branch, repo, token) = (id.feat_branch(), cx.run.ticket.repo.clone(), cx.run.client.token().await?);
+    let (branch, repo, token) = (
+        id.feat_branch(),
+        cx.run.ticket.repo.clone(),
+        cx.run.client.token().await?,
+    );
     let r = oid(rebased.as_str())?;
     git(cx, move |ws, g| {
         ws.set_branch(g, &branch, r)?;
@@ -66,32 +92,64 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     cx.flow.base_sha = Some(tip.to_string());
     cx.flow.next = Node::Regate;
     let out = serde_json::json!({ "onto": tip.as_str(), "sha": rebased.as_str() });
-    cx.checkpoint(Node::Rebase, serde_json::json!({ "head": head }), out).await?;
+    cx.checkpoint(Node::Rebase, serde_json::json!({ "head": head }), out)
+        .await?;
     Ok(Step::Next)
 }
 
 /// Strategy A (formatting-only conflicts and a formatter) or B (a model merges); `None` for C.
-async fn resolve(cx: &mut Ctx<'_, '_>, conflicts: &[Conflict], from: &CommitSha, head: &str, tip: &CommitSha, message: &str) -> Result<Option<CommitSha>, JobError> {
+async fn resolve(
+    cx: &mut Ctx<'_, '_>,
+    conflicts: &[Conflict],
+    from: &CommitSha,
+    head: &str,
+    tip: &CommitSha,
+    message: &str,
+) -> Result<Option<CommitSha>, JobError> {
     let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
-    if let Some(formatter) = cx.config.merge.formatter.clone().filter(|_| conflicts.iter().all(formatting_only)) {
+    if let Some(formatter) = cx
+        .config
+        .merge
+        .formatter
+        .clone()
+        .filter(|_| conflicts.iter().all(formatting_only))
+    {
         // A: either side will do; take the change's, then let the formatter settle it.
         let (author, msg) = (cx.run.hive.author.clone(), message.to_owned());
         let (f, h, t) = (oid(from.as_str())?, oid(head)?, oid(tip.as_str())?);
-        let taken = git(cx, move |ws, g| ws.squash_taking_theirs(g, f, h, t, &msg, &author)).await?;
+        let taken = git(cx, move |ws, g| {
+            ws.squash_taking_theirs(g, f, h, t, &msg, &author)
+        })
+        .await?;
         let wt = super::code::scratch(cx, "merge-format", Some(taken.as_str())).await?;
         let spec = crate::hive::verify::sandbox_spec(cx.run, &cx.config, &wt, "formatter", true);
         let sandbox = cx.run.hive.sandbox.start(&spec).await?;
-        let out = sandbox.exec(&formatter, Duration::from_secs(cx.config.limits.timeout_seconds)).await;
+        let out = sandbox
+            .exec(
+                &formatter,
+                Duration::from_secs(cx.config.limits.timeout_seconds),
+            )
+            .await;
         sandbox.stop().await;
         let out = out?;
-        cx.run.event("merge_strategy", serde_json::json!({ "strategy": "A", "files": paths, "formatter": out.describe() })).await;
+        cx.run
+            .event(
+                "merge_strategy",
+                serde_json::json!({ "strategy": "A", "files": paths, "formatter": out.describe() }),
+            )
+            .await;
         let author = cx.run.hive.author.clone();
         let wt2 = wt.clone();
         let sha = git(cx, move |ws, g| {
             let committed = ws.commit_all(&wt2, "Formatting after the rebase", &author)?;
             let sha = match committed {
                 Some(s) => s,
-                None => g.find_branch(&wt2.branch, git2::BranchType::Local)?.get().peel_to_commit()?.id().into(),
+                None => g
+                    .find_branch(&wt2.branch, git2::BranchType::Local)?
+                    .get()
+                    .peel_to_commit()?
+                    .id()
+                    .into(),
             };
             Ok(sha)
         })
@@ -100,7 +158,12 @@ async fn resolve(cx: &mut Ctx<'_, '_>, conflicts: &[Conflict], from: &CommitSha,
         return Ok(Some(sha));
     }
     if cx.config.merge.resolve_with_model {
-        cx.run.event("merge_strategy", serde_json::json!({ "strategy": "B", "files": paths })).await;
+        cx.run
+            .event(
+                "merge_strategy",
+                serde_json::json!({ "strategy": "B", "files": paths }),
+            )
+            .await;
         return super::resolve::with_model(cx, conflicts, from, head, tip, message).await;
     }
     Ok(None)
@@ -109,7 +172,12 @@ async fn resolve(cx: &mut Ctx<'_, '_>, conflicts: &[Conflict], from: &CommitSha,
 /// Strategy C: this attempt fails; the ticket goes to the tail of the queue and tries again.
 async fn requeue(cx: &mut Ctx<'_, '_>, conflicts: &[Conflict]) -> Result<Step, JobError> {
     let files: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
-    cx.run.event("merge_strategy", serde_json::json!({ "strategy": "C", "files": files })).await;
+    cx.run
+        .event(
+            "merge_strategy",
+            serde_json::json!({ "strategy": "C", "files": files }),
+        )
+        .await;
     cx.flow.requeues += 1;
     if cx.flow.requeues > MAX_REQUEUES {
         let report = format!(
@@ -126,9 +194,18 @@ async fn requeue(cx: &mut Ctx<'_, '_>, conflicts: &[Conflict]) -> Result<Step, J
     ))
     .await?;
     cx.flow.next = Node::Rebase;
-    cx.checkpoint(Node::Rebase, serde_json::json!({}), serde_json::json!({ "conflicts": files, "requeued": cx.flow.requeues })).await?;
+    cx.checkpoint(
+        Node::Rebase,
+        serde_json::json!({}),
+        serde_json::json!({ "conflicts": files, "requeued": cx.flow.requeues }),
+    )
+    .await?;
     cx.publish().await?;
-    cx.run.hive.store.enqueue_after(JobKind::Ticket, &cx.run.ticket.key.to_string(), 2_000).await?;
+    cx.run
+        .hive
+        .store
+        .enqueue_after(JobKind::Ticket, &cx.run.ticket.key.to_string(), 2_000)
+        .await?;
     Ok(Step::Stop)
 }
 
@@ -136,15 +213,24 @@ async fn requeue(cx: &mut Ctx<'_, '_>, conflicts: &[Conflict]) -> Result<Step, J
 pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     let base = sync(cx).await?;
-    let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default()).map_err(|_| JobError::Permanent("regate without a rebased commit".into()))?;
-    let tests = cx.flow.breaker.as_ref().and_then(|b| CommitSha::parse(&b.sha).ok());
+    let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default())
+        .map_err(|_| JobError::Permanent("regate without a rebased commit".into()))?;
+    let tests = cx
+        .flow
+        .breaker
+        .as_ref()
+        .and_then(|b| CommitSha::parse(&b.sha).ok());
     let wt = super::code::scratch(cx, "regate", Some(sha.as_str())).await?;
     let v = Verification {
         worktree: &wt,
         base: &base,
         head: &sha,
         gates: None,
-        run_id: format!("vibeloop:{}:regate-{}", cx.run.ticket.id, cx.flow.requeues + cx.flow.attempt),
+        run_id: format!(
+            "vibeloop:{}:regate-{}",
+            cx.run.ticket.id,
+            cx.flow.requeues + cx.flow.attempt
+        ),
         role: "regate",
         tests: tests.as_ref(),
     };
@@ -153,19 +239,41 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let gates = gates?;
     if gates.iter().all(|g| g.passed()) {
         cx.flow.next = Node::Merge;
-        cx.checkpoint(Node::Regate, serde_json::json!({ "sha": sha.as_str() }), serde_json::json!({ "passed": true })).await?;
+        cx.checkpoint(
+            Node::Regate,
+            serde_json::json!({ "sha": sha.as_str() }),
+            serde_json::json!({ "passed": true }),
+        )
+        .await?;
         return Ok(Step::Next);
     }
     cx.flow.findings = gates
         .iter()
         .filter(|g| !g.passed())
-        .map(|g| Finding::new(&format!("gate_{}", g.gate), format!("after the rebase, hive/{} {}", g.gate, g.describe())))
+        .map(|g| {
+            Finding::new(
+                &format!("gate_{}", g.gate),
+                format!("after the rebase, hive/{} {}", g.gate, g.describe()),
+            )
+        })
         .collect();
-    cx.checkpoint(Node::Regate, serde_json::json!({ "sha": sha.as_str() }), serde_json::json!({ "passed": false })).await?;
+    cx.checkpoint(
+        Node::Regate,
+        serde_json::json!({ "sha": sha.as_str() }),
+        serde_json::json!({ "passed": false }),
+    )
+    .await?;
     if cx.flow.attempt >= cx.flow.attempt_limit {
         return cx.needs_human("The gates fail after rebasing onto the current base, and no attempts are left. Look at the check runs of the pull request, then `/hive retry`.").await;
     }
-    cx.flow.builder = cx.flow.builder.take().map(|w| crate::hive::flow::state::Work { sha: sha.to_string(), ..w });
+    cx.flow.builder = cx
+        .flow
+        .builder
+        .take()
+        .map(|w| crate::hive::flow::state::Work {
+            sha: sha.to_string(),
+            ..w
+        });
     cx.flow.attempt += 1;
     cx.flow.approved_by = None;
     cx.flow.next = Node::Code;
@@ -175,21 +283,41 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
 /// Merge: fast-forward the base through the API.
 pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
-    let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default()).map_err(|_| JobError::Permanent("merge without a rebased commit".into()))?;
-    let base_branch = cx.config.base.clone().unwrap_or_else(|| cx.run.ticket.base_branch.clone());
+    let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default())
+        .map_err(|_| JobError::Permanent("merge without a rebased commit".into()))?;
+    let base_branch = cx
+        .config
+        .base
+        .clone()
+        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
     let reference = format!("heads/{base_branch}");
     if cx.run.client.get_ref(&reference).await?.as_deref() != Some(sha.as_str()) {
         match cx.run.client.update_ref(&reference, &sha, false).await {
             Ok(()) => {}
-            Err(GitHubError::Api { status, message, .. }) if status.as_u16() == 422 => {
+            Err(GitHubError::Api {
+                status, message, ..
+            }) if status.as_u16() == 422 => {
                 if message.contains("fast forward") {
                     // The base moved since the rebase: rebase again.
                     cx.flow.next = Node::Rebase;
-                    cx.checkpoint(Node::Merge, serde_json::json!({ "sha": sha.as_str() }), serde_json::json!({ "moved": true })).await?;
+                    cx.checkpoint(
+                        Node::Merge,
+                        serde_json::json!({ "sha": sha.as_str() }),
+                        serde_json::json!({ "moved": true }),
+                    )
+                    .await?;
                     return Ok(Step::Next);
                 }
-                let report = format!("GitHub refused to move `{base_branch}` to `{}`: {message}\n\nBranch protection decides; satisfy it (or merge the pull request yourself), then `/hive retry`.", sha.short());
-                cx.checkpoint(Node::Merge, serde_json::json!({ "sha": sha.as_str() }), serde_json::json!({ "refused": message })).await?;
+                let report = format!(
+                    "GitHub refused to move `{base_branch}` to `{}`: {message}\n\nBranch protection decides; satisfy it (or merge the pull request yourself), then `/hive retry`.",
+                    sha.short()
+                );
+                cx.checkpoint(
+                    Node::Merge,
+                    serde_json::json!({ "sha": sha.as_str() }),
+                    serde_json::json!({ "refused": message }),
+                )
+                .await?;
                 return cx.needs_human(&report).await;
             }
             Err(e) => return Err(e.into()),
@@ -197,7 +325,12 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     cx.flow.merged = Some(sha.to_string());
     cx.flow.next = Node::Snapshot;
-    cx.checkpoint(Node::Merge, serde_json::json!({ "sha": sha.as_str() }), serde_json::json!({ "merged": true })).await?;
+    cx.checkpoint(
+        Node::Merge,
+        serde_json::json!({ "sha": sha.as_str() }),
+        serde_json::json!({ "merged": true }),
+    )
+    .await?;
     Ok(Step::Next)
 }
 
@@ -217,16 +350,32 @@ pub(super) fn next_version(tags: &[(String, String)]) -> String {
 
 /// Snapshot: tag, move `LATEST_STABLE`, complete.
 pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
-    let sha = CommitSha::parse(cx.flow.merged.as_deref().unwrap_or_default()).map_err(|_| JobError::Permanent("snapshot without a merge".into()))?;
+    let sha = CommitSha::parse(cx.flow.merged.as_deref().unwrap_or_default())
+        .map_err(|_| JobError::Permanent("snapshot without a merge".into()))?;
     if cx.flow.tag.is_none() {
         sync(cx).await?;
         let tags = git(cx, |ws, g| ws.tags(g)).await?;
-        let tag = match tags.iter().find(|(name, at)| name.starts_with("auto-v") && at == sha.as_str()) {
+        let tag = match tags
+            .iter()
+            .find(|(name, at)| name.starts_with("auto-v") && at == sha.as_str())
+        {
             Some((name, _)) => name.clone(),
             None => {
                 let mut tag = next_version(&tags);
-                while !cx.run.client.create_ref(&format!("tags/{tag}"), &sha).await? {
-                    if cx.run.client.get_ref(&format!("tags/{tag}")).await?.as_deref() == Some(sha.as_str()) {
+                while !cx
+                    .run
+                    .client
+                    .create_ref(&format!("tags/{tag}"), &sha)
+                    .await?
+                {
+                    if cx
+                        .run
+                        .client
+                        .get_ref(&format!("tags/{tag}"))
+                        .await?
+                        .as_deref()
+                        == Some(sha.as_str())
+                    {
                         break;
                     }
                     tag = next_version(&[(tag.clone(), String::new())]);
@@ -237,14 +386,27 @@ pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         cx.flow.tag = Some(tag);
     }
     if !cx.run.client.create_ref("tags/LATEST_STABLE", &sha).await? {
-        cx.run.client.update_ref("tags/LATEST_STABLE", &sha, true).await?;
+        cx.run
+            .client
+            .update_ref("tags/LATEST_STABLE", &sha, true)
+            .await?;
     }
-    cx.run.hive.store.promote_memory(cx.run.ticket.key, MemoryStability::Canonical).await?;
+    cx.run
+        .hive
+        .store
+        .promote_memory(cx.run.ticket.key, MemoryStability::Canonical)
+        .await?;
     cx.flow.next = Node::Done;
     let tag = cx.flow.tag.clone().unwrap_or_default();
-    cx.checkpoint(Node::Snapshot, serde_json::json!({ "sha": sha.as_str() }), serde_json::json!({ "tag": tag })).await?;
+    cx.checkpoint(
+        Node::Snapshot,
+        serde_json::json!({ "sha": sha.as_str() }),
+        serde_json::json!({ "tag": tag }),
+    )
+    .await?;
     super::state::enter(cx, TaskState::Completed).await?;
-    cx.note(format!("Merged as `{}`, tagged `{tag}`.", sha.short())).await?;
+    cx.note(format!("Merged as `{}`, tagged `{tag}`.", sha.short()))
+        .await?;
     cx.book().await?;
     cx.publish().await?;
     cleanup(cx).await;
@@ -263,7 +425,13 @@ pub(super) async fn cleanup(cx: &mut Ctx<'_, '_>) {
         Ok(())
     })
     .await;
-    if let Err(e) = cx.run.hive.sandbox.remove_ticket(cx.run.ticket.repo.as_str(), &id.to_string()).await {
+    if let Err(e) = cx
+        .run
+        .hive
+        .sandbox
+        .remove_ticket(cx.run.ticket.repo.as_str(), &id.to_string())
+        .await
+    {
         tracing::warn!(error = %e, "cannot remove the ticket's containers");
     }
 }
@@ -274,17 +442,39 @@ mod tests {
 
     #[test]
     fn versions_bump_the_patch() {
-        let t = |names: &[&str]| names.iter().map(|n| (n.to_string(), String::new())).collect::<Vec<_>>();
+        let t = |names: &[&str]| {
+            names
+                .iter()
+                .map(|n| (n.to_string(), String::new()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(next_version(&[]), "auto-v0.0.1");
-        assert_eq!(next_version(&t(&["auto-v0.0.1", "auto-v0.0.10", "auto-v0.0.9", "v9.9.9", "auto-vx"])), "auto-v0.0.11");
+        assert_eq!(
+            next_version(&t(&[
+                "auto-v0.0.1",
+                "auto-v0.0.10",
+                "auto-v0.0.9",
+                "v9.9.9",
+                "auto-vx"
+            ])),
+            "auto-v0.0.11"
+        );
         assert_eq!(next_version(&t(&["auto-v1.2.3"])), "auto-v1.2.4");
     }
 
     #[test]
     fn whitespace_only_conflicts_are_formatting() {
-        let c = |a: &str, b: &str| Conflict { path: "a.py".into(), ours: Some(a.into()), theirs: Some(b.into()) };
+        let c = |a: &str, b: &str| Conflict {
+            path: "a.py".into(),
+            ours: Some(a.into()),
+            theirs: Some(b.into()),
+        };
         assert!(formatting_only(&c("x = 1\n", "x=1\n")));
         assert!(!formatting_only(&c("x = 1\n", "x = 2\n")));
-        assert!(!formatting_only(&Conflict { path: "a".into(), ours: None, theirs: Some(b"x".to_vec()) }));
+        assert!(!formatting_only(&Conflict {
+            path: "a".into(),
+            ours: None,
+            theirs: Some(b"x".to_vec())
+        }));
     }
 }

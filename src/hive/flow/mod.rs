@@ -16,8 +16,8 @@ mod plan;
 mod proof;
 mod resolve;
 mod review;
-mod summary;
 pub(super) mod state;
+mod summary;
 
 use tracing::info;
 
@@ -26,9 +26,9 @@ use super::run::TicketRun;
 use super::status::Extras;
 use crate::config::repo::HiveConfig;
 use crate::llm::budget::Ledger;
+use crate::ticket::TaskState;
 pub use state::{Flow, Node};
 pub use summary::status_section;
-use crate::ticket::TaskState;
 
 /// What a node tells the driver.
 pub(super) enum Step {
@@ -48,9 +48,25 @@ pub(super) struct Ctx<'r, 'a> {
 
 impl Ctx<'_, '_> {
     /// Writes the checkpoint of `node` and the flow state after it.
-    pub(super) async fn checkpoint(&self, node: Node, inputs: serde_json::Value, outputs: serde_json::Value) -> Result<(), JobError> {
+    pub(super) async fn checkpoint(
+        &self,
+        node: Node,
+        inputs: serde_json::Value,
+        outputs: serde_json::Value,
+    ) -> Result<(), JobError> {
         let flow = serde_json::to_value(&self.flow).unwrap_or_default();
-        self.run.hive.store.checkpoint(self.run.ticket.key, node.as_str(), self.flow.attempt, &inputs, &outputs, &flow).await?;
+        self.run
+            .hive
+            .store
+            .checkpoint(
+                self.run.ticket.key,
+                node.as_str(),
+                self.flow.attempt,
+                &inputs,
+                &outputs,
+                &flow,
+            )
+            .await?;
         self.run.event("checkpoint", serde_json::json!({ "node": node.as_str(), "attempt": self.flow.attempt, "next": self.flow.next.as_str() })).await;
         Ok(())
     }
@@ -58,21 +74,32 @@ impl Ctx<'_, '_> {
     /// Says, on the ticket, where it stands (kept, and shown in the status comment).
     pub(super) async fn note(&mut self, detail: impl Into<String>) -> Result<(), JobError> {
         let detail = detail.into();
-        self.run.hive.store.set_ticket_detail(self.run.ticket.key, &detail).await?;
+        self.run
+            .hive
+            .store
+            .set_ticket_detail(self.run.ticket.key, &detail)
+            .await?;
         self.run.ticket.detail = Some(detail);
         Ok(())
     }
 
     /// Saves the ledger and shows the spend from now on.
     pub(super) async fn book(&mut self) -> Result<(), JobError> {
-        self.run.hive.store.save_budget(self.run.ticket.key, &self.ledger.by_role()).await?;
+        self.run
+            .hive
+            .store
+            .save_budget(self.run.ticket.key, &self.ledger.by_role())
+            .await?;
         self.run.spent = Some(self.ledger.total());
         Ok(())
     }
 
     /// Posts the status comment with the flow's plan and attempts.
     pub(super) async fn publish(&mut self) -> Result<(), JobError> {
-        let extras = Extras { flow: Some(&self.flow), ..Extras::default() };
+        let extras = Extras {
+            flow: Some(&self.flow),
+            ..Extras::default()
+        };
         self.run.publish(&extras).await
     }
 
@@ -80,7 +107,12 @@ impl Ctx<'_, '_> {
     pub(super) async fn needs_human(&mut self, report: &str) -> Result<Step, JobError> {
         self.book().await?;
         self.run.needs_human(report).await?;
-        if let Err(e) = self.run.client.add_labels(self.run.ticket.issue_number, &["hive:needs-human"]).await {
+        if let Err(e) = self
+            .run
+            .client
+            .add_labels(self.run.ticket.issue_number, &["hive:needs-human"])
+            .await
+        {
             tracing::warn!(error = %e, "cannot label the issue");
         }
         self.publish().await?;
@@ -92,9 +124,16 @@ impl Ctx<'_, '_> {
 pub(super) async fn drive(run: &mut TicketRun<'_>, config: HiveConfig) -> Result<(), JobError> {
     let key = run.ticket.key;
     let stored = run.hive.store.flow(key).await?;
-    let flow = stored.and_then(|v| serde_json::from_value::<Flow>(v).ok()).unwrap_or_default();
+    let flow = stored
+        .and_then(|v| serde_json::from_value::<Flow>(v).ok())
+        .unwrap_or_default();
     let ledger = Ledger::new(config.budget, run.hive.store.budget(key).await?);
-    let mut cx = Ctx { run, flow, config, ledger };
+    let mut cx = Ctx {
+        run,
+        flow,
+        config,
+        ledger,
+    };
     cx.run.spent = Some(cx.ledger.total());
     loop {
         if let Step::Stop = state::apply_signals(&mut cx).await? {
@@ -133,7 +172,9 @@ pub(super) fn state_of(node: Node) -> TaskState {
         Node::Plan => TaskState::Preparing,
         Node::PlanCheck | Node::AwaitPlanApproval => TaskState::Validating,
         Node::Code | Node::RedProof | Node::Encounter | Node::OpenPr => TaskState::InProgress,
-        Node::Critic | Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Merge => TaskState::AwaitingVerification,
+        Node::Critic | Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Merge => {
+            TaskState::AwaitingVerification
+        }
         Node::Snapshot | Node::Done => TaskState::Completed,
     }
 }

@@ -6,12 +6,12 @@
 use super::state::{Node, enter_node};
 use super::{Ctx, Step};
 use crate::agent::heal::{self, Finding, Healer, Next};
-use crate::workspace::Worktree;
 use crate::hive::JobError;
 use crate::hive::agents::{Assignment, Role, run_role};
 use crate::ticket::MemoryStability;
 use crate::ticket::TaskState;
 use crate::ticket::plan::{Blueprint, lint_ambiguity, validate_plan};
+use crate::workspace::Worktree;
 
 /// Plan: the Architect, healed.
 pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
@@ -20,30 +20,48 @@ pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let worktree = super::code::scratch(cx, "plan", None).await?;
     let outcome = plan_in(cx, &worktree).await;
     super::code::drop_scratch(cx, "plan").await;
-    let Some((output, findings, rounds, stop)) = outcome? else { return Ok(Step::Stop) };
+    let Some((output, findings, rounds, stop)) = outcome? else {
+        return Ok(Step::Stop);
+    };
     cx.flow.blueprint = output.ok();
     cx.flow.questions = findings.iter().map(|f| f.message.clone()).collect();
     cx.flow.next = Node::PlanCheck;
     let outputs = serde_json::json!({ "rounds": rounds, "stop": stop, "findings": findings });
-    cx.checkpoint(Node::Plan, serde_json::json!({ "issue": cx.run.ticket.issue_number }), outputs).await?;
+    cx.checkpoint(
+        Node::Plan,
+        serde_json::json!({ "issue": cx.run.ticket.issue_number }),
+        outputs,
+    )
+    .await?;
     cx.book().await?;
     Ok(Step::Next)
 }
 
-type Planned = (Result<Blueprint, Finding>, Vec<Finding>, u32, heal::HealStop);
+type Planned = (
+    Result<Blueprint, Finding>,
+    Vec<Finding>,
+    u32,
+    heal::HealStop,
+);
 
 /// The Architect's answer, checked and corrected at most three times. `None` when the budget
 /// ran out (the ticket then waits for a person).
 async fn plan_in(cx: &mut Ctx<'_, '_>, worktree: &Worktree) -> Result<Option<Planned>, JobError> {
     let root = worktree.path.clone();
-    let exists = |p: &str| crate::agent::paths::resolve(&root, p).map(|p| p.exists()).unwrap_or(false);
-    let Some((mut output, mut convo)) = ask(cx, worktree, architect_task(cx), Vec::new(), 0).await? else {
+    let exists = |p: &str| {
+        crate::agent::paths::resolve(&root, p)
+            .map(|p| p.exists())
+            .unwrap_or(false)
+    };
+    let Some((mut output, mut convo)) =
+        ask(cx, worktree, architect_task(cx), Vec::new(), 0).await?
+    else {
         return Ok(None);
     };
     let mut healer = Healer::new(heal::MAX_ROUNDS);
     loop {
         let findings = match &output {
-            Ok(bp) => [validate_plan(bp, &exists), lint_ambiguity(bp)].concat(),
+            Ok(bp) => [validate_plan(bp, exists), lint_ambiguity(bp)].concat(),
             Err(f) => vec![f.clone()],
         };
         match healer.next(&findings) {
@@ -54,7 +72,8 @@ async fn plan_in(cx: &mut Ctx<'_, '_>, worktree: &Worktree) -> Result<Option<Pla
                      Correct exactly these and answer with the whole JSON object again.",
                     heal::report(&findings)
                 );
-                let Some((next, history)) = ask(cx, worktree, correction, convo, round).await? else {
+                let Some((next, history)) = ask(cx, worktree, correction, convo, round).await?
+                else {
                     return Ok(None);
                 };
                 output = next;
@@ -72,13 +91,26 @@ async fn ask(
     history: Vec<crate::llm::Message>,
     round: u32,
 ) -> Result<Option<(Result<Blueprint, Finding>, Vec<crate::llm::Message>)>, JobError> {
-    let a = Assignment { role: Role::Architect, task, context_refs: &[], step_retry: round, history, sandbox: None };
+    let a = Assignment {
+        role: Role::Architect,
+        task,
+        context_refs: &[],
+        step_retry: round,
+        history,
+        sandbox: None,
+    };
     let r = run_role(cx.run, &cx.config, worktree, &cx.ledger, a).await?;
     if let crate::agent::StopReason::Budget { message } = &r.outcome.stop {
-        cx.needs_human(&format!("{message}\n\nThe Architect stopped before the plan was done.")).await?;
+        cx.needs_human(&format!(
+            "{message}\n\nThe Architect stopped before the plan was done."
+        ))
+        .await?;
         return Ok(None);
     }
-    Ok(Some((Blueprint::parse(&r.outcome.summary), r.outcome.messages)))
+    Ok(Some((
+        Blueprint::parse(&r.outcome.summary),
+        r.outcome.messages,
+    )))
 }
 
 fn architect_task(cx: &Ctx<'_, '_>) -> String {
@@ -89,7 +121,10 @@ fn architect_task(cx: &Ctx<'_, '_>) -> String {
         t.title, t.body
     );
     if !cx.flow.feedback.is_empty() {
-        s.push_str(&format!("\nFeedback from the maintainers:\n{}\n", cx.flow.feedback.join("\n")));
+        s.push_str(&format!(
+            "\nFeedback from the maintainers:\n{}\n",
+            cx.flow.feedback.join("\n")
+        ));
     }
     s.push_str("\nAnswer with the JSON object described in your instructions, and nothing else.");
     s
@@ -106,12 +141,34 @@ pub(super) async fn check(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         return blocked(cx, &questions).await;
     }
     let bp = cx.flow.blueprint.clone().expect("checked above");
-    let memo = format!("Plan of {}: {} — {}", cx.run.ticket.id, bp.plan.title, bp.ticket.goal);
-    cx.run.hive.store.add_memory(&cx.run.ticket.repo, cx.run.ticket.key, "plan", &memo, MemoryStability::Derived).await?;
+    let memo = format!(
+        "Plan of {}: {} — {}",
+        cx.run.ticket.id, bp.plan.title, bp.ticket.goal
+    );
+    cx.run
+        .hive
+        .store
+        .add_memory(
+            &cx.run.ticket.repo,
+            cx.run.ticket.key,
+            "plan",
+            &memo,
+            MemoryStability::Derived,
+        )
+        .await?;
     cx.flow.attempt = 1;
     cx.flow.attempt_limit = 1 + cx.config.limits.max_retries;
-    cx.flow.next = if cx.config.review.require_plan_approval { Node::AwaitPlanApproval } else { Node::Code };
-    cx.checkpoint(Node::PlanCheck, serde_json::json!({}), serde_json::json!({ "steps": bp.plan.steps.len() })).await?;
+    cx.flow.next = if cx.config.review.require_plan_approval {
+        Node::AwaitPlanApproval
+    } else {
+        Node::Code
+    };
+    cx.checkpoint(
+        Node::PlanCheck,
+        serde_json::json!({}),
+        serde_json::json!({ "steps": bp.plan.steps.len() }),
+    )
+    .await?;
     cx.publish().await?;
     Ok(Step::Next)
 }
@@ -127,11 +184,23 @@ async fn blocked(cx: &mut Ctx<'_, '_>, questions: &[String]) -> Result<Step, Job
     }
     body.push_str("\nEdit the issue to answer (or reply and comment `/hive plan`), and the plan is made again.\n");
     let marker = format!("<!-- vibeloop:questions {} -->", cx.run.ticket.id);
-    cx.run.client.upsert_marked_comment(cx.run.ticket.issue_number, &marker, None, &body).await?;
+    cx.run
+        .client
+        .upsert_marked_comment(cx.run.ticket.issue_number, &marker, None, &body)
+        .await?;
     super::state::enter(cx, TaskState::Blocked).await?;
-    cx.note(format!("{} open question(s) on the issue.", questions.len())).await?;
+    cx.note(format!(
+        "{} open question(s) on the issue.",
+        questions.len()
+    ))
+    .await?;
     cx.flow.next = Node::PlanCheck;
-    cx.checkpoint(Node::PlanCheck, serde_json::json!({}), serde_json::json!({ "blocked": questions })).await?;
+    cx.checkpoint(
+        Node::PlanCheck,
+        serde_json::json!({}),
+        serde_json::json!({ "blocked": questions }),
+    )
+    .await?;
     cx.publish().await?;
     Ok(Step::Stop)
 }
@@ -140,11 +209,17 @@ async fn blocked(cx: &mut Ctx<'_, '_>, questions: &[String]) -> Result<Step, Job
 pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     if cx.flow.plan_approved {
         cx.flow.next = Node::Code;
-        cx.checkpoint(Node::AwaitPlanApproval, serde_json::json!({}), serde_json::json!({ "approved": true })).await?;
+        cx.checkpoint(
+            Node::AwaitPlanApproval,
+            serde_json::json!({}),
+            serde_json::json!({ "approved": true }),
+        )
+        .await?;
         return Ok(Step::Next);
     }
     super::state::enter(cx, TaskState::Blocked).await?;
-    cx.note("The plan waits for approval: comment `/hive approve` to start the work.").await?;
+    cx.note("The plan waits for approval: comment `/hive approve` to start the work.")
+        .await?;
     cx.publish().await?;
     Ok(Step::Stop)
 }

@@ -20,13 +20,24 @@ use std::time::Duration;
 pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     let base = sync(cx).await?;
-    let breaker = cx.flow.breaker.clone().ok_or_else(|| JobError::Permanent("red proof without the Breaker's tests".into()))?;
+    let breaker = cx
+        .flow
+        .breaker
+        .clone()
+        .ok_or_else(|| JobError::Permanent("red proof without the Breaker's tests".into()))?;
     let wt = scratch(cx, "redproof", Some(base.as_str())).await?;
-    let (b, t) = (git2::Oid::from_str(base.as_str()).map_err(git_err)?, git2::Oid::from_str(&breaker.sha).map_err(git_err)?);
+    let (b, t) = (
+        git2::Oid::from_str(base.as_str()).map_err(git_err)?,
+        git2::Oid::from_str(&breaker.sha).map_err(git_err)?,
+    );
     let test_set = cx.config.test_paths();
     let wt2 = wt.clone();
     git(cx, move |ws, g| {
-        let changed: Vec<String> = ws.changed_paths(g, b, t)?.into_iter().filter(|p| test_set.contains(p)).collect();
+        let changed: Vec<String> = ws
+            .changed_paths(g, b, t)?
+            .into_iter()
+            .filter(|p| test_set.contains(p))
+            .collect();
         ws.copy_paths(g, t, &changed, &wt2)
     })
     .await?;
@@ -36,17 +47,30 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     };
     let spec = crate::hive::verify::sandbox_spec(cx.run, &cx.config, &wt, "redproof", true);
     let sandbox = cx.run.hive.sandbox.start(&spec).await?;
-    let result = redproof::run(&sandbox, &test_command, Duration::from_secs(cx.config.limits.timeout_seconds)).await;
+    let result = redproof::run(
+        &sandbox,
+        &test_command,
+        Duration::from_secs(cx.config.limits.timeout_seconds),
+    )
+    .await;
     sandbox.stop().await;
     drop_scratch(cx, "redproof").await;
     let (verdict, output) = result?;
     let sha = CommitSha::parse(&breaker.sha).map_err(|e| JobError::Permanent(e.to_string()))?;
-    let external_id = format!("vibeloop:{}:red-proof:{}", cx.run.ticket.id, breaker.attempt);
+    let external_id = format!(
+        "vibeloop:{}:red-proof:{}",
+        cx.run.ticket.id, breaker.attempt
+    );
     redproof::report(&cx.run.client, &sha, &external_id, &verdict, &output).await?;
     cx.flow.red_proof = Some(verdict.clone());
     if verdict.holds() {
         cx.flow.next = Node::Encounter;
-        cx.checkpoint(Node::RedProof, serde_json::json!({ "tests": breaker.sha }), serde_json::to_value(&verdict).unwrap_or_default()).await?;
+        cx.checkpoint(
+            Node::RedProof,
+            serde_json::json!({ "tests": breaker.sha }),
+            serde_json::to_value(&verdict).unwrap_or_default(),
+        )
+        .await?;
         return Ok(Step::Next);
     }
     cx.flow.breaker_attempts += 1;
@@ -57,17 +81,30 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             verdict.describe(),
             cx.flow.breaker_attempts
         );
-        cx.checkpoint(Node::RedProof, serde_json::json!({}), serde_json::to_value(&verdict).unwrap_or_default()).await?;
+        cx.checkpoint(
+            Node::RedProof,
+            serde_json::json!({}),
+            serde_json::to_value(&verdict).unwrap_or_default(),
+        )
+        .await?;
         return cx.needs_human(&report).await;
     }
     let why = match &verdict {
         Verdict::Green => "the tests pass on the base: they do not capture the issue".to_owned(),
         other => other.describe(),
     };
-    cx.flow.breaker_findings = vec![Finding::new("red_proof", format!("{why}\n\nLast lines:\n{}", output.tail(20)))];
+    cx.flow.breaker_findings = vec![Finding::new(
+        "red_proof",
+        format!("{why}\n\nLast lines:\n{}", output.tail(20)),
+    )];
     cx.flow.breaker = None;
     cx.flow.next = Node::Code;
-    cx.checkpoint(Node::RedProof, serde_json::json!({}), serde_json::to_value(&verdict).unwrap_or_default()).await?;
+    cx.checkpoint(
+        Node::RedProof,
+        serde_json::json!({}),
+        serde_json::to_value(&verdict).unwrap_or_default(),
+    )
+    .await?;
     Ok(Step::Next)
 }
 
@@ -81,14 +118,28 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let base = sync(cx).await?;
     let (breaker, builder) = match (cx.flow.breaker.clone(), cx.flow.builder.clone()) {
         (Some(b), Some(c)) => (b, c),
-        _ => return Err(JobError::Permanent("the Encounter needs both the tests and the code".into())),
+        _ => {
+            return Err(JobError::Permanent(
+                "the Encounter needs both the tests and the code".into(),
+            ));
+        }
     };
     let id = cx.run.ticket.id;
-    let (repo, branch, from) = (cx.run.ticket.repo.clone(), id.feat_branch(), builder.sha.clone());
-    let wt = git(cx, move |ws, g| ws.worktree_at(&repo, g, &branch, git2::Oid::from_str(&from)?)).await?;
+    let (repo, branch, from) = (
+        cx.run.ticket.repo.clone(),
+        id.feat_branch(),
+        builder.sha.clone(),
+    );
+    let wt = git(cx, move |ws, g| {
+        ws.worktree_at(&repo, g, &branch, git2::Oid::from_str(&from)?)
+    })
+    .await?;
     let (wt2, author, tests) = (wt.clone(), cx.run.hive.author.clone(), breaker.sha.clone());
     let msg = format!("{id}: the Breaker's tests");
-    let merged = git(cx, move |ws, _| ws.merge_into(&wt2, git2::Oid::from_str(&tests)?, &msg, &author)).await?;
+    let merged = git(cx, move |ws, _| {
+        ws.merge_into(&wt2, git2::Oid::from_str(&tests)?, &msg, &author)
+    })
+    .await?;
     let findings_of_conflict = |paths: &[String]| -> Vec<Finding> {
         paths
             .iter()
@@ -105,7 +156,8 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             sha
         }
     };
-    let tests_sha = CommitSha::parse(&breaker.sha).map_err(|e| JobError::Permanent(e.to_string()))?;
+    let tests_sha =
+        CommitSha::parse(&breaker.sha).map_err(|e| JobError::Permanent(e.to_string()))?;
     let verification = Verification {
         worktree: &wt,
         base: &base,
@@ -119,13 +171,29 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let h = git2::Oid::from_str(head.as_str()).map_err(git_err)?;
     let tree = git(cx, move |ws, g| ws.tree_of(g, h)).await?;
     let attempt = Attempt::from_gates(cx.flow.attempt, head.as_str(), &tree, &gates);
-    cx.run.hive.store.set_head_sha(cx.run.ticket.key, head.as_str()).await?;
+    cx.run
+        .hive
+        .store
+        .set_head_sha(cx.run.ticket.key, head.as_str())
+        .await?;
     cx.run.ticket.head_sha = Some(head.to_string());
     if attempt.passed() {
         cx.flow.attempts.push(attempt);
-        cx.flow.builder = Some(crate::hive::flow::state::Work { sha: head.to_string(), ..builder });
-        cx.flow.next = if cx.flow.pr.is_some() { Node::Critic } else { Node::OpenPr };
-        cx.checkpoint(Node::Encounter, serde_json::json!({ "head": head.as_str() }), serde_json::json!({ "passed": true })).await?;
+        cx.flow.builder = Some(crate::hive::flow::state::Work {
+            sha: head.to_string(),
+            ..builder
+        });
+        cx.flow.next = if cx.flow.pr.is_some() {
+            Node::Critic
+        } else {
+            Node::OpenPr
+        };
+        cx.checkpoint(
+            Node::Encounter,
+            serde_json::json!({ "head": head.as_str() }),
+            serde_json::json!({ "passed": true }),
+        )
+        .await?;
         cx.publish().await?;
         return Ok(Step::Next);
     }
@@ -137,10 +205,22 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                 .annotations
                 .iter()
                 .take(20)
-                .map(|a| Finding { code: format!("gate_{}", g.gate), message: format!("{}:{}: {}", a.path, a.start_line, a.message), path: Some(a.path.clone()) })
+                .map(|a| Finding {
+                    code: format!("gate_{}", g.gate),
+                    message: format!("{}:{}: {}", a.path, a.start_line, a.message),
+                    path: Some(a.path.clone()),
+                })
                 .collect();
             if let Some(out) = &g.output {
-                f.push(Finding::new(&format!("gate_{}", g.gate), format!("hive/{} {}; last lines:\n{}", g.gate, g.describe(), out.tail(25))));
+                f.push(Finding::new(
+                    &format!("gate_{}", g.gate),
+                    format!(
+                        "hive/{} {}; last lines:\n{}",
+                        g.gate,
+                        g.describe(),
+                        out.tail(25)
+                    ),
+                ));
             }
             f
         })
@@ -149,7 +229,13 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
 }
 
 /// An attempt failed: back to the Builder, unless the attempts are spent or stall.
-async fn failed(cx: &mut Ctx<'_, '_>, sha: &str, tree: &str, attempt: &[Attempt], findings: Vec<Finding>) -> Result<Step, JobError> {
+async fn failed(
+    cx: &mut Ctx<'_, '_>,
+    sha: &str,
+    tree: &str,
+    attempt: &[Attempt],
+    findings: Vec<Finding>,
+) -> Result<Step, JobError> {
     let attempt = attempt.first().cloned().unwrap_or_else(|| Attempt {
         n: cx.flow.attempt,
         sha: sha.to_owned(),
@@ -157,31 +243,47 @@ async fn failed(cx: &mut Ctx<'_, '_>, sha: &str, tree: &str, attempt: &[Attempt]
         tree: tree.to_owned(),
         ..Attempt::default()
     });
-    let stalled = cx
-        .flow
-        .attempts
-        .last()
-        .filter(|prev| prev.signature == attempt.signature || (!attempt.tree.is_empty() && prev.tree == attempt.tree));
-    let stall = stalled.map(|prev| if prev.tree == attempt.tree { "the same change twice in a row" } else { "the same failure twice in a row" });
+    let stalled = cx.flow.attempts.last().filter(|prev| {
+        prev.signature == attempt.signature
+            || (!attempt.tree.is_empty() && prev.tree == attempt.tree)
+    });
+    let stall = stalled.map(|prev| {
+        if prev.tree == attempt.tree {
+            "the same change twice in a row"
+        } else {
+            "the same failure twice in a row"
+        }
+    });
     cx.flow.attempts.push(attempt);
     cx.flow.findings = findings;
     let out = serde_json::json!({ "passed": false, "findings": cx.flow.findings.len() });
-    if let Some(why) = stall.or((cx.flow.attempt >= cx.flow.attempt_limit).then_some("no attempts left")) {
-        cx.checkpoint(Node::Encounter, serde_json::json!({ "head": sha }), out).await?;
+    if let Some(why) =
+        stall.or((cx.flow.attempt >= cx.flow.attempt_limit).then_some("no attempts left"))
+    {
+        cx.checkpoint(Node::Encounter, serde_json::json!({ "head": sha }), out)
+            .await?;
         return cx.needs_human(&human_report(cx, why)).await;
     }
     cx.flow.attempt += 1;
     cx.flow.next = Node::Code;
-    cx.checkpoint(Node::Encounter, serde_json::json!({ "head": sha }), out).await?;
+    cx.checkpoint(Node::Encounter, serde_json::json!({ "head": sha }), out)
+        .await?;
     cx.publish().await?;
     Ok(Step::Next)
 }
 
 /// The report a person gets when the Builder's attempts end without a passing change.
 fn human_report(cx: &Ctx<'_, '_>, why: &str) -> String {
-    let mut s = format!("The Builder stopped after {} attempt(s): {why}.\n\n**Last findings**\n\n", cx.flow.attempts.len());
+    let mut s = format!(
+        "The Builder stopped after {} attempt(s): {why}.\n\n**Last findings**\n\n",
+        cx.flow.attempts.len()
+    );
     for f in cx.flow.findings.iter().take(8) {
-        s.push_str(&format!("- {}\n", f.message.lines().next().unwrap_or_default()));
+        let first = f.message.lines().next().unwrap_or_default();
+        match f.code.strip_prefix("gate_") {
+            Some(gate) => s.push_str(&format!("- `hive/{gate}`: {first}\n")),
+            None => s.push_str(&format!("- {first}\n")),
+        }
     }
     s.push_str(
         "\n**What you can do**\n\n- add detail to the issue or `/hive feedback <hint>`, then `/hive retry`;\n\

@@ -22,7 +22,10 @@ pub(super) async fn with_model(
 ) -> Result<Option<CommitSha>, JobError> {
     let (author, msg) = (cx.run.hive.author.clone(), message.to_owned());
     let (f, h, t) = (oid(from.as_str())?, oid(head)?, oid(tip.as_str())?);
-    let start = git(cx, move |ws, g| ws.squash_taking_theirs(g, f, h, t, &msg, &author)).await?;
+    let start = git(cx, move |ws, g| {
+        ws.squash_taking_theirs(g, f, h, t, &msg, &author)
+    })
+    .await?;
     let wt = scratch(cx, NAME, Some(start.as_str())).await?;
     for c in conflicts {
         let text = format!(
@@ -30,7 +33,8 @@ pub(super) async fn with_model(
             String::from_utf8_lossy(c.ours.as_deref().unwrap_or_default()),
             String::from_utf8_lossy(c.theirs.as_deref().unwrap_or_default())
         );
-        let path = crate::agent::paths::resolve(&wt.path, &c.path).map_err(|e| JobError::Permanent(e.message))?;
+        let path = crate::agent::paths::resolve(&wt.path, &c.path)
+            .map_err(|e| JobError::Permanent(e.message))?;
         std::fs::write(&path, text).map_err(|e| JobError::Transient(e.to_string()))?;
     }
     let files: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
@@ -41,11 +45,21 @@ pub(super) async fn with_model(
          Change nothing else.",
         files.join(", ")
     );
-    let a = Assignment { role: Role::Builder, task, context_refs: &[], step_retry: 0, history: Vec::new(), sandbox: None };
+    let a = Assignment {
+        role: Role::Builder,
+        task,
+        context_refs: &[],
+        step_retry: 0,
+        history: Vec::new(),
+        sandbox: None,
+    };
     let r = run_role(cx.run, &cx.config, &wt, &cx.ledger, a).await;
     let resolved = match r {
         Ok(_) => {
-            let markers = conflicts.iter().any(|c| std::fs::read_to_string(wt.path.join(&c.path)).is_ok_and(|t| t.contains("<<<<<<<") || t.contains(">>>>>>>")));
+            let markers = conflicts.iter().any(|c| {
+                std::fs::read_to_string(wt.path.join(&c.path))
+                    .is_ok_and(|t| t.contains("<<<<<<<") || t.contains(">>>>>>>"))
+            });
             if markers {
                 None
             } else {
@@ -54,7 +68,10 @@ pub(super) async fn with_model(
                 let sha = git(cx, move |ws, g| {
                     // One commit on the base: the change and its resolution.
                     ws.commit_all(&wt2, "merge resolution", &author)?;
-                    let resolved = g.find_branch(&wt2.branch, git2::BranchType::Local)?.get().peel_to_commit()?;
+                    let resolved = g
+                        .find_branch(&wt2.branch, git2::BranchType::Local)?
+                        .get()
+                        .peel_to_commit()?;
                     let base = g.find_commit(t)?;
                     let sig = git2::Signature::now(&author.name, &author.email)?;
                     let oid = g.commit(None, &sig, &sig, &msg, &resolved.tree()?, &[&base])?;

@@ -93,7 +93,11 @@ impl Attempt {
             .iter()
             .filter(|g| !g.passed())
             .map(|g| {
-                let mut places: Vec<String> = g.annotations.iter().map(|a| format!("{}:{}:{}", a.path, a.start_line, a.message)).collect();
+                let mut places: Vec<String> = g
+                    .annotations
+                    .iter()
+                    .map(|a| format!("{}:{}:{}", a.path, a.start_line, a.message))
+                    .collect();
                 places.sort();
                 format!("{}|{}|{}", g.gate, g.status.as_str(), places.join(";"))
             })
@@ -102,7 +106,14 @@ impl Attempt {
         Self {
             n,
             sha: sha.to_owned(),
-            gates: gates.iter().map(|g| GateLine { gate: g.gate.to_owned(), passed: g.passed(), result: g.describe() }).collect(),
+            gates: gates
+                .iter()
+                .map(|g| GateLine {
+                    gate: g.gate.to_owned(),
+                    passed: g.passed(),
+                    result: g.describe(),
+                })
+                .collect(),
             signature: failing.join("\n"),
             tree: tree.to_owned(),
         }
@@ -169,10 +180,16 @@ pub(super) async fn enter(cx: &mut Ctx<'_, '_>, target: TaskState) -> Result<(),
     if from == target {
         return Ok(());
     }
-    let path = path(from, target).ok_or_else(|| JobError::Permanent(format!("a ticket cannot go from {from} to {target}")))?;
+    let path = path(from, target).ok_or_else(|| {
+        JobError::Permanent(format!("a ticket cannot go from {from} to {target}"))
+    })?;
     for step in path {
         let current = cx.run.ticket.state;
-        cx.run.hive.store.move_ticket(cx.run.ticket.key, current, step, None).await?;
+        cx.run
+            .hive
+            .store
+            .move_ticket(cx.run.ticket.key, current, step, None)
+            .await?;
         cx.run.ticket.state = step;
         cx.run.ticket.detail = None;
     }
@@ -214,15 +231,31 @@ pub(super) async fn enter_node(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
 pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let signals = cx.run.hive.store.take_signals(cx.run.ticket.key).await?;
     for s in signals {
-        let text = |k: &str| s.data.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_owned();
-        cx.run.event("signal", serde_json::json!({ "kind": s.kind, "author": s.author })).await;
+        let text = |k: &str| {
+            s.data
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        cx.run
+            .event(
+                "signal",
+                serde_json::json!({ "kind": s.kind, "author": s.author }),
+            )
+            .await;
         match s.kind.as_str() {
             "abort" => {
-                cx.run.fail(&format!("Aborted by @{}.", s.author), &Default::default()).await?;
+                cx.run
+                    .fail(&format!("Aborted by @{}.", s.author), &Default::default())
+                    .await?;
                 super::merge::cleanup(cx).await;
                 return Ok(Step::Stop);
             }
-            "feedback" => cx.flow.feedback.push(format!("@{}: {}", s.author, text("text"))),
+            "feedback" => cx
+                .flow
+                .feedback
+                .push(format!("@{}: {}", s.author, text("text"))),
             "plan" => {
                 cx.flow.next = Node::Plan;
                 cx.flow.blueprint = None;
@@ -248,7 +281,10 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
 fn retry(flow: &mut Flow, role: &str, max_retries: u32) {
     match role {
         "architect" => {
-            *flow = Flow { feedback: std::mem::take(&mut flow.feedback), ..Flow::default() };
+            *flow = Flow {
+                feedback: std::mem::take(&mut flow.feedback),
+                ..Flow::default()
+            };
         }
         "breaker" => {
             flow.breaker = None;
@@ -282,9 +318,15 @@ mod tests {
 
     #[test]
     fn paths_go_through_legal_states_only() {
-        assert_eq!(path(Pending, InProgress), Some(vec![Preparing, Validating, InProgress]));
+        assert_eq!(
+            path(Pending, InProgress),
+            Some(vec![Preparing, Validating, InProgress])
+        );
         assert_eq!(path(HumanNeeded, InProgress), Some(vec![InProgress]));
-        assert_eq!(path(Failed, InProgress), Some(vec![Pending, Preparing, Validating, InProgress]));
+        assert_eq!(
+            path(Failed, InProgress),
+            Some(vec![Pending, Preparing, Validating, InProgress])
+        );
         assert_eq!(path(Blocked, Preparing), Some(vec![Preparing]));
         assert_eq!(path(Completed, Pending), None);
     }
@@ -293,7 +335,11 @@ mod tests {
     fn flows_round_trip_and_default_to_plan() {
         let f: Flow = serde_json::from_value(serde_json::json!({})).unwrap();
         assert_eq!((f.next, f.attempt), (Node::Plan, 0));
-        let mut f = Flow { next: Node::Critic, pr: Some(3), ..Flow::default() };
+        let mut f = Flow {
+            next: Node::Critic,
+            pr: Some(3),
+            ..Flow::default()
+        };
         f.feedback.push("x".into());
         let back: Flow = serde_json::from_value(serde_json::to_value(&f).unwrap()).unwrap();
         assert_eq!(back, f);
@@ -301,9 +347,20 @@ mod tests {
 
     #[test]
     fn retry_starts_where_asked() {
-        let mut f = Flow { next: Node::Done, blueprint: Some(Default::default()), breaker: Some(Work::default()), builder: Some(Work::default()), attempt: 3, attempt_limit: 3, ..Flow::default() };
+        let mut f = Flow {
+            next: Node::Done,
+            blueprint: Some(Default::default()),
+            breaker: Some(Work::default()),
+            builder: Some(Work::default()),
+            attempt: 3,
+            attempt_limit: 3,
+            ..Flow::default()
+        };
         retry(&mut f, "builder", 2);
-        assert_eq!((f.next, f.attempt, f.attempt_limit, f.breaker.is_some()), (Node::Code, 4, 6, true));
+        assert_eq!(
+            (f.next, f.attempt, f.attempt_limit, f.breaker.is_some()),
+            (Node::Code, 4, 6, true)
+        );
         retry(&mut f, "architect", 2);
         assert_eq!((f.next, f.blueprint.is_none()), (Node::Plan, true));
     }

@@ -196,14 +196,25 @@ fn update_ref(cx: &mut Cx<'_>, full: &str) -> Answer {
 /// is merged and closed, and the issues its body closes (`Closes #n`) are closed.
 pub fn merged_by_push(r: &mut super::super::Repo, git: &git2::Repository, branch: &str, tip: Oid) {
     let mut closes = Vec::new();
-    for p in r.pulls.iter_mut().filter(|p| p.state == "open" && p.base == branch) {
-        let Ok(head) = Oid::from_str(&p.head_sha) else { continue };
+    for p in r
+        .pulls
+        .iter_mut()
+        .filter(|p| p.state == "open" && p.base == branch)
+    {
+        let Ok(head) = Oid::from_str(&p.head_sha) else {
+            continue;
+        };
         if head == tip || git.graph_descendant_of(tip, head).unwrap_or(false) {
             p.state = "closed".into();
             p.merged = true;
             for word in ["Closes #", "closes #", "Fixes #", "fixes #"] {
                 for part in p.body.split(word).skip(1) {
-                    if let Ok(n) = part.chars().take_while(char::is_ascii_digit).collect::<String>().parse::<u64>() {
+                    if let Ok(n) = part
+                        .chars()
+                        .take_while(char::is_ascii_digit)
+                        .collect::<String>()
+                        .parse::<u64>()
+                    {
                         closes.push(n);
                     }
                 }

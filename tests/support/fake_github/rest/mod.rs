@@ -419,10 +419,16 @@ fn repo_api(cx: &mut Cx<'_>, rest: &[&str]) -> Answer {
 fn graphql(st: &mut State, token: Option<&str>, body: Option<&Value>) -> Answer {
     let query = body.and_then(|b| b["query"].as_str()).unwrap_or_default();
     let Some(node) = body.and_then(|b| b["variables"]["id"].as_str()) else {
-        return (StatusCode::OK, json!({ "errors": [{ "message": "Variable $id of type ID! was not provided." }] }));
+        return (
+            StatusCode::OK,
+            json!({ "errors": [{ "message": "Variable $id of type ID! was not provided." }] }),
+        );
     };
     if !query.contains("markPullRequestReadyForReview") {
-        return (StatusCode::OK, json!({ "errors": [{ "message": "the fake answers markPullRequestReadyForReview only" }] }));
+        return (
+            StatusCode::OK,
+            json!({ "errors": [{ "message": "the fake answers markPullRequestReadyForReview only" }] }),
+        );
     }
     let number: Option<u64> = node.strip_prefix("PR_").and_then(|n| n.parse().ok());
     let names: Vec<String> = st.repos.keys().cloned().collect();
@@ -430,12 +436,22 @@ fn graphql(st: &mut State, token: Option<&str>, body: Option<&Value>) -> Answer 
         if check_token(st, token, &repo).is_err() {
             continue;
         }
-        if let Some(p) = st.repos.get_mut(&repo).and_then(|r| r.pulls.iter_mut().find(|p| Some(p.number) == number)) {
+        if let Some(p) = st
+            .repos
+            .get_mut(&repo)
+            .and_then(|r| r.pulls.iter_mut().find(|p| Some(p.number) == number))
+        {
             p.draft = false;
-            return (StatusCode::OK, json!({ "data": { "markPullRequestReadyForReview": { "pullRequest": { "isDraft": false } } } }));
+            return (
+                StatusCode::OK,
+                json!({ "data": { "markPullRequestReadyForReview": { "pullRequest": { "isDraft": false } } } }),
+            );
         }
     }
-    (StatusCode::OK, json!({ "errors": [{ "type": "NOT_FOUND", "message": format!("Could not resolve to a node with the global id of '{node}'") }] }))
+    (
+        StatusCode::OK,
+        json!({ "errors": [{ "type": "NOT_FOUND", "message": format!("Could not resolve to a node with the global id of '{node}'") }] }),
+    )
 }
 
 /// `GET /_fake/state`: what the fake holds, for people trying it by hand.
