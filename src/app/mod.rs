@@ -83,6 +83,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let workers = match &config.app {
         Some(creds) => {
             let sandbox = start_sandbox_backend(&config).await?;
+            let sandbox_name = sandbox.name();
             let hive = Arc::new(Hive {
                 store: store.clone(),
                 github: Arc::new(GitHubApp::new(creds, &config.github_api_url)?),
@@ -96,7 +97,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             });
             info!(
                 workers = config.workers,
-                sandbox = "local",
+                sandbox = sandbox_name,
                 "workers started"
             );
             Some(tokio::spawn(hive::run_workers(

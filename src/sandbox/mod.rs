@@ -122,6 +122,14 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// `docker` or `local`, for logs and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Docker(_) => "docker",
+            Backend::Local => "local",
+        }
+    }
+
     /// Docker when an engine answers (`DOCKER_HOST` or the local socket), else local processes.
     /// `force` pins one; the reason for a fallback is returned for the log.
     pub async fn detect(
