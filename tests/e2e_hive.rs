@@ -102,3 +102,141 @@ async fn a_builder_that_changes_a_test_fails_the_test_lock() {
         "{body}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_failure_goes_back_to_the_builder_and_is_fixed() {
+    let script = script_with(vec![
+        ("builder", writes("calc.py", CALC_WRONG, "add() fixed.")),
+        (
+            "builder|attempt 2 of",
+            writes("calc.py", CALC_FIXED, "add() adds now."),
+        ),
+    ]);
+    let w = World::start(script, &calc(AUTO_YML)).await;
+    w.label().await;
+    w.wait_state(TaskState::Completed).await;
+    assert_eq!(
+        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
+        Some(CALC_FIXED)
+    );
+
+    // Attempt 1 failed hive/test, attempt 2 passed it, and the rebased commit passed again.
+    let tests: Vec<_> =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .filter(|c| c.name == "hive/test")
+            .collect();
+    let conclusions: Vec<_> = tests
+        .iter()
+        .map(|c| c.conclusion.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(conclusions, ["failure", "success", "success"]);
+    // The second attempt was told what failed, as structured findings.
+    let tasks = tasks_of(&w.llm, "builder");
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert!(
+        tasks[1].contains("attempt 2 of 4")
+            && tasks[1].contains("gate_test")
+            && tasks[1].contains("AssertionError"),
+        "{}",
+        tasks[1]
+    );
+    let status = w.status_comment();
+    assert!(
+        status.contains("| 1 |") && status.contains("| 2 |"),
+        "{status}"
+    );
+    let pr = w.gh.pulls(REPO).remove(0);
+    assert!(
+        pr.body.contains("Attempts of the Builder: 2"),
+        "{}",
+        pr.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exhausted_attempts_ask_a_person() {
+    let script = script_with(vec![
+        ("builder", writes("calc.py", CALC_WRONG, "add() fixed.")),
+        (
+            "builder|attempt 2 of",
+            writes(
+                "calc.py",
+                "def add(a, b):\n    return 0\n",
+                "add() fixed again.",
+            ),
+        ),
+    ]);
+    let w = World::start(
+        script,
+        &calc("gates: { test: \"python3 -m unittest -v\" }\nlimits: { max_retries: 1 }\n"),
+    )
+    .await;
+    w.label().await;
+    w.wait_state(TaskState::HumanNeeded).await;
+    let status = w.status_comment();
+    assert!(
+        status.contains("2 attempt(s): no attempts left"),
+        "{status}"
+    );
+    assert!(
+        status.contains("`hive/test`") && status.contains("/hive retry"),
+        "{status}"
+    );
+    assert!(
+        w.gh.labels(REPO, w.issue)
+            .contains(&"hive:needs-human".to_owned())
+    );
+    assert!(w.gh.pulls(REPO).is_empty());
+    assert_eq!(tasks_of(&w.llm, "builder").len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_critic_veto_goes_back_to_the_builder() {
+    const DEBUG: &str = "def add(a, b):\n    print(\"debug\")\n    return a + b\n";
+    let veto = serde_json::json!({
+        "verdict": "veto",
+        "summary": "Correct, but it prints on every call.",
+        "comments": [{ "path": "calc.py", "line": 2, "body": "Remove the debug print." }],
+    });
+    let script = script_with(vec![
+        ("builder", writes("calc.py", DEBUG, "add() adds.")),
+        (
+            "builder|attempt 2 of",
+            writes("calc.py", CALC_FIXED, "Print removed."),
+        ),
+        (
+            "critic|print(\"debug\")",
+            vec![support::fake_llm::Step::say(&veto.to_string())],
+        ),
+    ]);
+    let w = World::start(script, &calc(AUTO_YML)).await;
+    w.label().await;
+    w.wait_state(TaskState::Completed).await;
+    assert_eq!(
+        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
+        Some(CALC_FIXED)
+    );
+
+    let critic: Vec<_> =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .filter(|c| c.name == "hive/critic")
+            .collect();
+    let verdicts: Vec<_> = critic
+        .iter()
+        .map(|c| c.conclusion.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(verdicts, ["failure", "success"]);
+    assert_eq!(critic[0].annotations[0]["path"], "calc.py");
+    let pr = w.gh.pulls(REPO).remove(0).number;
+    assert_eq!(w.gh.reviews(REPO, pr).len(), 2, "one review per round");
+    let inline = w.gh.review_comments(REPO, pr);
+    assert_eq!(inline.len(), 1, "{inline:?}");
+    assert_eq!(
+        (inline[0].path.as_str(), inline[0].line),
+        ("calc.py", Some(2))
+    );
+    let tasks = tasks_of(&w.llm, "builder");
+    assert!(tasks[1].contains("Remove the debug print."), "{}", tasks[1]);
+}

@@ -74,6 +74,9 @@ both!(
     the_budget_ledger_is_kept_per_role,
     checkpoints_keep_the_flow,
     commands_run_once_per_source,
+    a_job_asked_for_while_it_runs_runs_again,
+    fresh_retries_restart_the_count_of_attempts,
+    signals_are_consumed_with_the_flow_they_changed,
 );
 
 fn delivery(id: &DeliveryId, ignored: Option<&'static str>) -> NewDelivery {
@@ -208,7 +211,7 @@ async fn retries_wait_until_due(store: Store) {
     store.enqueue(JobKind::Delivery, "d").await.unwrap();
     let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
     store
-        .retry_job(job.id, "w", 3_600_000, "GitHub 502")
+        .retry_job(job.id, "w", 3_600_000, "GitHub 502", false)
         .await
         .unwrap();
     assert!(
@@ -216,7 +219,7 @@ async fn retries_wait_until_due(store: Store) {
         "claimed before its time"
     );
     store
-        .retry_job(job.id, "w", 0, "no owner: ignored")
+        .retry_job(job.id, "w", 0, "no owner: ignored", false)
         .await
         .unwrap();
     assert!(
@@ -511,4 +514,95 @@ async fn commands_run_once_per_source(store: Store) {
         ["approved", "received"]
     );
     assert_eq!(all[0].author, "octocat");
+}
+
+async fn a_job_asked_for_while_it_runs_runs_again(store: Store) {
+    assert!(store.enqueue(JobKind::Ticket, "7").await.unwrap());
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    // A signal arrives while the run works: no second live job, but the request is kept.
+    assert!(!store.enqueue(JobKind::Ticket, "7").await.unwrap());
+    assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
+    store.complete_job(job.id, "w").await.unwrap();
+    let again = store
+        .claim_job("w", 60_000)
+        .await
+        .unwrap()
+        .expect("queued again");
+    assert_eq!((again.key.as_str(), again.attempts), ("7", 1));
+    // Without a request during the run, a finished job is gone.
+    store.complete_job(again.id, "w").await.unwrap();
+    assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
+    assert_eq!(store.job_counts().await.unwrap(), vec![]);
+
+    // A requeue at the tail, asked by the run itself, waits for its delay.
+    store.enqueue(JobKind::Ticket, "8").await.unwrap();
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert!(
+        !store
+            .enqueue_after(JobKind::Ticket, "8", 3_600_000)
+            .await
+            .unwrap()
+    );
+    store.complete_job(job.id, "w").await.unwrap();
+    assert!(
+        store.claim_job("w", 60_000).await.unwrap().is_none(),
+        "ran before its delay"
+    );
+    assert_eq!(
+        store.job_counts().await.unwrap(),
+        vec![("queued".into(), 1)]
+    );
+}
+
+async fn fresh_retries_restart_the_count_of_attempts(store: Store) {
+    store.enqueue(JobKind::Ticket, "1").await.unwrap();
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    store.retry_job(job.id, "w", 0, "502", false).await.unwrap();
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(job.attempts, 2);
+    store
+        .retry_job(job.id, "w", 0, "502 after progress", true)
+        .await
+        .unwrap();
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(job.attempts, 1);
+}
+
+async fn signals_are_consumed_with_the_flow_they_changed(store: Store) {
+    use serde_json::json;
+    let repo = RepoName::parse("acme/a").unwrap();
+    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    store
+        .signal(t.key, "feedback", &json!({"text": "x"}), "ann")
+        .await
+        .unwrap();
+    store
+        .signal(t.key, "approve", &json!({}), "bob")
+        .await
+        .unwrap();
+    let pending = store.pending_signals(t.key).await.unwrap();
+    assert_eq!(
+        pending.iter().map(|s| s.kind.as_str()).collect::<Vec<_>>(),
+        ["feedback", "approve"]
+    );
+    // Read again before they are consumed (a crash in between): still there.
+    assert_eq!(store.pending_signals(t.key).await.unwrap(), pending);
+    // One more arrives while the first two are applied: it stays pending.
+    store
+        .signal(t.key, "abort", &json!({}), "cy")
+        .await
+        .unwrap();
+    store
+        .consume_signals(t.key, pending[1].id, &json!({"approved_by": "bob"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.flow(t.key).await.unwrap(),
+        Some(json!({"approved_by": "bob"}))
+    );
+    let left = store.pending_signals(t.key).await.unwrap();
+    assert_eq!(
+        left.iter().map(|s| s.kind.as_str()).collect::<Vec<_>>(),
+        ["abort"]
+    );
 }

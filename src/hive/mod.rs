@@ -159,6 +159,15 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
             }
         })
     };
+    // A ticket's run that gets further before it fails starts its count of attempts afresh:
+    // only failures without progress use them up.
+    let progress = |store: Store, job: Job| async move {
+        match (job.kind, job.key.parse::<i64>()) {
+            (JobKind::Ticket, Ok(key)) => store.checkpoint_count(key).await.ok(),
+            _ => None,
+        }
+    };
+    let before = progress(hive.store.clone(), job.clone()).await;
     let result = match job.kind {
         JobKind::Delivery => deliveries::process(hive, &job).await,
         JobKind::Ticket => run::run_ticket(hive, &job.key)
@@ -171,10 +180,17 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
     let outcome = match result {
         Ok(Done::Recorded) => Ok(()),
         Ok(Done::Finished) => store.complete_job(job.id, &hive.owner).await,
-        Err(JobError::Transient(msg)) if job.attempts < MAX_JOB_ATTEMPTS => {
-            let delay = 2_000 * 4i64.pow(job.attempts as u32 - 1);
-            warn!(job = job.id, kind = job.kind.as_str(), attempt = job.attempts, error = %msg, "job failed; will retry");
-            store.retry_job(job.id, &hive.owner, delay, &msg).await
+        Err(JobError::Transient(msg))
+            if job.attempts < MAX_JOB_ATTEMPTS
+                || before < progress(store.clone(), job.clone()).await =>
+        {
+            let fresh = before < progress(store.clone(), job.clone()).await;
+            let attempt = if fresh { 1 } else { job.attempts };
+            let delay = 2_000 * 4i64.pow(attempt as u32 - 1);
+            warn!(job = job.id, kind = job.kind.as_str(), attempt, error = %msg, "job failed; will retry");
+            store
+                .retry_job(job.id, &hive.owner, delay, &msg, fresh)
+                .await
         }
         Err(e) => {
             let msg = e.to_string();

@@ -124,21 +124,13 @@ impl Store {
         Ok(())
     }
 
-    /// Takes the ticket's pending signals, oldest first (each is taken once).
-    pub async fn take_signals(&self, key: i64) -> Result<Vec<Signal>> {
-        let mut tx = self.writer().begin().await?;
+    /// The ticket's pending signals, oldest first. They stay pending until
+    /// [`Store::consume_signals`] records what they did.
+    pub async fn pending_signals(&self, key: i64) -> Result<Vec<Signal>> {
         let rows = sqlx::query("SELECT id, kind, data, author FROM signals WHERE ticket_id = $1 AND consumed_at IS NULL ORDER BY id")
             .bind(key)
-            .fetch_all(&mut *tx)
+            .fetch_all(self.writer())
             .await?;
-        sqlx::query(
-            "UPDATE signals SET consumed_at = $1 WHERE ticket_id = $2 AND consumed_at IS NULL",
-        )
-        .bind(now_ms())
-        .bind(key)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
         Ok(rows
             .into_iter()
             .map(|r| Signal {
@@ -148,5 +140,42 @@ impl Store {
                 author: r.get(3),
             })
             .collect())
+    }
+
+    /// Marks signals up to `last_id` consumed and stores the `flow` they produced, in one
+    /// transaction: a crash leaves either both or neither, so no approval is lost.
+    pub async fn consume_signals(
+        &self,
+        key: i64,
+        last_id: i64,
+        flow: &serde_json::Value,
+    ) -> Result<()> {
+        let now = now_ms();
+        let mut tx = self.writer().begin().await?;
+        sqlx::query(
+            "UPDATE signals SET consumed_at = $1 WHERE ticket_id = $2 AND consumed_at IS NULL AND id <= $3",
+        )
+        .bind(now)
+        .bind(key)
+        .bind(last_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
+            .bind(flow.to_string())
+            .bind(now)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// How many checkpoints the ticket has: a run that adds one made progress.
+    pub async fn checkpoint_count(&self, key: i64) -> Result<i64> {
+        let row = sqlx::query("SELECT COUNT(*) FROM checkpoints WHERE ticket_id = $1")
+            .bind(key)
+            .fetch_one(self.writer())
+            .await?;
+        Ok(row.get(0))
     }
 }

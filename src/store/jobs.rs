@@ -54,16 +54,43 @@ pub(super) async fn enqueue_in(
     key: &str,
     now: i64,
 ) -> Result<bool> {
+    enqueue_at(&mut **tx, kind, key, now, now).await
+}
+
+/// Queues `(kind, key)` to run at `run_after`. When a live job exists, a running one is marked
+/// to run once more after it finishes (so a request that arrives while it works is not lost)
+/// and a queued one is left as it is. True when a new job row was queued.
+async fn enqueue_at(
+    conn: &mut sqlx::AnyConnection,
+    kind: JobKind,
+    key: &str,
+    run_after: i64,
+    now: i64,
+) -> Result<bool> {
     let n = sqlx::query(
         "INSERT INTO jobs (kind, key, status, run_after, created_at, updated_at) \
-         VALUES ($1, $2, 'queued', $3, $3, $3) ON CONFLICT DO NOTHING",
+         VALUES ($1, $2, 'queued', $3, $4, $4) ON CONFLICT DO NOTHING",
     )
     .bind(kind.as_str())
     .bind(key)
+    .bind(run_after)
     .bind(now)
-    .execute(&mut **tx)
+    .execute(&mut *conn)
     .await?
     .rows_affected();
+    if n == 0 {
+        sqlx::query(
+            "UPDATE jobs SET again_after = $1, updated_at = $2 \
+             WHERE kind = $3 AND key = $4 AND status = 'running' \
+               AND (again_after IS NULL OR again_after > $1)",
+        )
+        .bind(run_after)
+        .bind(now)
+        .bind(kind.as_str())
+        .bind(key)
+        .execute(&mut *conn)
+        .await?;
+    }
     Ok(n > 0)
 }
 
@@ -77,11 +104,25 @@ pub(super) async fn end_job_in(
     now: i64,
 ) -> Result<()> {
     if status == "done" {
-        sqlx::query("DELETE FROM jobs WHERE id = $1 AND lease_owner = $2")
-            .bind(job_id)
-            .bind(owner)
-            .execute(&mut **tx)
-            .await?;
+        // Asked for again while it ran: queue it once more, with a fresh count of attempts.
+        let again = sqlx::query(
+            "UPDATE jobs SET status = 'queued', run_after = again_after, again_after = NULL, \
+             attempts = 0, last_error = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $1 \
+             WHERE id = $2 AND lease_owner = $3 AND again_after IS NOT NULL",
+        )
+        .bind(now)
+        .bind(job_id)
+        .bind(owner)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+        if again == 0 {
+            sqlx::query("DELETE FROM jobs WHERE id = $1 AND lease_owner = $2")
+                .bind(job_id)
+                .bind(owner)
+                .execute(&mut **tx)
+                .await?;
+        }
         return Ok(());
     }
     sqlx::query(
@@ -100,32 +141,25 @@ pub(super) async fn end_job_in(
 
 impl Store {
     /// Queues a job unless a live one exists for the same subject. True when queued.
+    /// Queues a job unless a live one exists for the same subject; a running one then runs once
+    /// more after it finishes. True when a new job was queued.
     pub async fn enqueue(&self, kind: JobKind, key: &str) -> Result<bool> {
-        let mut tx = self.writer().begin().await?;
-        let queued = enqueue_in(&mut tx, kind, key, now_ms()).await?;
-        tx.commit().await?;
-        Ok(queued)
+        let now = now_ms();
+        let mut conn = self.writer().acquire().await?;
+        enqueue_at(&mut conn, kind, key, now, now).await
     }
 
     /// Queues a job to run after `delay_ms`, behind everything queued now (a requeue at the
-    /// tail). False when a live one exists.
+    /// tail). A running job of the same subject — the caller's own, typically — runs again
+    /// after it finishes, no sooner than that.
     pub async fn enqueue_after(&self, kind: JobKind, key: &str, delay_ms: i64) -> Result<bool> {
         let now = now_ms();
-        let n = sqlx::query(
-            "INSERT INTO jobs (kind, key, status, run_after, created_at, updated_at) \
-             VALUES ($1, $2, 'queued', $3, $4, $4) ON CONFLICT DO NOTHING",
-        )
-        .bind(kind.as_str())
-        .bind(key)
-        .bind(now + delay_ms)
-        .bind(now)
-        .execute(self.writer())
-        .await?
-        .rows_affected();
-        Ok(n > 0)
+        let mut conn = self.writer().acquire().await?;
+        enqueue_at(&mut conn, kind, key, now + delay_ms, now).await
     }
 
-    /// Claims the oldest due job, or one whose lease has run out, for `lease_ms`.
+    /// Claims the job due first (a requeued job goes behind those due before it), or one
+    /// whose lease has run out, for `lease_ms`.
     pub async fn claim_job(&self, owner: &str, lease_ms: i64) -> Result<Option<Job>> {
         let now = now_ms();
         if self.dialect() == Dialect::Sqlite {
@@ -152,7 +186,7 @@ impl Store {
              WHERE id = (SELECT id FROM jobs \
                  WHERE status IN ('queued', 'running') \
                    AND ((status = 'queued' AND run_after <= $3) OR (status = 'running' AND lease_until < $3)) \
-                 ORDER BY id LIMIT 1 {lock}) \
+                 ORDER BY run_after, id LIMIT 1 {lock}) \
              RETURNING id, kind, key, attempts"
         );
         let row = sqlx::query(&sql)
@@ -215,24 +249,29 @@ impl Store {
         Ok(())
     }
 
-    /// Puts a job back in the queue to run again after `delay_ms`.
+    /// Puts a job back in the queue to run again after `delay_ms`. `fresh` restarts its count
+    /// of attempts (the failed run made progress, so earlier failures no longer count).
     pub async fn retry_job(
         &self,
         job_id: i64,
         owner: &str,
         delay_ms: i64,
         error: &str,
+        fresh: bool,
     ) -> Result<()> {
         let now = now_ms();
         sqlx::query(
             "UPDATE jobs SET status = 'queued', run_after = $1, last_error = $2, lease_owner = NULL, \
-             lease_until = NULL, updated_at = $3 WHERE id = $4 AND lease_owner = $5",
+             lease_until = NULL, again_after = NULL, updated_at = $3, \
+             attempts = CASE WHEN $6 THEN 0 ELSE attempts END \
+             WHERE id = $4 AND lease_owner = $5",
         )
         .bind(now + delay_ms)
         .bind(error)
         .bind(now)
         .bind(job_id)
         .bind(owner)
+        .bind(fresh)
         .execute(self.writer())
         .await?;
         Ok(())

@@ -83,10 +83,10 @@ macro_rules! migrations {
 fn migrator(dialect: Dialect) -> Migrator {
     let migrations = match dialect {
         Dialect::Sqlite => {
-            migrations!("sqlite", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow")
+            migrations!("sqlite", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue")
         }
         Dialect::Postgres => {
-            migrations!("postgres", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow")
+            migrations!("postgres", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue")
         }
     };
     Migrator {

@@ -87,7 +87,9 @@ fn ticket_from_row(r: &AnyRow) -> Result<Ticket> {
 }
 
 impl Store {
-    /// Opens the ticket of an issue and queues its run, or says why nothing changed.
+    /// Opens the ticket of an issue and queues its run, or says why nothing changed. A Failed
+    /// ticket starts over (a fresh flow; its branches, pull request and status comment are
+    /// found again and reused).
     pub async fn open_ticket(&self, t: &NewTicket<'_>) -> Result<(Ticket, Opened)> {
         let now = now_ms();
         let mut tx = self.writer().begin().await?;
@@ -110,7 +112,7 @@ impl Store {
                     .map_err(|e| StoreError::Invalid(e.to_string()))?;
                 sqlx::query(
                     "UPDATE tickets SET state = 'Pending', detail = NULL, title = $1, body = $2, \
-                     updated_at = $3 WHERE id = $4",
+                     flow = NULL, updated_at = $3 WHERE id = $4",
                 )
                 .bind(t.title)
                 .bind(t.body)

@@ -117,6 +117,8 @@ impl Workspace {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conflict {
     pub path: String,
+    /// The version both sides started from (`None`: added on both sides).
+    pub ancestor: Option<Vec<u8>>,
     /// The base branch's version (`None`: deleted there).
     pub ours: Option<Vec<u8>>,
     /// The change's version.
@@ -194,6 +196,7 @@ impl Workspace {
                     .unwrap_or_default();
                 conflicts.push(Conflict {
                     path,
+                    ancestor: blob(c.ancestor),
                     ours: blob(c.our),
                     theirs: blob(c.their),
                 });

@@ -213,3 +213,36 @@ impl World {
 pub fn json_of(v: &Value) -> Value {
     serde_json::from_str(v.as_str().unwrap_or("null")).unwrap_or(Value::Null)
 }
+
+/// The test gate, with the Critic's approval enough to merge.
+pub const AUTO_YML: &str =
+    "gates: { test: \"python3 -m unittest -v\" }\nreview: { require_human_approval: false }\n";
+
+/// The happy script with other steps for some roles (`role` or `role|text` keys).
+pub fn script_with(changes: Vec<(&str, Vec<Step>)>) -> Script {
+    let mut s = happy_script();
+    for (key, steps) in changes {
+        s.insert(key.to_owned(), steps);
+    }
+    s
+}
+
+/// The text of a role's conversations' first user messages.
+pub fn tasks_of(llm: &FakeLlm, role: &str) -> Vec<String> {
+    llm.requests(role)
+        .iter()
+        .filter(|r| {
+            r["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().filter(|m| m["role"] == "assistant").count() == 0)
+        })
+        .filter_map(|r| {
+            r["messages"]
+                .as_array()?
+                .iter()
+                .find(|m| m["role"] == "user")?["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}

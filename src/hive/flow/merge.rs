@@ -25,17 +25,20 @@ fn oid(sha: &str) -> Result<git2::Oid, JobError> {
     git2::Oid::from_str(sha).map_err(|e| JobError::Permanent(e.to_string()))
 }
 
-/// True when the two sides differ only in whitespace.
+/// True when a conflict is only about formatting: the base branch changed the file's
+/// whitespace alone (someone ran a formatter), or both sides agree but for whitespace. Taking
+/// the change's side and running the formatter then loses nothing.
 fn formatting_only(c: &Conflict) -> bool {
-    let squash = |b: &Option<Vec<u8>>| {
+    fn squash(b: &Option<Vec<u8>>) -> Option<Vec<u8>> {
         b.as_ref().map(|b| {
             b.iter()
                 .filter(|c| !c.is_ascii_whitespace())
                 .copied()
-                .collect::<Vec<u8>>()
+                .collect()
         })
-    };
-    c.ours.is_some() && squash(&c.ours) == squash(&c.theirs)
+    }
+    let (ours, theirs) = (squash(&c.ours), squash(&c.theirs));
+    ours.is_some() && theirs.is_some() && (ours == theirs || ours == squash(&c.ancestor))
 }
 
 /// Rebase: the change as one commit on the current base.
@@ -73,7 +76,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         Squashed::Conflicts(conflicts) => {
             match resolve(cx, &conflicts, &from, &head, &tip, &message).await? {
                 Some(sha) => sha,
-                None => return requeue(cx, &conflicts).await,
+                None => return requeue(cx, &conflicts, &tip).await,
             }
         }
     };
@@ -169,8 +172,14 @@ async fn resolve(
     Ok(None)
 }
 
-/// Strategy C: this attempt fails; the ticket goes to the tail of the queue and tries again.
-async fn requeue(cx: &mut Ctx<'_, '_>, conflicts: &[Conflict]) -> Result<Step, JobError> {
+/// Strategy C: this attempt fails. The ticket goes to the tail of the queue, and the Builder
+/// redoes its change on the current base with the conflicts as findings; the Critic and the
+/// approval then see the new change.
+async fn requeue(
+    cx: &mut Ctx<'_, '_>,
+    conflicts: &[Conflict],
+    tip: &CommitSha,
+) -> Result<Step, JobError> {
     let files: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
     cx.run
         .event(
@@ -181,19 +190,43 @@ async fn requeue(cx: &mut Ctx<'_, '_>, conflicts: &[Conflict]) -> Result<Step, J
     cx.flow.requeues += 1;
     if cx.flow.requeues > MAX_REQUEUES {
         let report = format!(
-            "The change conflicts with the base branch in {} after {MAX_REQUEUES} tries. Resolve the conflict on `{}`, or `/hive retry` once the base settles.",
+            "The change conflicts with `{}` in {} after {MAX_REQUEUES} tries. Resolve the conflict on `{}`, or `/hive retry` once the base settles.",
+            cx.run.ticket.base_branch,
             files.join(", "),
             cx.run.ticket.id.feat_branch()
         );
+        cx.checkpoint(
+            Node::Rebase,
+            serde_json::json!({}),
+            serde_json::json!({ "conflicts": files, "requeued": cx.flow.requeues }),
+        )
+        .await?;
         return cx.needs_human(&report).await;
     }
+    cx.flow.findings = conflicts
+        .iter()
+        .map(|c| Finding {
+            code: "conflict".into(),
+            message: format!(
+                "{}: the base branch changed this file since your change. Redo your change on its current version, keeping what the base added.",
+                c.path
+            ),
+            path: Some(c.path.clone()),
+        })
+        .collect();
+    cx.flow.base_sha = Some(tip.to_string());
+    cx.flow.builder = None;
+    cx.flow.rebased = None;
+    cx.flow.approved_by = None;
+    cx.flow.attempt += 1;
+    cx.flow.attempt_limit = cx.flow.attempt_limit.max(cx.flow.attempt);
+    cx.flow.next = Node::Code;
     cx.note(format!(
-        "Rebase attempt {} failed: conflicts in {}. Requeued behind the other work, to try again.",
+        "Rebase {} conflicted in {}: requeued behind the other work; the Builder redoes the change on the current base.",
         cx.flow.requeues,
         files.join(", ")
     ))
     .await?;
-    cx.flow.next = Node::Rebase;
     cx.checkpoint(
         Node::Rebase,
         serde_json::json!({}),
@@ -204,7 +237,7 @@ async fn requeue(cx: &mut Ctx<'_, '_>, conflicts: &[Conflict]) -> Result<Step, J
     cx.run
         .hive
         .store
-        .enqueue_after(JobKind::Ticket, &cx.run.ticket.key.to_string(), 2_000)
+        .enqueue_after(JobKind::Ticket, &cx.run.ticket.key.to_string(), 0)
         .await?;
     Ok(Step::Stop)
 }
@@ -464,17 +497,26 @@ mod tests {
 
     #[test]
     fn whitespace_only_conflicts_are_formatting() {
-        let c = |a: &str, b: &str| Conflict {
+        let c = |anc: &str, a: &str, b: &str| Conflict {
             path: "a.py".into(),
+            ancestor: Some(anc.into()),
             ours: Some(a.into()),
             theirs: Some(b.into()),
         };
-        assert!(formatting_only(&c("x = 1\n", "x=1\n")));
-        assert!(!formatting_only(&c("x = 1\n", "x = 2\n")));
-        assert!(!formatting_only(&Conflict {
+        // Both sides agree but for spacing.
+        assert!(formatting_only(&c("x = 0\n", "x = 1\n", "x=1\n")));
+        // The base branch only reformatted what the change rewrote.
+        assert!(formatting_only(&c("x = 0\n", "x=0\n", "x = 1\n")));
+        // A real change on both sides.
+        assert!(!formatting_only(&c("x = 0\n", "x = 1\n", "x = 2\n")));
+        // The change only reformatted what the base changed: taking the change would lose it.
+        assert!(!formatting_only(&c("x = 0\n", "x = 2\n", "x=0\n")));
+        let deleted = Conflict {
             path: "a".into(),
+            ancestor: None,
             ours: None,
-            theirs: Some(b"x".to_vec())
-        }));
+            theirs: Some(b"x".to_vec()),
+        };
+        assert!(!formatting_only(&deleted));
     }
 }

@@ -227,10 +227,14 @@ pub(super) async fn enter_node(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
 }
 
 /// Applies what people asked since the last node: abort, feedback, plan, approve, retry,
-/// rebase. `Stop` when the ticket must not go on (aborted, or waiting and nothing changed).
+/// rebase. The signals are consumed in the same transaction that stores the flow they changed.
+/// `Stop` when the ticket must not go on: aborted, or parked (HumanNeeded, Failed) and nothing
+/// asked it to resume.
 pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
-    let signals = cx.run.hive.store.take_signals(cx.run.ticket.key).await?;
-    for s in signals {
+    let key = cx.run.ticket.key;
+    let signals = cx.run.hive.store.pending_signals(key).await?;
+    let mut resume = false;
+    for s in &signals {
         let text = |k: &str| {
             s.data
                 .get(k)
@@ -250,6 +254,9 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                     .fail(&format!("Aborted by @{}.", s.author), &Default::default())
                     .await?;
                 super::merge::cleanup(cx).await;
+                let last = signals.last().map(|s| s.id).unwrap_or(s.id);
+                let flow = serde_json::to_value(&cx.flow).unwrap_or_default();
+                cx.run.hive.store.consume_signals(key, last, &flow).await?;
                 return Ok(Step::Stop);
             }
             "feedback" => cx
@@ -261,18 +268,41 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                 cx.flow.blueprint = None;
                 cx.flow.questions.clear();
                 cx.flow.plan_approved = false;
+                resume = true;
             }
-            "approve" => match cx.flow.next {
-                Node::AwaitPlanApproval => cx.flow.plan_approved = true,
-                _ => cx.flow.approved_by = Some(s.author.clone()),
-            },
+            "approve" => {
+                match cx.flow.next {
+                    Node::AwaitPlanApproval => cx.flow.plan_approved = true,
+                    _ => cx.flow.approved_by = Some(s.author.clone()),
+                }
+                resume = true;
+            }
             "rebase" if cx.flow.pr.is_some() => {
                 cx.flow.next = Node::Rebase;
                 cx.flow.rebased = None;
+                resume = true;
             }
-            "retry" => retry(&mut cx.flow, &text("role"), cx.config.limits.max_retries),
+            "retry" => {
+                retry(&mut cx.flow, &text("role"), cx.config.limits.max_retries);
+                resume = true;
+            }
             _ => {}
         }
+    }
+    if let Some(last) = signals.last() {
+        let flow = serde_json::to_value(&cx.flow).unwrap_or_default();
+        cx.run
+            .hive
+            .store
+            .consume_signals(key, last.id, &flow)
+            .await?;
+    }
+    let parked = matches!(
+        cx.run.ticket.state,
+        TaskState::HumanNeeded | TaskState::Failed
+    );
+    if parked && !resume {
+        return Ok(Step::Stop);
     }
     Ok(Step::Next)
 }
