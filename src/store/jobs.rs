@@ -54,7 +54,7 @@ pub(super) async fn enqueue_in(
     key: &str,
     now: i64,
 ) -> Result<bool> {
-    enqueue_at(&mut **tx, kind, key, now, now).await
+    enqueue_at(tx, kind, key, now, now).await
 }
 
 /// Queues `(kind, key)` to run at `run_after`. When a live job exists, a running one is marked
