@@ -632,7 +632,7 @@ async fn people_helpers_store_and_send_signed_webhooks() {
     let actions = json!([{ "label": "Retry", "description": "Run again", "identifier": "retry" }]);
     let run = json!({ "name": "hive/test", "head_sha": head, "actions": actions });
     let (_, run) = w.post("/check-runs", run).await;
-    w.gh.press_button(REPO, run["id"].as_u64().unwrap(), "retry")
+    w.gh.press_button(REPO, run["id"].as_u64().unwrap(), "retry", "alice")
         .await;
     let got = inbox.deliveries();
     let events: Vec<(&str, &str)> = got

@@ -51,6 +51,29 @@ impl Conclusion {
     }
 }
 
+/// A button on a check run. GitHub caps the label and identifier at 20 characters and the
+/// description at 40.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Action {
+    pub label: &'static str,
+    pub description: &'static str,
+    pub identifier: &'static str,
+}
+
+/// "Retry": the same as `/hive retry` (write permission).
+pub const RETRY: Action = Action {
+    label: "Retry",
+    description: "Run the Builder again (/hive retry)",
+    identifier: "retry",
+};
+
+/// "Approve": the same as `/hive approve` (write permission).
+pub const APPROVE: Action = Action {
+    label: "Approve",
+    description: "Merge this change (/hive approve)",
+    identifier: "approve",
+};
+
 /// Title and Markdown summary of a check run; GitHub caps each text at 65,535 characters.
 #[derive(Debug, Clone)]
 pub struct CheckOutput {
@@ -182,6 +205,17 @@ impl RepoClient {
         self.patch_check_run(id, &body).await
     }
 
+    /// Offers buttons on check run `id` (GitHub's `actions`); a press arrives as
+    /// `check_run.requested_action` with the button's identifier. An empty list removes them.
+    pub async fn offer_actions(&self, id: u64, actions: &[Action]) -> Result<(), GitHubError> {
+        let actions: Vec<_> = actions
+            .iter()
+            .map(|a| json!({ "label": a.label, "description": a.description, "identifier": a.identifier }))
+            .collect();
+        self.patch_check_run(id, &json!({ "actions": actions }))
+            .await
+    }
+
     async fn patch_check_run(&self, id: u64, body: &serde_json::Value) -> Result<(), GitHubError> {
         let route = format!(
             "/repos/{}/{}/check-runs/{id}",
@@ -198,6 +232,14 @@ impl RepoClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buttons_fit_githubs_limits() {
+        for a in [RETRY, APPROVE] {
+            assert!(a.label.len() <= 20 && a.identifier.len() <= 20, "{a:?}");
+            assert!(a.description.len() <= 40, "{a:?}");
+        }
+    }
 
     #[test]
     fn clip_keeps_char_boundaries() {

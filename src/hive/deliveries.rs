@@ -62,9 +62,13 @@ pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
                 Ok(client) => super::steer::on_button(hive, &client, &b).await?,
                 Err(why) => why,
             },
-            Ok(Event::IssueEdited { repo, number, .. }) => {
-                issue_edited(hive, &repo, number).await?
-            }
+            Ok(Event::IssueEdited {
+                repo,
+                number,
+                title,
+                body,
+                ..
+            }) => issue_edited(hive, &repo, number, &title, &body).await?,
             Ok(Event::Ping) => ("processed", "ping".into()),
             Ok(Event::NotActionable(why)) => ("ignored", why),
         };
@@ -144,19 +148,27 @@ async fn client_for(
     }
 }
 
-/// An edited issue: a ticket Blocked on questions plans again.
+/// An edited issue: the ticket's copy of the issue is brought up to date (agents read it from
+/// there), and a ticket Blocked on questions plans again.
 async fn issue_edited(
     hive: &Hive,
     repo: &crate::ids::RepoName,
     number: u64,
+    title: &str,
+    body: &str,
 ) -> Result<(&'static str, String), JobError> {
-    match hive.store.ticket_for_issue(repo, number).await? {
-        Some(t) if t.state == crate::ticket::TaskState::Blocked => {
-            super::steer::signal(hive, &t, "plan", &serde_json::json!({}), "issue edit").await?;
-            Ok(("processed", format!("{} plans again after the edit", t.id)))
-        }
-        _ => Ok(("ignored", "no blocked ticket on this issue".into())),
+    let Some(t) = hive.store.ticket_for_issue(repo, number).await? else {
+        return Ok(("ignored", "no ticket on this issue".into()));
+    };
+    if t.state.is_final() {
+        return Ok(("ignored", format!("{} is {}", t.id, t.state)));
     }
+    hive.store.set_ticket_issue(t.key, title, body).await?;
+    if t.state == crate::ticket::TaskState::Blocked {
+        super::steer::signal(hive, &t, "plan", &serde_json::json!({}), "issue edit").await?;
+        return Ok(("processed", format!("{} plans again after the edit", t.id)));
+    }
+    Ok(("processed", format!("{} has the edited issue", t.id)))
 }
 
 /// A re-run asked on GitHub: queue the gates again for the commit.

@@ -236,6 +236,18 @@ impl Store {
             .await
     }
 
+    /// Updates the ticket's copy of its issue's title and body (after an edit).
+    pub async fn set_ticket_issue(&self, key: i64, title: &str, body: &str) -> Result<()> {
+        sqlx::query("UPDATE tickets SET title = $1, body = $2, updated_at = $3 WHERE id = $4")
+            .bind(title)
+            .bind(body)
+            .bind(now_ms())
+            .bind(key)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
     /// Records why the ticket is where it is, without moving it.
     pub async fn set_ticket_detail(&self, key: i64, detail: &str) -> Result<()> {
         sqlx::query("UPDATE tickets SET detail = $1, updated_at = $2 WHERE id = $3")

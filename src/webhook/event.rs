@@ -64,6 +64,9 @@ pub enum Event {
         repo: RepoName,
         installation: Option<InstallationId>,
         number: u64,
+        /// The issue's title and body after the edit.
+        title: String,
+        body: String,
     },
     /// A pull-request review was submitted.
     ReviewSubmitted(ReviewEvent),
@@ -168,6 +171,8 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                     repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
                     installation,
                     number: p.issue.number,
+                    title: p.issue.title.clone(),
+                    body: p.issue.body.clone().unwrap_or_default(),
                 });
             }
             if p.action != IssuesWebhookEventAction::Labeled {

@@ -10,6 +10,7 @@ use super::state::{Attempt, Node, enter_node};
 use super::{Ctx, Step};
 use crate::agent::heal::Finding;
 use crate::gates::redproof::{self, Verdict};
+use crate::github::checks::RETRY;
 use crate::hive::JobError;
 use crate::hive::verify::{Verification, run_gates};
 use crate::ids::CommitSha;
@@ -262,6 +263,7 @@ async fn failed(
     {
         cx.checkpoint(Node::Encounter, serde_json::json!({ "head": sha }), out)
             .await?;
+        offer_retry(cx, sha).await;
         return cx.needs_human(&human_report(cx, why)).await;
     }
     cx.flow.attempt += 1;
@@ -270,6 +272,27 @@ async fn failed(
         .await?;
     cx.publish().await?;
     Ok(Step::Next)
+}
+
+/// Puts a "Retry" button on the failing gates' check runs of this attempt (best effort: the
+/// comment's `/hive retry` does the same).
+async fn offer_retry(cx: &Ctx<'_, '_>, sha: &str) {
+    let Ok(sha) = CommitSha::parse(sha) else {
+        return;
+    };
+    let Some(attempt) = cx.flow.attempts.last() else {
+        return;
+    };
+    let run_id = format!("vibeloop:{}:attempt-{}", cx.run.ticket.id, attempt.n);
+    for g in attempt.gates.iter().filter(|g| !g.passed) {
+        let external = format!("{run_id}:{}", g.gate);
+        let found = cx.run.client.find_check_run(&sha, &external).await;
+        if let Ok(Some(run)) = found
+            && let Err(e) = cx.run.client.offer_actions(run.id, &[RETRY]).await
+        {
+            tracing::warn!(error = %e, "cannot offer the Retry button");
+        }
+    }
 }
 
 /// The report a person gets when the Builder's attempts end without a passing change.

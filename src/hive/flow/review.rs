@@ -10,7 +10,7 @@ use super::state::{Node, Review, enter_node};
 use super::{Ctx, Step};
 use crate::agent::heal::{self, Finding, Healer, Next};
 use crate::gates::annotation::{Annotation, Level};
-use crate::github::checks::{CheckOutput, Conclusion};
+use crate::github::checks::{APPROVE, CheckOutput, Conclusion, RETRY};
 use crate::github::pulls::ReviewComment;
 use crate::hive::JobError;
 use crate::hive::agents::{Assignment, Role, run_role};
@@ -316,6 +316,13 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             )
             .await?;
     }
+    let waits_for_people = approve && cx.config.review.require_human_approval;
+    let exhausted = !approve
+        && (round > cx.config.limits.max_retries || cx.flow.attempt >= cx.flow.attempt_limit);
+    if waits_for_people || exhausted {
+        let button = if approve { APPROVE } else { RETRY };
+        cx.run.client.offer_actions(run.id, &[button]).await?;
+    }
     if approve {
         cx.run.client.mark_ready(pr).await?;
         cx.flow.next = Node::AwaitApproval;
@@ -328,7 +335,7 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         cx.publish().await?;
         return Ok(Step::Next);
     }
-    if round > cx.config.limits.max_retries || cx.flow.attempt >= cx.flow.attempt_limit {
+    if exhausted {
         cx.checkpoint(
             Node::Critic,
             serde_json::json!({ "head": head.as_str() }),

@@ -264,6 +264,11 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                 .feedback
                 .push(format!("@{}: {}", s.author, text("text"))),
             "plan" => {
+                // The issue may have been edited since this run loaded it.
+                if let Some(t) = cx.run.hive.store.ticket(key).await? {
+                    cx.run.ticket.title = t.title;
+                    cx.run.ticket.body = t.body;
+                }
                 cx.flow.next = Node::Plan;
                 cx.flow.blueprint = None;
                 cx.flow.questions.clear();

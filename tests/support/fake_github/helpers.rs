@@ -400,9 +400,15 @@ impl FakeGitHub {
         (id, self.send_webhook("pull_request_review", &payload).await)
     }
 
-    /// Someone presses button `identifier` of check run `check_run_id` (the run must offer it in
-    /// its `actions`): `check_run.requested_action` delivered.
-    pub async fn press_button(&self, repo: &str, check_run_id: u64, identifier: &str) -> Sent {
+    /// `user` presses button `identifier` of check run `check_run_id` (the run must offer it
+    /// in its `actions`): `check_run.requested_action` delivered.
+    pub async fn press_button(
+        &self,
+        repo: &str,
+        check_run_id: u64,
+        identifier: &str,
+        user: &str,
+    ) -> Sent {
         let (run, app_id, pulls) = {
             let st = self.state();
             let r = &st.repos[repo];
@@ -434,6 +440,7 @@ impl FakeGitHub {
             identifier,
         );
         let payload = payloads::edit(&payload, |v| {
+            v["sender"] = super::user_json(user);
             let c = &mut v["check_run"];
             c["id"] = json!(run.id);
             c["status"] = json!(run.status);
