@@ -6,7 +6,9 @@
 //! Every function here blocks; async callers use `tokio::task::spawn_blocking`.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use git2::{
     BranchType, Cred, FetchOptions, IndexAddOption, PushOptions, RemoteCallbacks, Repository,
@@ -57,6 +59,19 @@ impl Default for Author {
 pub struct Workspace {
     root: PathBuf,
     git_url: url::Url,
+    /// One lock per mirror: fetches, pushes and worktree changes of one repository take turns
+    /// (libgit2 locks each file it writes and fails, rather than waits, when another holds it).
+    locks: Arc<Mutex<HashMap<String, Arc<Mutex<()>>>>>,
+}
+
+/// Holds a mirror's lock while alive.
+struct MirrorGuard(Arc<Mutex<()>>);
+
+impl MirrorGuard {
+    fn hold<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f()
+    }
 }
 
 /// A checked-out branch.
@@ -97,7 +112,13 @@ impl Workspace {
         Self {
             root: root.to_owned(),
             git_url: git_url.clone(),
+            locks: Arc::default(),
         }
+    }
+
+    fn mirror_lock(&self, repo: &RepoName) -> MirrorGuard {
+        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        MirrorGuard(locks.entry(repo.as_str().to_owned()).or_default().clone())
     }
 
     pub fn mirror_path(&self, repo: &RepoName) -> PathBuf {
@@ -127,6 +148,15 @@ impl Workspace {
     /// Opens (creating if needed) the bare mirror and fetches every branch into
     /// `refs/remotes/origin/*`.
     pub fn sync_mirror(
+        &self,
+        repo: &RepoName,
+        token: &SecretString,
+    ) -> Result<Repository, WorkspaceError> {
+        self.mirror_lock(repo)
+            .hold(|| self.sync_mirror_locked(repo, token))
+    }
+
+    fn sync_mirror_locked(
         &self,
         repo: &RepoName,
         token: &SecretString,
@@ -218,6 +248,17 @@ impl Workspace {
         branch: &str,
         commit: git2::Oid,
     ) -> Result<Worktree, WorkspaceError> {
+        self.mirror_lock(repo)
+            .hold(|| self.worktree_at_locked(repo, git, branch, commit))
+    }
+
+    fn worktree_at_locked(
+        &self,
+        repo: &RepoName,
+        git: &Repository,
+        branch: &str,
+        commit: git2::Oid,
+    ) -> Result<Worktree, WorkspaceError> {
         let name = branch.replace('/', "-");
         let path = self.worktree_path(repo, branch);
         self.remove_worktree(git, &name, &path)?;
@@ -239,12 +280,14 @@ impl Workspace {
 
     /// Removes a worktree and its local branch (for scratch branches).
     pub fn drop_scratch(&self, repo: &RepoName, branch: &str) -> Result<(), WorkspaceError> {
-        self.drop_worktree(repo, branch)?;
-        let git = Repository::open_bare(self.mirror_path(repo))?;
-        if let Ok(mut b) = git.find_branch(branch, BranchType::Local) {
-            b.delete()?;
-        }
-        Ok(())
+        self.mirror_lock(repo).hold(|| {
+            self.drop_worktree_locked(repo, branch)?;
+            let git = Repository::open_bare(self.mirror_path(repo))?;
+            if let Ok(mut b) = git.find_branch(branch, BranchType::Local) {
+                b.delete()?;
+            }
+            Ok(())
+        })
     }
 
     fn remove_worktree(
@@ -266,6 +309,11 @@ impl Workspace {
 
     /// Removes the worktree of `branch`, keeping the branch.
     pub fn drop_worktree(&self, repo: &RepoName, branch: &str) -> Result<(), WorkspaceError> {
+        self.mirror_lock(repo)
+            .hold(|| self.drop_worktree_locked(repo, branch))
+    }
+
+    fn drop_worktree_locked(&self, repo: &RepoName, branch: &str) -> Result<(), WorkspaceError> {
         let git = Repository::open_bare(self.mirror_path(repo))?;
         self.remove_worktree(
             &git,
@@ -331,6 +379,16 @@ impl Workspace {
     }
 
     fn push_refspec(
+        &self,
+        repo: &RepoName,
+        refspec: &str,
+        token: &SecretString,
+    ) -> Result<(), WorkspaceError> {
+        self.mirror_lock(repo)
+            .hold(|| self.push_refspec_locked(repo, refspec, token))
+    }
+
+    fn push_refspec_locked(
         &self,
         repo: &RepoName,
         refspec: &str,

@@ -4,8 +4,10 @@
 //! Two sets of paths are compared as maps path → (blob id, file mode), restricted to the paths
 //! a [`PathSet`] matches; every kind of entry counts (files, executables, symlinks, submodules):
 //!
-//! * `policy.test_paths` in `head` against the Breaker's commit (`tests`), or against `base`
-//!   when there is no Breaker commit;
+//! * `policy.test_paths` in `head` against the Breaker's commit (`tests`) — precisely, against
+//!   `base` with the Breaker's own changes applied, so tests that reached the base after the
+//!   Breaker started (a rebase) are expected too — or against `base` when there is no Breaker
+//!   commit;
 //! * `policy.read_only_paths` in `head` against `base`.
 //!
 //! A path that differs in content or mode, that disappeared, or that appeared is a finding (a
@@ -98,7 +100,7 @@ pub fn test_lock(
     let (head_tests, head_ro) = entries(repo, &head_tree, test_paths, read_only)?;
     let (base_tests, base_ro) = entries(repo, &base_tree, test_paths, read_only)?;
     let test_reference = match tests {
-        Some(t) => entries(repo, &tree_of(repo, t)?, test_paths, read_only)?.0,
+        Some(t) => breaker_reference(repo, base, t, base_tests, test_paths, read_only)?,
         None => base_tests,
     };
     let base_reference = format!("the base commit {}", short(base));
@@ -128,6 +130,36 @@ pub fn test_lock(
         tests: locked_set(&head_tests),
         read_only: locked_set(&head_ro),
     })
+}
+
+/// What the tests must be: the base's tests with the Breaker's own changes applied. The Breaker
+/// started from the merge base of its commit and `base`; when `base` moved on since (a rebase
+/// onto a main that gained tests), the tests it gained are expected too. Without a merge base
+/// (ids naming trees), the Breaker's tree is the reference.
+fn breaker_reference(
+    repo: &Repository,
+    base: Oid,
+    tests: Oid,
+    base_tests: Entries,
+    test_paths: &PathSet,
+    read_only: &PathSet,
+) -> Result<Entries, git2::Error> {
+    let breaker = entries(repo, &tree_of(repo, tests)?, test_paths, read_only)?.0;
+    let Ok(from) = repo.merge_base(tests, base) else {
+        return Ok(breaker);
+    };
+    let started = entries(repo, &tree_of(repo, from)?, test_paths, read_only)?.0;
+    let mut expected = base_tests;
+    for path in started.keys().chain(breaker.keys()) {
+        if started.get(path) == breaker.get(path) {
+            continue;
+        }
+        match breaker.get(path) {
+            Some(e) => expected.insert(path.clone(), *e),
+            None => expected.remove(path),
+        };
+    }
+    Ok(expected)
 }
 
 /// The tree of a commit, or the tree itself.

@@ -332,6 +332,13 @@ fn retry(flow: &mut Flow, role: &str, max_retries: u32) {
             flow.critic_rounds = 0;
             flow.next = Node::Critic;
         }
+        // A landing refused by GitHub or stopped by conflicts: land it again.
+        _ if matches!(flow.next, Node::Rebase | Node::Merge) && flow.pr.is_some() => {
+            flow.requeues = 0;
+            if flow.next == Node::Rebase {
+                flow.rebased = None;
+            }
+        }
         // The Builder, or the stage the ticket stopped in.
         _ => {
             if flow.blueprint.is_none() {
@@ -378,6 +385,29 @@ mod tests {
         f.feedback.push("x".into());
         let back: Flow = serde_json::from_value(serde_json::to_value(&f).unwrap()).unwrap();
         assert_eq!(back, f);
+    }
+
+    #[test]
+    fn retry_of_a_refused_landing_lands_again() {
+        let mut f = Flow {
+            next: Node::Merge,
+            pr: Some(4),
+            attempt: 2,
+            attempt_limit: 4,
+            requeues: 1,
+            ..Flow::default()
+        };
+        retry(&mut f, "", 3);
+        assert_eq!((f.next, f.attempt, f.requeues), (Node::Merge, 2, 0));
+        let mut f = Flow {
+            next: Node::Rebase,
+            pr: Some(4),
+            rebased: Some("x".into()),
+            requeues: 4,
+            ..Flow::default()
+        };
+        retry(&mut f, "", 3);
+        assert_eq!((f.next, f.rebased, f.requeues), (Node::Rebase, None, 0));
     }
 
     #[test]

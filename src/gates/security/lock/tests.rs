@@ -241,3 +241,41 @@ fn non_utf8_directory_names_are_walked() {
     let name = String::from_utf8_lossy(path).into_owned();
     assert_eq!(found(&lock(&f, head)).0, one(&name, TITLE_TESTS));
 }
+
+#[test]
+fn tests_the_base_gained_after_the_breaker_started_are_expected() {
+    let f = fixture();
+    // Main moves on with another ticket's test; the change is rebased onto it.
+    let other = b"def test_mul():\n    assert mul(3, 4) == 12\n";
+    let new_base =
+        f.t.commit(Some(f.base), &[("tests/test_mul.py", Change::Write(other))]);
+    let rebased = f.t.commit(
+        Some(new_base),
+        &[
+            ("tests/test_calc.py", Change::Write(TEST_PY)),
+            ("tests/data.txt", Change::Link("../calc.py")),
+            (
+                "calc.py",
+                Change::Write(b"def add(a, b):\n    return a + b\n"),
+            ),
+        ],
+    );
+    let (ro, tests) = sets();
+    let r = test_lock(&f.t.repo, new_base, rebased, Some(f.breaker), &ro, &tests).unwrap();
+    assert!(r.passed(), "{:?}", r.findings);
+    assert_eq!(r.tests.files, 4);
+    // Dropping the base's new test is still a finding, as is touching the Breaker's.
+    let dropped =
+        f.t.commit(Some(rebased), &[("tests/test_mul.py", Change::Delete)]);
+    let r = test_lock(&f.t.repo, new_base, dropped, Some(f.breaker), &ro, &tests).unwrap();
+    assert_eq!(found(&r).0, one("tests/test_mul.py", TITLE_TESTS));
+    let edited = f.t.commit(
+        Some(rebased),
+        &[(
+            "tests/test_calc.py",
+            Change::Write(b"def test_add():\n    pass\n"),
+        )],
+    );
+    let r = test_lock(&f.t.repo, new_base, edited, Some(f.breaker), &ro, &tests).unwrap();
+    assert_eq!(found(&r).0, one("tests/test_calc.py", TITLE_TESTS));
+}
