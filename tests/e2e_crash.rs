@@ -1,11 +1,17 @@
-//! The bot killed (SIGKILL) while a gate runs in a container: the container is left behind, and
-//! the next start of the bot finds it by its label and removes it.
+//! Crashes and lost answers: the bot killed (SIGKILL) in each node of the workflow resumes from
+//! its checkpoint and finishes with every side effect made once; answers GitHub loses after
+//! doing the work do not make the bot do it twice; a container left by a killed bot is found by
+//! its label and removed at the next start.
 
 mod support;
 
+use std::time::Duration;
+
 use support::bot::Bot;
+use support::fake_github::Fault;
 use support::hive::*;
 use vibeloop::sandbox::Backend;
+use vibeloop::ticket::TaskState;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_left_by_a_killed_bot_is_removed_at_the_next_start() {
@@ -73,4 +79,124 @@ async fn a_container_left_by_a_killed_bot_is_removed_at_the_next_start() {
     );
     w.bot.kill();
     docker.remove_leftovers().await.unwrap();
+}
+
+/// Every side effect on GitHub happened once: a resumed step found what it had done.
+fn assert_each_side_effect_once(w: &World) {
+    let comments = w.gh.comments(REPO, w.issue);
+    assert_eq!(
+        comments.len(),
+        1,
+        "one status comment and nothing else: {comments:?}"
+    );
+    assert!(comments[0].body.contains("<!-- vibeloop:status T-1 -->"));
+    assert_eq!(w.gh.reactions(REPO), vec![(w.issue, "eyes".to_owned())]);
+    let pulls = w.gh.pulls(REPO);
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert_eq!(w.gh.reviews(REPO, pulls[0].number).len(), 1, "one review");
+    let mut runs: Vec<(String, String)> =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .map(|c| (c.external_id.unwrap_or_default(), c.head_sha))
+            .collect();
+    let all = runs.len();
+    runs.sort();
+    runs.dedup();
+    assert_eq!(
+        runs.len(),
+        all,
+        "a check run was created twice on one commit: {runs:?}"
+    );
+    let snapshots: Vec<_> =
+        w.gh.tags(REPO)
+            .into_iter()
+            .filter(|(t, _)| t.starts_with("auto-v"))
+            .collect();
+    assert_eq!(snapshots.len(), 1, "{snapshots:?}");
+    assert_eq!(
+        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
+        Some(CALC_FIXED)
+    );
+    support::openapi::assert_requests_valid(&w.gh.requests());
+}
+
+/// True when the ticket's run is in `node` (its stored flow names it next, or for `plan`, the
+/// ticket is being prepared).
+async fn in_node(w: &World, node: &str) -> bool {
+    let Some(t) = w.ticket().await else {
+        return false;
+    };
+    if node == "plan" {
+        return t.state == TaskState::Preparing;
+    }
+    let store = w.bot.store().await;
+    let flow = store.flow(t.key).await.ok().flatten();
+    store.close().await;
+    flow.is_some_and(|f| f["next"] == node)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_killed_in_any_node_finishes_the_ticket_with_each_side_effect_once() {
+    const NODES: [&str; 12] = [
+        "plan",
+        "plan_check",
+        "code",
+        "red_proof",
+        "encounter",
+        "open_pr",
+        "critic",
+        "await_approval",
+        "rebase",
+        "regate",
+        "merge",
+        "snapshot",
+    ];
+    let mut landed = Vec::new();
+    for node in NODES {
+        let mut w = World::start(happy_script(), &calc(AUTO_YML)).await;
+        // Slow GitHub down so the kill lands inside the node, not after it.
+        w.gh.set_latency(Duration::from_millis(40));
+        w.label().await;
+        w.bot
+            // Nodes without I/O of their own pass in microseconds: kill as soon as the run
+            // is in the node or just past it.
+            .wait_until(&format!("the run to reach {node}"), WAIT, || async {
+                let past = w.checkpoints().await.iter().any(|c| c == node);
+                (past || in_node(&w, node).await).then_some(())
+            })
+            .await;
+        w.bot.kill();
+        landed.push((node, in_node(&w, node).await));
+        w.gh.set_latency(Duration::ZERO);
+        w.bot = Bot::start(&w.env).await;
+        w.wait_state(TaskState::Completed).await;
+        assert_each_side_effect_once(&w);
+        assert!(
+            w.bot.log().contains("resuming jobs interrupted"),
+            "{node}: {}",
+            w.bot.log()
+        );
+    }
+    println!("killed inside the node (rather than after it): {landed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_answers_to_side_effects_do_not_repeat_them() {
+    let w = World::start(happy_script(), &calc(AUTO_YML)).await;
+    // GitHub does each of these, then the answer is lost (a 502 after the effect).
+    for (method, path) in [
+        ("POST", "/issues/1/comments"),
+        ("POST", "/pulls"),
+        ("POST", "/check-runs"),
+        ("POST", "/reviews"),
+        ("PATCH", "/git/refs/heads/main"),
+        ("POST", "/git/refs"),
+    ] {
+        w.gh.inject(Fault::new(method, path, 502).after_effect());
+    }
+    w.label().await;
+    w.wait_state(TaskState::Completed).await;
+    assert_each_side_effect_once(&w);
+    let lost = w.gh.requests().iter().filter(|r| r.status == 502).count();
+    assert_eq!(lost, 6, "every fault was met");
 }

@@ -234,6 +234,8 @@ pub struct State {
     tokens: BTreeMap<String, Token>,
     requests: Vec<Recorded>,
     faults: Vec<Fault>,
+    /// Added before every REST answer (not git's), to make each step of a client take a while.
+    latency: Duration,
     next_id: u64,
     token_ttl: chrono::TimeDelta,
     /// JWT claims of every token request, for tests of the app's JWT.
@@ -291,6 +293,7 @@ impl FakeGitHub {
             tokens: BTreeMap::new(),
             requests: Vec::new(),
             faults: Vec::new(),
+            latency: Duration::ZERO,
             next_id: 1000,
             token_ttl: chrono::TimeDelta::from_std(opts.token_ttl).unwrap(),
             jwt_claims: Vec::new(),
@@ -426,6 +429,11 @@ impl FakeGitHub {
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.state().requests.clone()
+    }
+
+    /// Every REST answer from now on comes `latency` late.
+    pub fn set_latency(&self, latency: Duration) {
+        self.state().latency = latency;
     }
 
     pub fn inject(&self, fault: Fault) {

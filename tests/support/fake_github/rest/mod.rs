@@ -110,6 +110,10 @@ async fn handle(
     if path == "/_fake/state" {
         return respond((StatusCode::OK, snapshot(&s.state.lock().unwrap())), None);
     }
+    let latency = s.state.lock().unwrap().latency;
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
     let json_body: Option<Value> = if body.is_empty() {
         None
     } else {
