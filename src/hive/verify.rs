@@ -83,6 +83,7 @@ pub(super) async fn run_gates(
     v: Verification<'_>,
 ) -> Result<Vec<GateResult>, JobError> {
     let spec = sandbox_spec(run, config, v.worktree, v.role, true);
+    let started = std::time::Instant::now();
     let sandbox = run.hive.sandbox.start(&spec).await?;
     run.event("stage_enter", serde_json::json!({ "stage": "gates", "run": v.run_id, "sandbox": sandbox.kind().as_str() })).await;
     let git_dir = run.hive.workspace.mirror_path(&run.ticket.repo);
@@ -113,7 +114,7 @@ pub(super) async fn run_gates(
     }
     run.event(
         "stage_exit",
-        serde_json::json!({ "stage": "gates", "run": v.run_id }),
+        serde_json::json!({ "stage": "gates", "run": v.run_id, "millis": started.elapsed().as_millis() as u64 }),
     )
     .await;
     Ok(results)

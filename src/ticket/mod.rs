@@ -271,6 +271,50 @@ mod tests {
         assert!("Done".parse::<TaskState>().is_err());
     }
 
+    /// Every pair of states, against the table written out as a list: each move in it is
+    /// allowed and every other one is refused.
+    #[test]
+    fn every_pair_of_states_is_allowed_only_when_listed() {
+        const LEGAL: &[(TaskState, TaskState)] = &[
+            (Pending, Preparing),
+            (Pending, Failed),
+            (Preparing, Validating),
+            (Preparing, Blocked),
+            (Preparing, Failed),
+            (Validating, InProgress),
+            (Validating, Blocked),
+            (Validating, HumanNeeded),
+            (Validating, Failed),
+            (InProgress, AwaitingVerification),
+            (InProgress, HumanNeeded),
+            (InProgress, Failed),
+            (AwaitingVerification, Completed),
+            (AwaitingVerification, InProgress),
+            (AwaitingVerification, HumanNeeded),
+            (AwaitingVerification, Failed),
+            (Blocked, Preparing),
+            (Blocked, Validating),
+            (Blocked, Failed),
+            (HumanNeeded, InProgress),
+            (HumanNeeded, Pending),
+            (HumanNeeded, Failed),
+            (Failed, Pending),
+        ];
+        let mut checked = 0;
+        for from in TaskState::ALL {
+            for to in TaskState::ALL {
+                let listed = LEGAL.contains(&(from, to));
+                let result = check_transition(from, to);
+                assert_eq!(result.is_ok(), listed, "{from} -> {to}");
+                if let Err(e) = result {
+                    assert_eq!((e.from, e.to), (from, to));
+                }
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 81);
+    }
+
     #[test]
     fn skipping_ahead_is_refused() {
         assert!(check_transition(Pending, InProgress).is_err());

@@ -102,6 +102,11 @@ impl Bot {
         bot
     }
 
+    /// The bot's process id (for RSS and file-descriptor readings).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }

@@ -47,6 +47,10 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         return cx.needs_human("`.github/hive.yml` has no `gates.test` command, so the tests cannot be run. Add one, then `/hive retry`.").await;
     };
     let spec = crate::hive::verify::sandbox_spec(cx.run, &cx.config, &wt, "redproof", true);
+    let started = std::time::Instant::now();
+    cx.run
+        .event("stage_enter", serde_json::json!({ "stage": "red_proof" }))
+        .await;
     let sandbox = cx.run.hive.sandbox.start(&spec).await?;
     let result = redproof::run(
         &sandbox,
@@ -55,6 +59,13 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     )
     .await;
     sandbox.stop().await;
+    let millis = started.elapsed().as_millis() as u64;
+    cx.run
+        .event(
+            "stage_exit",
+            serde_json::json!({ "stage": "red_proof", "millis": millis }),
+        )
+        .await;
     drop_scratch(cx, "redproof").await;
     let (verdict, output) = result?;
     let sha = CommitSha::parse(&breaker.sha).map_err(|e| JobError::Permanent(e.to_string()))?;
