@@ -140,3 +140,117 @@ async fn serve_runs_with_only_the_webhook_secret_and_keeps_deliveries() {
     let ready = reqwest::get(format!("{}/readyz", bot.url)).await.unwrap();
     assert_eq!(ready.status(), 200);
 }
+
+/// The README's "try it without GitHub": the fakes as standalone programs, the demo repository,
+/// the demo script, the bot — and a pull request at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_demo_runs_with_the_standalone_fakes() {
+    let dir = tempfile::tempdir().unwrap();
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (gh_port, llm_port) = (free(), free());
+    // `cargo test` builds the examples next to the test binaries' directory.
+    let built = |name: &str| {
+        let exe = std::env::current_exe().unwrap();
+        let path = exe
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("examples")
+            .join(name);
+        assert!(
+            path.exists(),
+            "{} is not built: run the whole suite (`cargo test` builds the examples) or `cargo build --examples`",
+            path.display()
+        );
+        path
+    };
+    let example = |name: &str, args: &[String]| {
+        let mut c = Command::new(built(name));
+        c.args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        KillOnDrop(c.spawn().unwrap())
+    };
+    let help = Command::new(built("fake_github"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--webhook-url"));
+    let env = BotEnv {
+        data_dir: dir.path().join("data"),
+        github_api_url: format!("http://127.0.0.1:{gh_port}"),
+        llm_url: format!("http://127.0.0.1:{llm_port}/v1"),
+        webhook_secret: "change-me".into(),
+        app_id: Some(1),
+        extra: vec![],
+    };
+    let bot = Bot::start(&env).await;
+    let _gh = example(
+        "fake_github",
+        &[
+            "--listen".into(),
+            format!("127.0.0.1:{gh_port}"),
+            "--repos".into(),
+            dir.path().join("gh").display().to_string(),
+            "--demo".into(),
+            "--webhook-url".into(),
+            bot.url.clone(),
+            "--webhook-secret".into(),
+            "change-me".into(),
+        ],
+    );
+    let _llm = example(
+        "fake_llm",
+        &[
+            "--listen".into(),
+            format!("127.0.0.1:{llm_port}"),
+            "--script".into(),
+            "examples/demo-script.json".into(),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let label = format!("http://127.0.0.1:{gh_port}/_fake/label/acme/demo/1/hive");
+    bot.wait_until(
+        "the fake GitHub to take the label",
+        std::time::Duration::from_secs(120),
+        || async {
+            http.post(&label)
+                .send()
+                .await
+                .ok()
+                .filter(|r| r.status().is_success())
+                .map(|_| ())
+        },
+    )
+    .await;
+    let state = format!("http://127.0.0.1:{gh_port}/_fake/state");
+    let pulls = bot
+        .wait_until(
+            "the demo's pull request",
+            std::time::Duration::from_secs(120),
+            || async {
+                let v: serde_json::Value = http.get(&state).send().await.ok()?.json().await.ok()?;
+                let pulls = v["acme/demo"]["pulls"].as_array()?.clone();
+                (!pulls.is_empty()).then_some(pulls)
+            },
+        )
+        .await;
+    assert_eq!(pulls[0]["head"], "feat/T-1", "{pulls:?}");
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -199,6 +199,19 @@ async fn failing_tests_mean_no_pull_request_and_a_clear_status() {
         "the findings are missing: {body}"
     );
     assert!(body.contains("/hive retry"), "{body}");
+    // Nothing of the ticket is left running.
+    let (backend, _) =
+        vibeloop::sandbox::Backend::detect(&w.env.data_dir, Some(vibeloop::sandbox::Kind::Docker))
+            .await
+            .unwrap();
+    let vibeloop::sandbox::Backend::Docker(docker) = backend else {
+        unreachable!()
+    };
+    assert_eq!(
+        docker.containers().await.unwrap(),
+        vec![],
+        "containers outlived the ticket"
+    );
     support::openapi::assert_requests_valid(&w.gh.requests());
 }
 

@@ -284,3 +284,31 @@ async fn annotations_go_in_batches_of_fifty() {
     assert_eq!(count(&gh, "PATCH", &format!("/check-runs/{}", run.id)), 4);
     support::openapi::assert_requests_valid(&gh.requests());
 }
+
+#[tokio::test]
+async fn a_jwt_signed_with_a_key_github_does_not_know_gets_no_token() {
+    let (_d, gh, _app) = setup(Duration::from_secs(3600)).await;
+    let key =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/keys/stranger.pem");
+    let creds = AppCredentials {
+        app_id: APP_ID,
+        private_key_pem: std::fs::read_to_string(key).unwrap().into(),
+    };
+    let stranger = GitHubApp::new(&creds, &url::Url::parse(&gh.url).unwrap()).unwrap();
+    let err = stranger
+        .repo(InstallationId(7), &repo("acme/widgets"))
+        .await
+        .err()
+        .expect("refused");
+    assert!(
+        !err.is_transient(),
+        "a bad key is not worth retrying: {err}"
+    );
+    let statuses: Vec<u16> = gh
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/access_tokens"))
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(statuses, [401]);
+}

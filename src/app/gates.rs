@@ -54,7 +54,7 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
         network: config.limits.network,
         cpus: config.limits.cpu,
         memory_mb: config.limits.memory_mb,
-        pids: 512,
+        pids: config.limits.pids,
     };
     let sandbox = backend.start(&spec).await?;
     let inputs = Inputs {

@@ -150,6 +150,8 @@ pub struct Limits {
     /// CPUs of a sandbox.
     pub cpu: f64,
     pub memory_mb: u64,
+    /// Processes and threads a sandbox may run at once (a fork bomb meets this wall).
+    pub pids: u64,
     /// Network inside the sandbox (off unless set).
     pub network: bool,
 }
@@ -161,9 +163,32 @@ impl Default for Limits {
             max_retries: 3,
             cpu: 2.0,
             memory_mb: 2048,
+            pids: 512,
             network: false,
         }
     }
+}
+
+/// The 1-based line where the dotted `key` (`limits.pids`) is set: the first line naming its
+/// last part after a line naming its first part, in block or flow style.
+fn line_of(text: &str, key: &str) -> Option<usize> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let (first, last) = (parts.first()?, parts.last()?);
+    // `name:` at the start of the line or after `{`, `,` or a space: a key, not a value.
+    let names = |line: &str, name: &str| {
+        line.match_indices(&format!("{name}:")).any(|(i, _)| {
+            line[..i]
+                .chars()
+                .last()
+                .is_none_or(|c| c == '{' || c == ',' || c.is_whitespace())
+        })
+    };
+    let start = text.lines().position(|l| names(l, first))?;
+    text.lines()
+        .enumerate()
+        .skip(start)
+        .find(|(_, l)| names(l, last))
+        .map(|(i, _)| i + 1)
 }
 
 /// Why `.github/hive.yml` was refused; the message is meant for the issue thread.
@@ -178,7 +203,13 @@ impl HiveConfig {
         }
         let config: Self =
             serde_yaml_ng::from_str(text).map_err(|e| RepoConfigError(e.to_string()))?;
-        config.check()?;
+        config.check().map_err(|RepoConfigError(m)| {
+            let key = m.split(':').next().unwrap_or_default();
+            match line_of(text, key) {
+                Some(n) => RepoConfigError(format!("{m} (line {n})")),
+                None => RepoConfigError(m),
+            }
+        })?;
         Ok(config)
     }
 
@@ -243,6 +274,9 @@ impl HiveConfig {
         }
         if !(64..=262_144).contains(&l.memory_mb) {
             return bad("limits.memory_mb: must be from 64 to 262144".into());
+        }
+        if !(16..=65_536).contains(&l.pids) {
+            return bad("limits.pids: must be from 16 to 65536".into());
         }
         let b = &self.budget;
         if b.max_usd.is_some_and(|v| v.is_nan() || v <= 0.0)
@@ -357,7 +391,7 @@ policy:
   test_paths: [tests/]
   banned_calls: [eval, subprocess.Popen]
   banned_imports: [pickle]
-limits: { timeout_seconds: 60, max_retries: 2, cpu: 1.5, memory_mb: 512, network: true }
+limits: { timeout_seconds: 60, max_retries: 2, cpu: 1.5, memory_mb: 512, pids: 256, network: true }
 budget: { max_usd: 2.5, max_minutes: 30 }
 ";
         let c = HiveConfig::parse(text).unwrap();
@@ -369,6 +403,7 @@ budget: { max_usd: 2.5, max_minutes: 30 }
         assert!(!c.read_only().contains("docs/readme.md"));
         assert!(c.test_paths().contains("tests/unit/test_a.py"));
         assert_eq!(c.limits.memory_mb, 512);
+        assert_eq!(c.limits.pids, 256);
         // A key left out keeps its default.
         assert_eq!(
             c.budget,
@@ -402,12 +437,28 @@ budget: { max_usd: 2.5, max_minutes: 30 }
     }
 
     #[test]
+    fn bad_values_name_their_line() {
+        let err = HiveConfig::parse("label: hive\nlimits:\n  cpu: 1\n  pids: 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("limits.pids") && err.contains("(line 4)"),
+            "{err}"
+        );
+        let err = HiveConfig::parse("gates: { test: \"x\" }\nlimits: { timeout_seconds: 0 }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("(line 2)"), "{err}");
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         for text in [
             "gates: { test: \"\" }",
             "gates: { security: maybe }",
             "limits: { timeout_seconds: 0 }",
             "limits: { memory_mb: 1 }",
+            "limits: { pids: 2 }",
             "limits: { cpu: 0 }",
             "label: [a]",
             "policy: { read_only_paths: [/etc] }",

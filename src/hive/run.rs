@@ -63,7 +63,17 @@ impl TicketRun<'_> {
             .await?;
         self.ticket.state = TaskState::HumanNeeded;
         self.ticket.detail = Some(reason.to_owned());
+        self.sweep_containers().await;
         self.publish(&Extras::default()).await
+    }
+
+    /// Removes whatever container of this ticket is left (each step stops its own; this
+    /// catches one a failed step could not).
+    pub(super) async fn sweep_containers(&self) {
+        let (repo, id) = (self.ticket.repo.as_str(), self.ticket.id.to_string());
+        if let Err(e) = self.hive.sandbox.remove_ticket(repo, &id).await {
+            warn!(error = %e, "cannot remove the ticket's containers");
+        }
     }
 
     /// Ends the run as Failed, saying why on the issue.
@@ -79,6 +89,7 @@ impl TicketRun<'_> {
             .await?;
         self.ticket.state = TaskState::Failed;
         self.ticket.detail = Some(reason.to_owned());
+        self.sweep_containers().await;
         self.publish(extras).await
     }
 
@@ -182,6 +193,7 @@ pub async fn fail_ticket(hive: &Arc<Hive>, key: &str, reason: &str) {
             ticket,
             spent: None,
         };
+        run.sweep_containers().await;
         if let Err(e) = run.publish(&Extras::default()).await {
             warn!(error = %e, "cannot update the status comment");
         }

@@ -54,7 +54,7 @@ pub(in crate::hive) fn sandbox_spec(
         network: config.limits.network,
         cpus: config.limits.cpu,
         memory_mb: config.limits.memory_mb,
-        pids: 512,
+        pids: config.limits.pids,
     }
 }
 

@@ -154,13 +154,32 @@ pub async fn run(cmd: &LocalCommand) -> std::io::Result<CommandOutput> {
         Ok(Ok(buf)) => buf.finish(),
         _ => "[output unavailable: a process outside the group kept the pipe open]".into(),
     };
+    let exit_code = status.and_then(|s| s.code());
+    // Under RLIMIT_AS an allocation is refused rather than the process killed: a failure that
+    // says so is reported as running out of memory, like the container's OOM kill.
+    let oom_killed = cmd.limits.address_space_bytes.is_some()
+        && !timed_out
+        && exit_code != Some(0)
+        && says_out_of_memory(&output);
     Ok(CommandOutput {
-        exit_code: status.and_then(|s| s.code()),
+        exit_code,
         timed_out,
-        oom_killed: false,
+        oom_killed,
         output,
         duration,
     })
+}
+
+/// True when the end of a failed command's output is a refused allocation (Python's
+/// `MemoryError`, C's `ENOMEM`, C++'s `bad_alloc`, Rust's allocation failure).
+fn says_out_of_memory(output: &str) -> bool {
+    let tail = &output[output.len().saturating_sub(2048)..];
+    let tail = tail.trim_end();
+    let last = tail.lines().last().unwrap_or("");
+    last.starts_with("MemoryError")
+        || last.contains("Cannot allocate memory")
+        || last.contains("std::bad_alloc")
+        || last.contains("memory allocation of")
 }
 
 fn apply_rlimits(limits: &Rlimits) -> std::io::Result<()> {
@@ -267,6 +286,46 @@ mod tests {
         assert!(out.output.len() < 1200, "{}", out.output.len());
         assert!(out.output.contains("bytes of output cut"));
         assert!(out.output.ends_with("END\n"));
+    }
+
+    #[tokio::test]
+    async fn a_memory_hog_is_refused_and_reported_out_of_memory() {
+        let mut c = cmd(
+            "python3 -c 'x = bytearray(600 * 1024 * 1024); print(len(x))'",
+            30_000,
+        );
+        c.limits.address_space_bytes = Some(256 * 1024 * 1024);
+        let out = run(&c).await.unwrap();
+        assert!(out.oom_killed, "{out:?}");
+        assert_eq!(out.describe(), "killed: out of memory");
+        // A failure that is not about memory is not mistaken for one.
+        let mut c = cmd("echo 'assert failed'; exit 1", 10_000);
+        c.limits.address_space_bytes = Some(256 * 1024 * 1024);
+        assert!(!run(&c).await.unwrap().oom_killed);
+    }
+
+    #[tokio::test]
+    async fn cpu_time_is_limited() {
+        // A busy loop with a generous wall-clock timeout: the CPU limit ends it first.
+        let mut c = cmd("while :; do :; done", 60_000);
+        c.limits.cpu_seconds = Some(1);
+        let out = run(&c).await.unwrap();
+        assert!(!out.timed_out, "{out:?}");
+        assert_eq!(out.exit_code, None, "killed by a signal: {out:?}");
+    }
+
+    #[test]
+    fn out_of_memory_is_read_from_the_last_line() {
+        assert!(says_out_of_memory(
+            "Traceback (most recent call last):\n  ...\nMemoryError\n"
+        ));
+        assert!(says_out_of_memory(
+            "sh: 1: cannot fork: Cannot allocate memory\n"
+        ));
+        assert!(!says_out_of_memory(
+            "MemoryError\nbut then it recovered and failed otherwise\n"
+        ));
+        assert!(!says_out_of_memory(""));
     }
 
     #[tokio::test]
