@@ -10,6 +10,10 @@
 //!
 //! `cargo bench --bench ticket [-- --runs 5 --tickets 20 --workers 4]` (see bench/README.md)
 
+// The harness of `tests/`. Its `bot` and `hive` modules exist only under `cfg(test)` there, so
+// they are loaded here by path too (twice when clippy builds this with `cfg(test)`).
+#![allow(clippy::duplicate_mod)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 use support::{fake_github, fake_llm, poll_until};
