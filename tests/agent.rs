@@ -86,6 +86,7 @@ async fn run(
         limits: Limits::default(),
         events: sink,
         step_retry: 0,
+        act_first: false,
     };
     let mut toolbox = Toolbox::new(root.to_owned(), scope);
     let system = format!(

@@ -3,6 +3,7 @@
 
 mod support;
 
+use support::fake_llm::Step;
 use support::hive::*;
 use vibeloop::ticket::TaskState;
 
@@ -51,7 +52,74 @@ async fn a_labelled_issue_is_planned_tested_built_reviewed_merged_and_tagged() {
     assert!(done.detail.unwrap().contains("auto-v0.0.1"));
     let pr = w.gh.pull(REPO, pr.number).unwrap();
     assert!(pr.merged && !pr.draft, "{pr:?}");
+    // Each role ran through its phases, in order, on the ticket's timeline.
+    let store = w.bot.store().await;
+    let events = store.events(done.key).await.unwrap();
+    store.close().await;
+    let phases: Vec<String> = events
+        .iter()
+        .filter(|(_, kind, data)| kind == "stage_enter" && data["role"] == "builder")
+        .map(|(_, _, data)| data["stage"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "claim",
+            "load_context",
+            "assemble_prompt",
+            "agent_loop",
+            "final_response",
+            "write_result",
+            "cleanup"
+        ]
+    );
+    let result = events
+        .iter()
+        .find(|(_, kind, data)| kind == "result" && data["role"] == "builder")
+        .expect("a result event");
+    assert_eq!(result.2["files"], serde_json::json!(["calc.py"]));
+    // What the agents spent is shown on the issue and in the gates' summaries.
+    assert!(
+        w.status_comment().contains("| Budget spent | $"),
+        "{}",
+        w.status_comment()
+    );
+    let test_run =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .find(|c| c.name == "hive/test")
+            .unwrap();
+    assert!(
+        test_run
+            .summary
+            .unwrap_or_default()
+            .contains("Budget spent so far")
+    );
     support::openapi::assert_requests_valid(&w.gh.requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_cap_stops_the_ticket_with_a_clear_report() {
+    // The Architect's one call already spends more tokens than the cap allows.
+    let yml = "gates: { test: \"python3 -m unittest -v\" }\nbudget: { max_tokens: 100 }\n";
+    let w = World::start(happy_script(), &calc(yml)).await;
+    w.label().await;
+    let t = w.wait_state(TaskState::HumanNeeded).await;
+    let why = t.detail.unwrap_or_default();
+    assert!(why.contains("budget") && why.contains("100"), "{why}");
+    assert!(
+        w.llm.requests("builder").is_empty() && w.llm.requests("breaker").is_empty(),
+        "an agent ran over budget"
+    );
+    assert!(
+        w.gh.labels(REPO, w.issue)
+            .contains(&"hive:needs-human".to_owned())
+    );
+    assert!(
+        w.status_comment().contains("Budget spent"),
+        "{}",
+        w.status_comment()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,12 +134,12 @@ async fn a_builder_that_changes_a_test_fails_the_test_lock() {
     script.insert(
         "builder".into(),
         vec![
-            support::fake_llm::Step::tool("run_command", serde_json::json!({ "name": "build" })),
-            support::fake_llm::Step::tool(
+            Step::tool("run_command", serde_json::json!({ "name": "build" })),
+            Step::tool(
                 "write_file",
                 serde_json::json!({ "path": "calc.py", "content": CALC_FIXED }),
             ),
-            support::fake_llm::Step::say("Fixed."),
+            Step::say("Fixed."),
         ],
     );
     let w = World::start_with(
@@ -207,7 +275,7 @@ async fn a_critic_veto_goes_back_to_the_builder() {
         ),
         (
             "critic|print(\"debug\")",
-            vec![support::fake_llm::Step::say(&veto.to_string())],
+            vec![Step::say(&veto.to_string())],
         ),
     ]);
     let w = World::start(script, &calc(AUTO_YML)).await;
@@ -239,4 +307,49 @@ async fn a_critic_veto_goes_back_to_the_builder() {
     );
     let tasks = tasks_of(&w.llm, "builder");
     assert!(tasks[1].contains("Remove the debug print."), "{}", tasks[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reflector_sends_a_plan_back_for_a_correction() {
+    let mut better: serde_json::Value = serde_json::from_str(&plan_json()).unwrap();
+    better["plan"]["title"] = "Make add() add for all integers".into();
+    let finding = serde_json::json!([{ "code": "missing_case", "message": "Say what happens with negative numbers." }]);
+    let script = script_with(vec![
+        (
+            "architect",
+            vec![Step::say(&plan_json()), Step::say(&better.to_string())],
+        ),
+        (
+            "reflector|\"Make add() add\"",
+            vec![Step::say(&finding.to_string())],
+        ),
+        ("reflector", vec![Step::say("[]")]),
+    ]);
+    let yml = "gates: { test: \"python3 -m unittest -v\" }\nreview: { reflector: true, require_human_approval: false }\n";
+    let w = World::start(script, &calc(yml)).await;
+    w.label().await;
+    w.wait_state(TaskState::Completed).await;
+    // The plan went back once with the Reflector's finding; the corrected plan and then the
+    // Breaker's tests passed it.
+    let architect = w.llm.requests("architect");
+    assert_eq!(architect.len(), 2);
+    let correction = architect[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        correction.contains("reflector_missing_case") && correction.contains("negative numbers"),
+        "{correction}"
+    );
+    let tasks = tasks_of(&w.llm, "reflector");
+    assert_eq!(tasks.len(), 3, "plan, corrected plan, tests: {tasks:?}");
+    assert!(
+        tasks[2].contains("Check this tests") && tasks[2].contains("test_add_more.py"),
+        "{}",
+        tasks[2]
+    );
+    assert!(
+        w.status_comment()
+            .contains("Make add() add for all integers")
+    );
 }

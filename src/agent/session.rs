@@ -25,6 +25,9 @@ pub struct Session<'a> {
     pub events: EventSink,
     /// How many times this step was tried before (raises the temperature).
     pub step_retry: u32,
+    /// Ask for a tool call on the first turn of a fresh conversation (roles that must act on
+    /// the repository start by looking at it, not by answering from memory).
+    pub act_first: bool,
 }
 
 /// What a run did.
@@ -96,6 +99,7 @@ impl Session<'_> {
                 .llm
                 .complete(Request {
                     step_retry: self.step_retry,
+                    require_tool: self.act_first && iteration == 1,
                     ..Request::new(&messages, &specs)
                 })
                 .await?;

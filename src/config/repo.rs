@@ -38,6 +38,9 @@ pub struct Review {
     /// Merging waits for `/hive approve` or an approving review by someone with write
     /// permission (else the Critic's verdict suffices).
     pub require_human_approval: bool,
+    /// After the deterministic checks pass, a model (the Reflector's route) checks the plan and
+    /// the Breaker's tests against the issue; what it finds goes back for a correction.
+    pub reflector: bool,
 }
 
 impl Default for Review {
@@ -45,6 +48,7 @@ impl Default for Review {
         Self {
             require_plan_approval: false,
             require_human_approval: true,
+            reflector: false,
         }
     }
 }

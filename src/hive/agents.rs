@@ -27,6 +27,8 @@ pub(super) enum Role {
     Breaker,
     Builder,
     Critic,
+    /// The optional model check of the self-healing loop: reads, and lists what is wrong.
+    Reflector,
 }
 
 impl Role {
@@ -36,14 +38,16 @@ impl Role {
             Role::Breaker => "breaker",
             Role::Builder => "builder",
             Role::Critic => "critic",
+            Role::Reflector => "reflector",
         }
     }
 
-    /// What this role may write: the Architect and the Critic nothing, the Breaker only the
-    /// tests, the Builder anything but the tests and the read-only paths (and `.github/`).
+    /// What this role may write: the Architect, the Critic and the Reflector nothing, the
+    /// Breaker only the tests, the Builder anything but the tests and the read-only paths (and
+    /// `.github/`).
     fn scope(self, config: &HiveConfig) -> WriteScope {
         match self {
-            Role::Architect | Role::Critic => WriteScope::None,
+            Role::Architect | Role::Critic | Role::Reflector => WriteScope::None,
             Role::Breaker => WriteScope::Only(config.test_paths()),
             Role::Builder => WriteScope::Except(vec![
                 config.test_paths(),
@@ -100,8 +104,9 @@ pub(super) struct RoleRun {
 }
 
 /// Runs `a.role` on `worktree`, through the phases claim → load_context → assemble_prompt →
-/// agent_loop → final_response (writing the result and cleaning up are the caller's), with
-/// every event on the ticket's timeline and the spend in `ledger` (saved when it ends).
+/// agent_loop → final_response → write_result (a `result` event on the timeline and the spend
+/// saved) → cleanup (its sandbox stopped), with every event on the ticket's timeline. The
+/// caller commits what the role wrote.
 pub(super) async fn run_role(
     run: &TicketRun<'_>,
     config: &HiveConfig,
@@ -134,12 +139,14 @@ pub(super) async fn run_role(
         limits: Limits::default(),
         events,
         step_retry: a.step_retry,
+        act_first: matches!(a.role, Role::Breaker | Role::Builder) && a.history.is_empty(),
     };
     let started = Instant::now();
     // Claim: the role may start only while the budget lasts.
     if let Err(e) = session.phase("claim", async { ledger.check() }).await {
         drop(session);
         let _ = recorder.await;
+        stop_sandbox(a.sandbox).await;
         let outcome = Outcome {
             stop: crate::agent::StopReason::Budget {
                 message: e.to_string(),
@@ -186,17 +193,75 @@ pub(super) async fn run_role(
         .phase("agent_loop", session.run(messages, &mut toolbox))
         .await;
     let outcome = session.phase("final_response", async { outcome }).await;
+    let written: Vec<String> = toolbox.written().iter().cloned().collect();
+    session
+        .phase("write_result", async {
+            if let Ok(o) = &outcome {
+                let data = serde_json::json!({
+                    "role": role,
+                    "stop": o.stop.describe(),
+                    "iterations": o.iterations,
+                    "files": written,
+                    "summary": crate::agent::events::summarize(&o.summary, 400),
+                });
+                run.event("result", data).await;
+            }
+            run.hive.store.save_budget(key, &ledger.by_role()).await
+        })
+        .await?;
+    session
+        .phase("cleanup", async {
+            // The toolbox holds the sandbox too; once it is gone, the role's sandbox stops.
+            drop(toolbox);
+            stop_sandbox(a.sandbox).await;
+        })
+        .await;
     drop(session);
     let _ = recorder.await;
-    run.hive.store.save_budget(key, &ledger.by_role()).await?;
     tracing::info!(
         role,
         millis = started.elapsed().as_millis() as u64,
         "role finished"
     );
-    let outcome = outcome?;
     Ok(RoleRun {
-        outcome,
-        written: toolbox.written().iter().cloned().collect(),
+        outcome: outcome?,
+        written,
     })
+}
+
+/// Stops a role's sandbox unless someone else still holds it.
+async fn stop_sandbox(sandbox: Option<Arc<Sandbox>>) {
+    if let Some(s) = sandbox.and_then(|s| Arc::try_unwrap(s).ok()) {
+        s.stop().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each role's scope, as the hive builds it from a repository's config.
+    #[test]
+    fn each_role_may_write_only_where_its_scope_says() {
+        let config =
+            HiveConfig::parse("policy: { read_only_paths: [docs/spec/], test_paths: [tests/] }\n")
+                .unwrap();
+        let may = |role: Role, path: &str| role.scope(&config).check(path).is_ok();
+        for role in [Role::Architect, Role::Critic, Role::Reflector] {
+            for path in ["src/a.py", "tests/test_a.py", "README.md"] {
+                assert!(!may(role, path), "{role:?} may write {path}");
+            }
+        }
+        assert!(may(Role::Breaker, "tests/test_a.py"));
+        assert!(!may(Role::Breaker, "src/a.py"));
+        assert!(may(Role::Builder, "src/a.py"));
+        for path in [
+            "tests/test_a.py",
+            "docs/spec/api.md",
+            ".github/hive.yml",
+            ".github/workflows/ci.yml",
+        ] {
+            assert!(!may(Role::Builder, path), "the Builder may write {path}");
+        }
+    }
 }

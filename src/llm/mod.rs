@@ -186,6 +186,9 @@ pub struct RetryLimits {
     pub max_elapsed: Duration,
     /// A `Retry-After` longer than this is not waited for: the step fails (and its job retries).
     pub max_wait: Duration,
+    /// One attempt's limit, from connecting to the last byte of the answer; a model that takes
+    /// longer is asked again.
+    pub attempt_timeout: Duration,
 }
 
 impl Default for RetryLimits {
@@ -194,8 +197,16 @@ impl Default for RetryLimits {
             max_attempts: 5,
             max_elapsed: Duration::from_secs(600),
             max_wait: Duration::from_secs(120),
+            attempt_timeout: Duration::from_secs(300),
         }
     }
+}
+
+fn http_client(limits: &RetryLimits) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10).min(limits.attempt_timeout))
+        .timeout(limits.attempt_timeout)
+        .build()?)
 }
 
 /// A client for one routed model; cheap to clone.
@@ -210,21 +221,19 @@ pub struct LlmClient {
 
 impl LlmClient {
     pub fn new(route: Route) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(300))
-            .build()?;
+        let limits = RetryLimits::default();
         Ok(Self {
-            http,
+            http: http_client(&limits)?,
             route: Arc::new(route),
-            limits: RetryLimits::default(),
+            limits,
             required_unsupported: Arc::new(AtomicBool::new(false)),
         })
     }
 
-    pub fn with_limits(mut self, limits: RetryLimits) -> Self {
+    pub fn with_limits(mut self, limits: RetryLimits) -> anyhow::Result<Self> {
+        self.http = http_client(&limits)?;
         self.limits = limits;
-        self
+        Ok(self)
     }
 
     pub fn route(&self) -> &Route {
@@ -280,16 +289,25 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(500 * 2u64.pow(attempt.min(6)))
 }
 
-/// Reads `Retry-After` (seconds) from an answer.
+/// Reads `Retry-After` from an answer: seconds, or an HTTP date (a date past is no wait).
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let secs = headers
-        .get("retry-after")?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()?;
-    Some(Duration::from_secs(secs))
+    parse_retry_after(
+        headers.get("retry-after")?.to_str().ok()?,
+        chrono::Utc::now(),
+    )
+}
+
+fn parse_retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    Some(
+        (at.with_timezone(&chrono::Utc) - now)
+            .to_std()
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// Classifies a non-success answer: 429 and 5xx are worth retrying, the rest are not.
@@ -317,5 +335,27 @@ pub(crate) fn unreachable(url: &str, e: reqwest::Error) -> Attempt {
             url: url.to_owned(),
             message: e.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod retry_after_tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = chrono::DateTime::parse_from_rfc3339("2015-10-21T07:27:30Z")
+            .unwrap()
+            .to_utc();
+        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
     }
 }

@@ -279,19 +279,21 @@ async fn run(
         role == Role::Builder,
     );
     let sandbox = Arc::new(cx.run.hive.sandbox.start(&spec).await?);
+    // A retried step runs a little warmer, so it does not collapse onto the same answer.
+    let step_retry = match role {
+        Role::Builder => cx.flow.attempt.saturating_sub(1),
+        _ => cx.flow.breaker_attempts,
+    };
     let a = Assignment {
         role,
         task,
         context_refs: &refs,
-        step_retry: 0,
+        step_retry,
         history: Vec::new(),
-        sandbox: Some(sandbox.clone()),
+        sandbox: Some(sandbox),
     };
-    let r = run_role(cx.run, &cx.config, wt, &cx.ledger, a).await;
-    if let Ok(s) = Arc::try_unwrap(sandbox) {
-        s.stop().await;
-    }
-    r
+    // run_role stops the sandbox when the role is done.
+    run_role(cx.run, &cx.config, wt, &cx.ledger, a).await
 }
 
 /// The issue, the plan and the maintainers' feedback, framed as data.
@@ -334,7 +336,7 @@ fn breaker_task(cx: &Ctx<'_, '_>) -> String {
     ));
     if !cx.flow.breaker_findings.is_empty() {
         s.push_str(&format!(
-            "\n\nYour last tests did not prove the issue (JSON):\n{}",
+            "\n\nYour last tests need more work; the findings (JSON):\n{}",
             crate::agent::heal::report(&cx.flow.breaker_findings)
         ));
     }

@@ -14,6 +14,7 @@ mod code;
 mod merge;
 mod plan;
 mod proof;
+mod reflect;
 mod resolve;
 mod review;
 pub(super) mod state;

@@ -60,10 +60,21 @@ async fn plan_in(cx: &mut Ctx<'_, '_>, worktree: &Worktree) -> Result<Option<Pla
     };
     let mut healer = Healer::new(heal::MAX_ROUNDS);
     loop {
-        let findings = match &output {
+        let deterministic = match &output {
             Ok(bp) => [validate_plan(bp, exists), lint_ambiguity(bp)].concat(),
             Err(f) => vec![f.clone()],
         };
+        // Deterministic checks first; the Reflector only sees a plan that passed them.
+        let shown = output
+            .as_ref()
+            .ok()
+            .filter(|_| cx.config.review.reflector)
+            .map(|bp| serde_json::to_string_pretty(bp).unwrap_or_default());
+        let round = healer.rounds();
+        let model = shown
+            .as_deref()
+            .map(|plan| super::reflect::reflect(&mut *cx, worktree, "plan", plan, round));
+        let findings = heal::layered(deterministic, model).await?;
         match healer.next(&findings) {
             Next::Stop(stop) => return Ok(Some((output, findings, healer.rounds(), stop))),
             Next::Correct { round } => {

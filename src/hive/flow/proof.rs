@@ -75,6 +75,17 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     );
     redproof::report(&cx.run.client, &sha, &external_id, &verdict, &output).await?;
     cx.flow.red_proof = Some(verdict.clone());
+    if verdict.holds() && super::reflect::tests_go_back(cx, &base).await? {
+        cx.flow.next = Node::Code;
+        let out = serde_json::json!({ "reflector": cx.flow.breaker_findings.len() });
+        cx.checkpoint(
+            Node::RedProof,
+            serde_json::json!({ "tests": breaker.sha }),
+            out,
+        )
+        .await?;
+        return Ok(Step::Next);
+    }
     if verdict.holds() {
         cx.flow.next = Node::Encounter;
         cx.checkpoint(

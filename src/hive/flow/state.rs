@@ -154,6 +154,8 @@ pub struct Flow {
     pub breaker_attempts: u32,
     /// What the Breaker must fix on its next attempt.
     pub breaker_findings: Vec<Finding>,
+    /// How many findings the Reflector had on each version of the tests it checked.
+    pub test_reflections: Vec<usize>,
     pub red_proof: Option<Verdict>,
     pub builder: Option<Work>,
     /// What the Builder must fix on its next attempt (gate failures, a Critic's veto).
