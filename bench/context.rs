@@ -5,20 +5,14 @@
 //!
 //! `cargo bench --bench context [-- --files 10000 --runs 9]`
 
+#[path = "args.rs"]
+mod args;
+use args::arg;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use vibeloop::agent::Toolbox;
 use vibeloop::agent::tools::WriteScope;
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)

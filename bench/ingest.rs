@@ -5,6 +5,9 @@
 //!
 //! `cargo bench --bench ingest [-- --rate 500 --seconds 10 --concurrency 32]` (see bench/README.md)
 
+#[path = "args.rs"]
+mod args;
+use args::arg;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -189,15 +192,6 @@ async fn max_rate(load: Arc<Load>, concurrency: usize, seconds: u64) -> Phase {
     }
     all.elapsed = started.elapsed();
     all
-}
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 #[tokio::main]

@@ -7,6 +7,9 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+#[path = "args.rs"]
+mod args;
+use args::arg;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,15 +18,6 @@ use vibeloop::ids::RepoName;
 use vibeloop::sandbox::local::{LocalCommand, run as run_local};
 use vibeloop::sandbox::{Backend, Kind, SandboxSpec};
 use vibeloop::workspace::Workspace;
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();

@@ -14,9 +14,12 @@
 // they are loaded here by path too (twice when clippy builds this with `cfg(test)`).
 #![allow(clippy::duplicate_mod)]
 
+#[path = "args.rs"]
+mod args;
 #[path = "../tests/support/mod.rs"]
 mod support;
-use support::{fake_github, fake_llm, poll_until};
+use args::arg;
+use support::{fake_github, fake_llm, payloads, poll_until};
 #[allow(dead_code)]
 #[path = "../tests/support/bot.rs"]
 mod bot;
@@ -29,15 +32,6 @@ use std::time::{Duration, Instant};
 use hive::*;
 use vibeloop::ids::RepoName;
 use vibeloop::ticket::TaskState;
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

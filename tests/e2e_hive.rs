@@ -189,16 +189,10 @@ async fn a_gate_failure_goes_back_to_the_builder_and_is_fixed() {
     );
 
     // Attempt 1 failed hive/test, attempt 2 passed it, and the rebased commit passed again.
-    let tests: Vec<_> =
-        w.gh.check_runs(REPO)
-            .into_iter()
-            .filter(|c| c.name == "hive/test")
-            .collect();
-    let conclusions: Vec<_> = tests
-        .iter()
-        .map(|c| c.conclusion.clone().unwrap_or_default())
-        .collect();
-    assert_eq!(conclusions, ["failure", "success", "success"]);
+    assert_eq!(
+        w.conclusions("hive/test"),
+        ["failure", "success", "success"]
+    );
     // The second attempt was told what failed, as structured findings.
     let tasks = tasks_of(&w.llm, "builder");
     assert_eq!(tasks.len(), 2, "{tasks:?}");
@@ -291,10 +285,7 @@ async fn a_critic_veto_goes_back_to_the_builder() {
             .into_iter()
             .filter(|c| c.name == "hive/critic")
             .collect();
-    let verdicts: Vec<_> = critic
-        .iter()
-        .map(|c| c.conclusion.clone().unwrap_or_default())
-        .collect();
+    let verdicts = w.conclusions("hive/critic");
     assert_eq!(verdicts, ["failure", "success"]);
     assert_eq!(critic[0].annotations[0]["path"], "calc.py");
     let pr = w.gh.pulls(REPO).remove(0).number;

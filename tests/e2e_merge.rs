@@ -7,19 +7,7 @@ mod support;
 use support::fake_github::Protection;
 use support::fake_llm::Step;
 use support::hive::*;
-use vibeloop::store::tickets::Ticket;
 use vibeloop::ticket::TaskState;
-
-async fn waiting_for_approval(w: &World) -> Ticket {
-    w.bot
-        .wait_until("the approval prompt", WAIT, || async {
-            w.ticket().await.filter(|t| {
-                t.state == TaskState::AwaitingVerification
-                    && t.detail.as_deref().unwrap_or("").contains("/hive approve")
-            })
-        })
-        .await
-}
 
 /// The merge strategies the ticket's timeline records.
 async fn strategies(w: &World) -> Vec<String> {
@@ -38,7 +26,7 @@ async fn strategies(w: &World) -> Vec<String> {
 async fn a_base_that_moved_elsewhere_is_rebased_onto_cleanly() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
     w.label().await;
-    waiting_for_approval(&w).await;
+    w.waiting_for_approval().await;
     w.gh.push_commit(REPO, "main", &[("README.md", "# widgets\n")], "Docs");
     w.say("/hive approve").await;
     w.wait_state(TaskState::Completed).await;
@@ -83,7 +71,7 @@ async fn a_formatting_conflict_is_settled_by_the_formatter() {
     )
     .await;
     w.label().await;
-    waiting_for_approval(&w).await;
+    w.waiting_for_approval().await;
     // Meanwhile someone reformats the same lines on main.
     w.gh.push_commit(
         REPO,
@@ -110,7 +98,7 @@ async fn a_real_conflict_sends_the_builder_back_to_the_current_base() {
     )]);
     let w = World::start(script, &calc(HIVE_YML)).await;
     w.label().await;
-    waiting_for_approval(&w).await;
+    w.waiting_for_approval().await;
     w.gh.push_commit(REPO, "main", &[("calc.py", MAIN)], "Add sub()");
     w.say("/hive approve").await;
 

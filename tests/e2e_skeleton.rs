@@ -240,20 +240,7 @@ async fn other_labels_and_uninstalled_repositories_open_no_ticket() {
         (&bare, "rejected", "no installation in the payload"),
         (&typed, "unparsed", "unknown variant `typed`"),
     ] {
-        let d = w
-            .bot
-            .wait_until(
-                &format!("delivery {} processed", sent.delivery),
-                WAIT,
-                || async {
-                    store
-                        .delivery(&sent.delivery)
-                        .await
-                        .unwrap()
-                        .filter(|d| d.status != "queued")
-                },
-            )
-            .await;
+        let d = w.handled(sent).await;
         assert_eq!(d.status, status, "{d:?}");
         assert!(d.detail.as_deref().unwrap_or("").contains(detail), "{d:?}");
     }
@@ -327,17 +314,7 @@ async fn rerequested_checks_run_again() {
     // Someone else's check run is not ours to re-run.
     let body = payloads::check_run_rerequested(REPO, INSTALLATION, "ci/build", "", &pr.head_sha);
     let sent = w.gh.send_webhook("check_run", &body).await;
-    let store = w.bot.store().await;
-    let d = w
-        .bot
-        .wait_until("the foreign re-run to be handled", WAIT, || async {
-            store
-                .delivery(&sent.delivery)
-                .await
-                .unwrap()
-                .filter(|d| d.status != "queued")
-        })
-        .await;
+    let d = w.handled(&sent).await;
     assert_eq!(d.status, "ignored", "{d:?}");
     support::openapi::assert_requests_valid(&w.gh.requests());
 }

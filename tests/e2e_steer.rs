@@ -7,27 +7,14 @@ mod support;
 use support::fake_llm::Step;
 use support::hive::*;
 use vibeloop::ids::RepoName;
-use vibeloop::store::tickets::Ticket;
 use vibeloop::ticket::TaskState;
-
-/// Waits until the Critic approved and the ticket asks a person to approve the merge.
-async fn waiting_for_approval(w: &World) -> Ticket {
-    w.bot
-        .wait_until("the approval prompt", WAIT, || async {
-            w.ticket().await.filter(|t| {
-                t.state == TaskState::AwaitingVerification
-                    && t.detail.as_deref().unwrap_or("").contains("/hive approve")
-            })
-        })
-        .await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approval_needs_write_permission() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
     w.gh.set_permission(REPO, "visitor", "read");
     w.label().await;
-    let t = waiting_for_approval(&w).await;
+    let t = w.waiting_for_approval().await;
     let pr = t.pr_number.unwrap();
 
     // A reader's /hive approve is refused, with the permission it needs.
@@ -42,17 +29,7 @@ async fn approval_needs_write_permission() {
     let (_, sent) =
         w.gh.review_pull(REPO, pr, "visitor", "approved", "LGTM")
             .await;
-    let store = w.bot.store().await;
-    let d = w
-        .bot
-        .wait_until("the review to be handled", WAIT, || async {
-            store
-                .delivery(&sent.delivery)
-                .await
-                .unwrap()
-                .filter(|d| d.status != "queued")
-        })
-        .await;
+    let d = w.handled(&sent).await;
     assert!(
         d.detail.as_deref().unwrap_or("").contains("refused"),
         "{d:?}"
@@ -77,6 +54,7 @@ async fn approval_needs_write_permission() {
     );
 
     // Who asked what, and what came of it, is on record.
+    let store = w.bot.store().await;
     let records = store
         .commands_for(&RepoName::parse(REPO).unwrap(), w.issue)
         .await
@@ -99,7 +77,7 @@ async fn approval_needs_write_permission() {
 async fn the_approve_button_of_the_critics_check_run_merges() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
     w.label().await;
-    waiting_for_approval(&w).await;
+    w.waiting_for_approval().await;
     let critic =
         w.gh.check_runs(REPO)
             .into_iter()
@@ -117,7 +95,7 @@ async fn the_approve_button_of_the_critics_check_run_merges() {
 async fn abort_stops_the_ticket_and_removes_its_worktrees() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
     w.label().await;
-    waiting_for_approval(&w).await;
+    w.waiting_for_approval().await;
     let worktrees = w.env.data_dir.join("worktrees/acme/widgets");
     assert!(worktrees.join("feat-T-1").exists(), "no worktree to remove");
 
@@ -170,7 +148,7 @@ async fn questions_block_the_plan_until_the_issue_is_edited() {
     let body = "`add(2, 3)` returns -1; it should return 5. Integers only.";
     w.gh.edit_issue(REPO, w.issue, "add() subtracts", body)
         .await;
-    waiting_for_approval(&w).await;
+    w.waiting_for_approval().await;
     assert_eq!(tasks_of(&w.llm, "architect").len(), 2);
     assert!(
         w.status_comment()
@@ -202,14 +180,14 @@ async fn coding_waits_for_the_plans_approval_when_asked() {
     assert!(w.llm.requests("builder").is_empty());
     let id = w.say("/hive approve").await;
     assert!(w.reply_to(id).await.contains("approved"));
-    waiting_for_approval(&w).await;
+    w.waiting_for_approval().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_are_parsed_like_markdown_and_edits_run_only_new_ones() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
     w.label().await;
-    waiting_for_approval(&w).await;
+    w.waiting_for_approval().await;
 
     // A typo gets help with a guess.
     let id = w.say("/hive stauts").await;
@@ -238,16 +216,7 @@ async fn commands_are_parsed_like_markdown_and_edits_run_only_new_ones() {
     let sent =
         w.gh.edit_comment(REPO, id, &format!("{body}\n/hive help"))
             .await;
-    let store = w.bot.store().await;
-    w.bot
-        .wait_until("the edit to be handled", WAIT, || async {
-            store
-                .delivery(&sent.delivery)
-                .await
-                .unwrap()
-                .filter(|d| d.status != "queued")
-        })
-        .await;
+    w.handled(&sent).await;
     assert_eq!(replies(id), 2);
     assert_eq!(
         w.ticket().await.unwrap().state,

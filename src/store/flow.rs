@@ -17,6 +17,22 @@ pub struct Checkpoint {
     pub at: i64,
 }
 
+/// Stores a ticket's flow state inside a transaction.
+async fn set_flow_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    key: i64,
+    flow: &serde_json::Value,
+    now: i64,
+) -> Result<()> {
+    sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
+        .bind(flow.to_string())
+        .bind(now)
+        .bind(key)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 impl Store {
     /// Records that `node` (attempt `attempt`) finished with `outputs`, and stores `flow`, the
     /// state the next node starts from.
@@ -40,12 +56,7 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
-            .bind(flow.to_string())
-            .bind(now)
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
+        set_flow_in(&mut tx, key, flow, now).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -160,12 +171,7 @@ impl Store {
         .bind(last_id)
         .execute(&mut *tx)
         .await?;
-        sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
-            .bind(flow.to_string())
-            .bind(now)
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
+        set_flow_in(&mut tx, key, flow, now).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -246,3 +246,51 @@ pub fn tasks_of(llm: &FakeLlm, role: &str) -> Vec<String> {
         })
         .collect()
 }
+
+impl World {
+    /// The conclusions of the check runs named `name`, oldest first.
+    pub fn conclusions(&self, name: &str) -> Vec<String> {
+        self.gh
+            .check_runs(REPO)
+            .into_iter()
+            .filter(|c| c.name == name)
+            .map(|c| c.conclusion.unwrap_or_default())
+            .collect()
+    }
+
+    /// Waits until the Critic approved and the ticket asks a person to approve the merge.
+    pub async fn waiting_for_approval(&self) -> vibeloop::store::tickets::Ticket {
+        self.bot
+            .wait_until("the approval prompt", WAIT, || async {
+                self.ticket().await.filter(|t| {
+                    t.state == TaskState::AwaitingVerification
+                        && t.detail.as_deref().unwrap_or("").contains("/hive approve")
+                })
+            })
+            .await
+    }
+
+    /// Waits until the bot has handled a delivery; its stored row.
+    pub async fn handled(
+        &self,
+        sent: &super::payloads::Sent,
+    ) -> vibeloop::store::deliveries::Delivery {
+        let store = self.bot.store().await;
+        let d = self
+            .bot
+            .wait_until(
+                &format!("delivery {} handled", sent.delivery),
+                WAIT,
+                || async {
+                    store
+                        .delivery(&sent.delivery)
+                        .await
+                        .unwrap()
+                        .filter(|d| d.status != "queued")
+                },
+            )
+            .await;
+        store.close().await;
+        d
+    }
+}

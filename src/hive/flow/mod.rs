@@ -72,6 +72,23 @@ impl Ctx<'_, '_> {
         Ok(())
     }
 
+    /// Keeps a memory entry of this ticket (it rises with the ticket; Canonical ones feed later
+    /// tickets of the repository).
+    pub(super) async fn remember(
+        &self,
+        kind: &str,
+        text: &str,
+        stability: crate::ticket::MemoryStability,
+    ) -> Result<(), JobError> {
+        let t = &self.run.ticket;
+        self.run
+            .hive
+            .store
+            .add_memory(&t.repo, t.key, kind, text, stability)
+            .await?;
+        Ok(())
+    }
+
     /// Says, on the ticket, where it stands (kept, and shown in the status comment).
     pub(super) async fn note(&mut self, detail: impl Into<String>) -> Result<(), JobError> {
         let detail = detail.into();

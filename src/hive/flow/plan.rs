@@ -156,17 +156,7 @@ pub(super) async fn check(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         "Plan of {}: {} — {}",
         cx.run.ticket.id, bp.plan.title, bp.ticket.goal
     );
-    cx.run
-        .hive
-        .store
-        .add_memory(
-            &cx.run.ticket.repo,
-            cx.run.ticket.key,
-            "plan",
-            &memo,
-            MemoryStability::Derived,
-        )
-        .await?;
+    cx.remember("plan", &memo, MemoryStability::Derived).await?;
     cx.flow.attempt = 1;
     cx.flow.attempt_limit = 1 + cx.config.limits.max_retries;
     cx.flow.next = if cx.config.review.require_plan_approval {

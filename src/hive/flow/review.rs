@@ -60,16 +60,7 @@ pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             "`{cmd}` is this repository's {gate} command, and it passed on {}",
             head.short()
         );
-        cx.run
-            .hive
-            .store
-            .add_memory(
-                &cx.run.ticket.repo,
-                cx.run.ticket.key,
-                "gate_command",
-                &memo,
-                MemoryStability::Verified,
-            )
+        cx.remember("gate_command", &memo, MemoryStability::Verified)
             .await?;
     }
     cx.run
@@ -304,17 +295,12 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         sha: head.to_string(),
     });
     for c in &comments {
-        cx.run
-            .hive
-            .store
-            .add_memory(
-                &cx.run.ticket.repo,
-                cx.run.ticket.key,
-                "review_finding",
-                &format!("{}:{} {}", c.path, c.line, c.body),
-                MemoryStability::Derived,
-            )
-            .await?;
+        cx.remember(
+            "review_finding",
+            &format!("{}:{} {}", c.path, c.line, c.body),
+            MemoryStability::Derived,
+        )
+        .await?;
     }
     let waits_for_people = approve && cx.config.review.require_human_approval;
     let exhausted = !approve
