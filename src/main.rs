@@ -27,6 +27,11 @@ async fn main() -> ExitCode {
             Ok(code) => return ExitCode::from(code as u8),
             Err(e) => Err(e),
         },
+        Command::Setup(args) => vibeloop::app::setup::run(&args).await,
+        Command::Doctor(args) => match vibeloop::app::doctor::run(&args).await {
+            Ok(code) => return ExitCode::from(code as u8),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

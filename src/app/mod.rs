@@ -1,8 +1,10 @@
 //! Process wiring for `vibeloop serve` and `vibeloop migrate`: logging, the store, the HTTP
-//! server and the workers, and a graceful shutdown on SIGINT/SIGTERM. [`gates`] is
-//! `vibeloop gates`.
+//! server and the workers, and a graceful shutdown on SIGINT/SIGTERM. The other commands have a
+//! module each: [`gates`], [`setup`], [`doctor`].
 
+pub mod doctor;
 pub mod gates;
+pub mod setup;
 
 use std::sync::Arc;
 

@@ -3,6 +3,7 @@
 //! (`.github/hive.yml`) lives in [`repo`].
 
 pub mod repo;
+pub mod tools;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,10 @@ pub enum Command {
     Migrate(StoreArgs),
     /// Run the repository's gates on a local checkout, as the bot would.
     Gates(GatesArgs),
+    /// Register the GitHub App through GitHub's manifest flow and write its credentials.
+    Setup(tools::SetupArgs),
+    /// Check the configuration, the database, Docker, the model endpoint and the GitHub App.
+    Doctor(Box<ServeArgs>),
 }
 
 /// `vibeloop gates`: preview the gates on a local checkout (uncommitted changes included).
