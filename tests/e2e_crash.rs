@@ -81,45 +81,6 @@ async fn a_container_left_by_a_killed_bot_is_removed_at_the_next_start() {
     docker.remove_leftovers().await.unwrap();
 }
 
-/// Every side effect on GitHub happened once: a resumed step found what it had done.
-fn assert_each_side_effect_once(w: &World) {
-    let comments = w.gh.comments(REPO, w.issue);
-    assert_eq!(
-        comments.len(),
-        1,
-        "one status comment and nothing else: {comments:?}"
-    );
-    assert!(comments[0].body.contains("<!-- vibeloop:status T-1 -->"));
-    assert_eq!(w.gh.reactions(REPO), vec![(w.issue, "eyes".to_owned())]);
-    let pulls = w.gh.pulls(REPO);
-    assert_eq!(pulls.len(), 1, "{pulls:?}");
-    assert_eq!(w.gh.reviews(REPO, pulls[0].number).len(), 1, "one review");
-    let mut runs: Vec<(String, String)> =
-        w.gh.check_runs(REPO)
-            .into_iter()
-            .map(|c| (c.external_id.unwrap_or_default(), c.head_sha))
-            .collect();
-    let all = runs.len();
-    runs.sort();
-    runs.dedup();
-    assert_eq!(
-        runs.len(),
-        all,
-        "a check run was created twice on one commit: {runs:?}"
-    );
-    let snapshots: Vec<_> =
-        w.gh.tags(REPO)
-            .into_iter()
-            .filter(|(t, _)| t.starts_with("auto-v"))
-            .collect();
-    assert_eq!(snapshots.len(), 1, "{snapshots:?}");
-    assert_eq!(
-        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
-        Some(CALC_FIXED)
-    );
-    support::openapi::assert_requests_valid(&w.gh.requests());
-}
-
 /// True when the ticket's run is in `node` (its stored flow names it next, or for `plan`, the
 /// ticket is being prepared).
 async fn in_node(w: &World, node: &str) -> bool {
@@ -170,7 +131,7 @@ async fn a_bot_killed_in_any_node_finishes_the_ticket_with_each_side_effect_once
         w.gh.set_latency(Duration::ZERO);
         w.bot = Bot::start(&w.env).await;
         w.wait_state(TaskState::Completed).await;
-        assert_each_side_effect_once(&w);
+        w.assert_each_side_effect_once();
         assert!(
             w.bot.log().contains("resuming jobs interrupted"),
             "{node}: {}",
@@ -196,7 +157,7 @@ async fn lost_answers_to_side_effects_do_not_repeat_them() {
     }
     w.label().await;
     w.wait_state(TaskState::Completed).await;
-    assert_each_side_effect_once(&w);
+    w.assert_each_side_effect_once();
     let lost = w.gh.requests().iter().filter(|r| r.status == 502).count();
     assert_eq!(lost, 6, "every fault was met");
 }

@@ -2,9 +2,10 @@
 //! (a fresh database per test on the server named by `VIBELOOP_TEST_POSTGRES_URL`, which
 //! `scripts/test` starts).
 
+mod support;
+
 use std::collections::HashSet;
 
-use sqlx::Connection as _;
 use vibeloop::ids::{DeliveryId, InstallationId, RepoName};
 use vibeloop::store::Store;
 use vibeloop::store::deliveries::{NewDelivery, Stored};
@@ -28,22 +29,9 @@ async fn sqlite() -> TestDb {
 }
 
 async fn postgres() -> TestDb {
-    let base = std::env::var("VIBELOOP_TEST_POSTGRES_URL").expect(
-        "VIBELOOP_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL",
-    );
-    sqlx::any::install_default_drivers();
-    let name = format!("vl_{:016x}", rand::random::<u64>());
-    let mut admin = sqlx::AnyConnection::connect(&base)
-        .await
-        .expect("PostgreSQL answers");
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let mut url = url::Url::parse(&base).unwrap();
-    url.set_path(&name);
+    let url = support::pg::fresh_database().await;
     TestDb {
-        store: vibeloop::app::open_store(url.as_str()).await.unwrap(),
+        store: vibeloop::app::open_store(&url).await.unwrap(),
         _dir: None,
     }
 }
@@ -67,6 +55,7 @@ both!(
     jobs_are_claimed_once_and_leases_expire,
     concurrent_claims_never_share_a_job,
     retries_wait_until_due,
+    a_job_queued_for_later_can_be_hurried,
     tickets_are_numbered_per_repository,
     transitions_are_enforced_and_recorded,
     installations_are_tracked,
@@ -162,6 +151,12 @@ async fn jobs_are_claimed_once_and_leases_expire(store: Store) {
     assert!(store.renew_lease(j2.id, "w2", -1).await.unwrap());
     let again = store.claim_job("w3", 60_000).await.unwrap().unwrap();
     assert_eq!((again.id, again.attempts), (j2.id, 2));
+    assert_eq!(
+        again.taken_from.as_deref(),
+        Some("w2"),
+        "whose work it resumes"
+    );
+    assert_eq!(j1.taken_from, None);
     assert!(
         !store.renew_lease(j2.id, "w2", 60_000).await.unwrap(),
         "the old owner kept its lease"
@@ -232,6 +227,27 @@ async fn retries_wait_until_due(store: Store) {
         vec![("queued".into(), 1)],
         "only the owner may end a job"
     );
+}
+
+async fn a_job_queued_for_later_can_be_hurried(store: Store) {
+    store
+        .enqueue_after(JobKind::Sweep, "github", 3_600_000)
+        .await
+        .unwrap();
+    assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
+    // Asking again does not bring it forward; hurrying does.
+    store.enqueue(JobKind::Sweep, "github").await.unwrap();
+    assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
+    store.hurry(JobKind::Sweep, "github").await.unwrap();
+    let job = store
+        .claim_job("w", 60_000)
+        .await
+        .unwrap()
+        .expect("due now");
+    assert_eq!((job.kind, job.key.as_str()), (JobKind::Sweep, "github"));
+    // A running job is left alone.
+    store.hurry(JobKind::Sweep, "github").await.unwrap();
+    assert!(store.claim_job("v", 60_000).await.unwrap().is_none());
 }
 
 fn ticket<'a>(repo: &'a RepoName, issue: u64) -> NewTicket<'a> {

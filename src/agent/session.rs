@@ -109,6 +109,12 @@ impl Session<'_> {
                 .record_call(&role, completion.usage, cost, elapsed);
             usage.prompt_tokens += completion.usage.prompt_tokens;
             usage.completion_tokens += completion.usage.completion_tokens;
+            crate::metrics::model_call(
+                &role,
+                completion.usage.prompt_tokens,
+                completion.usage.completion_tokens,
+                cost,
+            );
             self.events.emit(AgentEvent::LlmUsage {
                 role: role.clone(),
                 model: self.llm.route().model.clone(),

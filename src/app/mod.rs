@@ -9,9 +9,11 @@ pub mod setup;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use secrecy::ExposeSecret as _;
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
+use crate::config::access::Role;
 use crate::config::{ServeConfig, StoreArgs};
 use crate::github::GitHubApp;
 use crate::hive::{self, Hive};
@@ -26,8 +28,11 @@ pub fn init_logging(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,sqlx=warn,octocrab=warn,hyper=warn")
     });
+    // Colours only for a terminal: a log file or a collector gets plain text.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     if json {
         builder.json().init();
@@ -61,7 +66,15 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             config.data_dir.display()
         )
     })?;
+    crate::metrics::install();
     let store = open_store(&config.database_url).await?;
+    let role = config.role;
+    if store.dialect() == Dialect::Sqlite && role != Role::All {
+        anyhow::bail!(
+            "VIBELOOP_ROLE={}: several processes need a shared PostgreSQL database (DATABASE_URL=postgres://…); SQLite serves one process with VIBELOOP_ROLE=all",
+            role.as_str()
+        );
+    }
     if store.dialect() == Dialect::Sqlite {
         // SQLite means one process: leases held by a previous, crashed run are free now.
         let n = store.release_all_leases().await?;
@@ -70,53 +83,65 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         }
     }
     let jobs_queued = Arc::new(Notify::new());
-    let ingress = Ingress {
-        store: store.clone(),
-        deliveries: crate::store::deliveries::DeliveryWriter::spawn(store.clone()),
-        secrets: Arc::new(config.webhook_secrets.clone()),
-        jobs_queued: jobs_queued.clone(),
-    };
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
-    info!(addr = %listener.local_addr()?, database = ?store.dialect(), "listening");
+    info!(addr = %listener.local_addr()?, database = ?store.dialect(), role = role.as_str(), "listening");
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let workers = match &config.app {
-        Some(creds) => {
-            let sandbox = start_sandbox_backend(&config).await?;
-            let sandbox_name = sandbox.name();
-            let hive = Arc::new(Hive {
-                store: store.clone(),
-                github: Arc::new(GitHubApp::new(creds, &config.github_api_url)?),
-                workspace: Workspace::new(&config.data_dir, &config.github_git_url),
-                models: Arc::new(router(&config)?),
-                prompts: crate::agent::prompts::Prompts::new(config.llm.prompts_dir.clone()),
-                sandbox,
-                author: Author::default(),
-                owner: format!("{}-{}", hostname(), std::process::id()),
-                jobs_queued,
-            });
+    let hive = match &config.app {
+        Some(creds) => Some(build_hive(&config, creds, &store, jobs_queued.clone()).await?),
+        None => None,
+    };
+    let workers = match (&hive, role.runs_workers()) {
+        (Some(hive), true) => {
             info!(
                 workers = config.workers,
-                sandbox = sandbox_name,
+                sandbox = hive.sandbox.name(),
                 "workers started"
             );
+            hive::sweep::schedule(&hive.store).await?;
             Some(tokio::spawn(hive::run_workers(
-                hive,
+                hive.clone(),
                 config.workers,
                 stop_rx.clone(),
             )))
         }
-        None => None,
+        _ => None,
     };
     tokio::spawn(async move {
         shutdown_signal().await;
         info!("shutting down");
         let _ = stop_tx.send(true);
     });
+    let dashboard = crate::dashboard::Dashboard {
+        store: store.clone(),
+        access: Arc::new(config.access.clone()),
+        keys: crate::dashboard::auth::Keys::derive(
+            config.webhook_secrets[0].expose_secret().as_bytes(),
+        ),
+        github_url: config.github_git_url.clone(),
+        github_api_url: config.github_api_url.clone(),
+        hive: hive.clone(),
+        data_dir: config.data_dir.clone(),
+        http: reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(20))
+            .build()?,
+    };
+    let http = if role.takes_webhooks() {
+        let ingress = Ingress {
+            store: store.clone(),
+            deliveries: crate::store::deliveries::DeliveryWriter::spawn(store.clone()),
+            secrets: Arc::new(config.webhook_secrets.clone()),
+            jobs_queued,
+        };
+        webhook::router(ingress)
+    } else {
+        webhook::health(store.clone())
+    };
+    let http = http.merge(crate::dashboard::router(dashboard));
     let mut server_stop = stop_rx.clone();
-    axum::serve(listener, webhook::router(ingress))
+    axum::serve(listener, http)
         .with_graceful_shutdown(async move {
             let _ = server_stop.changed().await;
         })
@@ -133,6 +158,35 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     }
     store.close().await;
     Ok(())
+}
+
+/// The hive of this process: the App's client, the workspace, the models, the sandbox. An
+/// ingress process runs no job, so it neither probes Docker nor clears leftovers (a worker's
+/// containers on a shared engine are not its to remove).
+async fn build_hive(
+    config: &ServeConfig,
+    creds: &crate::config::AppCredentials,
+    store: &Store,
+    jobs_queued: Arc<Notify>,
+) -> anyhow::Result<Arc<Hive>> {
+    let sandbox = if config.role.runs_workers() {
+        start_sandbox_backend(config).await?
+    } else {
+        Backend::Local
+    };
+    Ok(Arc::new(Hive {
+        store: store.clone(),
+        github: Arc::new(GitHubApp::new(creds, &config.github_api_url)?),
+        workspace: Workspace::new(&config.data_dir, &config.github_git_url),
+        models: Arc::new(router(config)?),
+        prompts: crate::agent::prompts::Prompts::new(config.llm.prompts_dir.clone()),
+        sandbox,
+        author: Author::default(),
+        owner: format!("{}-{}", hostname(), std::process::id()),
+        sweep_every: config.sweep_interval,
+        lease: config.lease,
+        jobs_queued,
+    }))
 }
 
 /// The models of the roles: the default route, refined by the models file when there is one.

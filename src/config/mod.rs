@@ -2,6 +2,7 @@
 //! [`ServeConfig`] with one clear error line per bad setting. Repository configuration
 //! (`.github/hive.yml`) lives in [`repo`].
 
+pub mod access;
 pub mod repo;
 pub mod tools;
 
@@ -140,6 +141,8 @@ pub struct ServeArgs {
     /// Log format: `text` or `json`.
     #[arg(long, env = "VIBELOOP_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
+    #[command(flatten)]
+    pub access: access::AccessArgs,
 }
 
 /// The GitHub App's credentials, present only when both the id and the key are given.
@@ -164,6 +167,14 @@ pub struct ServeConfig {
     /// `None` for auto-detection.
     pub sandbox: Option<crate::sandbox::Kind>,
     pub json_logs: bool,
+    /// What this process runs.
+    pub role: access::Role,
+    /// How often the sweep runs (missed webhooks, tickets changed on GitHub).
+    pub sweep_interval: std::time::Duration,
+    /// How long a job's lease lasts without a heartbeat.
+    pub lease: std::time::Duration,
+    /// Who may open the dashboard, the API and the metrics.
+    pub access: access::Access,
     /// Settings that are missing but not fatal; `serve` logs each as a warning.
     pub warnings: Vec<String>,
 }
@@ -186,7 +197,7 @@ pub struct ConfigError {
     pub problem: String,
 }
 
-fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
+pub(crate) fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
     ConfigError {
         setting,
         problem: problem.into(),
@@ -332,6 +343,10 @@ impl ServeConfig {
             workers,
             sandbox,
             json_logs,
+            role: args.access.role()?,
+            sweep_interval: args.access.sweep_interval()?,
+            lease: args.access.lease()?,
+            access: args.access.access(&mut warnings)?,
             warnings,
         })
     }

@@ -31,7 +31,8 @@ pub struct SetupArgs {
     /// Where the credentials are written (mode 0600; an existing file is not overwritten).
     #[arg(long, env = "VIBELOOP_ENV_FILE", default_value = ".env")]
     pub env_file: PathBuf,
-    /// The manifest to register.
-    #[arg(long, default_value = "app-manifest/manifest.json")]
-    pub manifest: PathBuf,
+    /// A manifest to register instead of the built-in `app-manifest/manifest.json` (the
+    /// command fills in its name, `url`, `hook_attributes.url`, `redirect_url` and `callback_urls`).
+    #[arg(long, env = "VIBELOOP_SETUP_MANIFEST")]
+    pub manifest: Option<PathBuf>,
 }

@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod checks;
+pub mod hooks;
 pub mod pulls;
 pub mod refs;
 
@@ -247,71 +248,92 @@ impl RepoClient {
         body: Option<&serde_json::Value>,
         idempotent: Idempotent,
     ) -> Result<Bytes, GitHubError> {
-        let what = format!("{method} {}", strip_query(route));
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let last = attempt >= MAX_ATTEMPTS;
-            self.token().await?;
-            let result = match method {
-                Method::GET => self.crab._get(route).await,
-                Method::POST => self.crab._post(route, body).await,
-                Method::PATCH => self.crab._patch(route, body).await,
-                Method::DELETE => self.crab._delete(route, body).await,
-                Method::PUT => self.crab._put(route, body).await,
-                _ => unreachable!("no other method is used"),
-            };
-            let response = match result {
-                Ok(r) => r,
-                Err(e) => {
-                    let message = e.to_string();
-                    if idempotent == Idempotent::Yes && !last {
-                        warn!(%what, %message, attempt, "GitHub unreachable; retrying");
-                        tokio::time::sleep(backoff(attempt)).await;
-                        continue;
-                    }
-                    return Err(match idempotent {
-                        Idempotent::No => GitHubError::Ambiguous { what, message },
-                        Idempotent::Yes => GitHubError::Transport { what, message },
-                    });
-                }
-            };
-            let (parts, body_stream) = response.into_parts();
-            let bytes = body_stream.collect().await.map(|c| c.to_bytes());
-            let status = parts.status;
-            debug!(%what, %status, attempt, "GitHub answered");
-            if status.is_success() {
-                return bytes.map_err(|e| GitHubError::Transport {
-                    what,
-                    message: e.to_string(),
-                });
-            }
-            let message = error_message(status, bytes.as_deref().unwrap_or_default());
-            if let Some(wait) = rate_limit_wait(status, &parts.headers) {
-                // A rate-limited request was not carried out: sending it again is safe.
-                if last || wait > MAX_INLINE_WAIT {
-                    return Err(GitHubError::RateLimited(wait));
-                }
-                warn!(%what, ?wait, "GitHub rate limit; waiting as asked");
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            if status.is_server_error() {
+        exchange(&self.crab, Some(self), method, route, body, idempotent)
+            .await
+            .map(|(bytes, _)| bytes)
+    }
+}
+
+/// One REST exchange with retries: reads and other safe requests are retried on transport
+/// errors and 5xx; a POST whose outcome is unknown is [`GitHubError::Ambiguous`] (the caller
+/// looks before trying again); rate limits are waited out when short. `repo`, when given,
+/// has its installation token renewed before each attempt. Returns the body and headers.
+async fn exchange(
+    crab: &Octocrab,
+    repo: Option<&RepoClient>,
+    method: Method,
+    route: &str,
+    body: Option<&serde_json::Value>,
+    idempotent: Idempotent,
+) -> Result<(Bytes, HeaderMap), GitHubError> {
+    let what = format!("{method} {}", strip_query(route));
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let last = attempt >= MAX_ATTEMPTS;
+        if let Some(repo) = repo {
+            repo.token().await?;
+        }
+        let result = match method {
+            Method::GET => crab._get(route).await,
+            Method::POST => crab._post(route, body).await,
+            Method::PATCH => crab._patch(route, body).await,
+            Method::DELETE => crab._delete(route, body).await,
+            Method::PUT => crab._put(route, body).await,
+            _ => unreachable!("no other method is used"),
+        };
+        let response = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let message = e.to_string();
                 if idempotent == Idempotent::Yes && !last {
-                    warn!(%what, %status, attempt, "GitHub server error; retrying");
+                    warn!(%what, %message, attempt, "GitHub unreachable; retrying");
                     tokio::time::sleep(backoff(attempt)).await;
                     continue;
                 }
-                if idempotent == Idempotent::No {
-                    return Err(GitHubError::Ambiguous { what, message });
-                }
+                return Err(match idempotent {
+                    Idempotent::No => GitHubError::Ambiguous { what, message },
+                    Idempotent::Yes => GitHubError::Transport { what, message },
+                });
             }
-            return Err(GitHubError::Api {
-                status,
-                what,
-                message,
-            });
+        };
+        let (parts, body_stream) = response.into_parts();
+        let bytes = body_stream.collect().await.map(|c| c.to_bytes());
+        let status = parts.status;
+        debug!(%what, %status, attempt, "GitHub answered");
+        if status.is_success() {
+            return bytes
+                .map(|b| (b, parts.headers))
+                .map_err(|e| GitHubError::Transport {
+                    what,
+                    message: e.to_string(),
+                });
         }
+        let message = error_message(status, bytes.as_deref().unwrap_or_default());
+        if let Some(wait) = rate_limit_wait(status, &parts.headers) {
+            // A rate-limited request was not carried out: sending it again is safe.
+            if last || wait > MAX_INLINE_WAIT {
+                return Err(GitHubError::RateLimited(wait));
+            }
+            warn!(%what, ?wait, "GitHub rate limit; waiting as asked");
+            tokio::time::sleep(wait).await;
+            continue;
+        }
+        if status.is_server_error() {
+            if idempotent == Idempotent::Yes && !last {
+                warn!(%what, %status, attempt, "GitHub server error; retrying");
+                tokio::time::sleep(backoff(attempt)).await;
+                continue;
+            }
+            if idempotent == Idempotent::No {
+                return Err(GitHubError::Ambiguous { what, message });
+            }
+        }
+        return Err(GitHubError::Api {
+            status,
+            what,
+            message,
+        });
     }
 }
 

@@ -69,10 +69,30 @@ pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
                 body,
                 ..
             }) => issue_edited(hive, &repo, number, &title, &body).await?,
+            Ok(Event::TicketChanged {
+                repo,
+                number,
+                is_pull_request,
+                ..
+            }) => {
+                let ticket = if is_pull_request {
+                    hive.store.ticket_by_pr(&repo, number).await?
+                } else {
+                    hive.store.ticket_for_issue(&repo, number).await?
+                };
+                match ticket.filter(|t| !t.state.is_final()) {
+                    Some(t) => match super::sweep::reconcile(hive, &t).await? {
+                        Some(what) => ("processed", format!("{}: {what}", t.id)),
+                        None => ("ignored", format!("{} goes on", t.id)),
+                    },
+                    None => ("ignored", "no open ticket here".into()),
+                }
+            }
             Ok(Event::Ping) => ("processed", "ping".into()),
             Ok(Event::NotActionable(why)) => ("ignored", why),
         };
         info!(status, %detail, "delivery processed");
+        crate::metrics::delivery_processed(status);
         hive.store
             .finish_delivery_job(job.id, &hive.owner, delivery_id, status, Some(&detail))
             .await?;

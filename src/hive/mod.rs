@@ -6,11 +6,13 @@
 mod agents;
 pub mod deliveries;
 pub mod flow;
+pub mod intervene;
 pub mod rerun;
 mod reset;
 pub mod run;
 pub mod status;
 mod steer;
+pub mod sweep;
 pub(crate) mod verify;
 
 use std::sync::Arc;
@@ -27,8 +29,6 @@ use crate::store::Store;
 use crate::store::jobs::{Job, JobKind};
 use crate::workspace::{Author, Workspace, WorkspaceError};
 
-/// A lease lasts this long unless renewed.
-const LEASE_MS: i64 = 60_000;
 /// Workers look for due jobs at least this often (a queued job wakes them sooner).
 const POLL: Duration = Duration::from_millis(500);
 /// Claims of one job before it fails for good.
@@ -47,7 +47,17 @@ pub struct Hive {
     pub author: Author,
     /// This process's lease-owner name.
     pub owner: String,
+    /// How often the sweep runs.
+    pub sweep_every: Duration,
+    /// How long a job's lease lasts unless renewed (renewed every third of it).
+    pub lease: Duration,
     pub jobs_queued: Arc<Notify>,
+}
+
+impl Hive {
+    fn lease_ms(&self) -> i64 {
+        self.lease.as_millis() as i64
+    }
 }
 
 /// How a job succeeded.
@@ -123,7 +133,7 @@ pub async fn run_workers(hive: Arc<Hive>, count: usize, shutdown: watch::Receive
 
 async fn worker(hive: Arc<Hive>, mut shutdown: watch::Receiver<bool>) {
     while !*shutdown.borrow() {
-        match hive.store.claim_job(&hive.owner, LEASE_MS).await {
+        match hive.store.claim_job(&hive.owner, hive.lease_ms()).await {
             Ok(Some(job)) => run_job(&hive, job).await,
             Ok(None) => {
                 tokio::select! {
@@ -141,14 +151,18 @@ async fn worker(hive: Arc<Hive>, mut shutdown: watch::Receiver<bool>) {
 }
 
 async fn run_job(hive: &Arc<Hive>, job: Job) {
+    if let Some(from) = &job.taken_from {
+        warn!(job = job.id, kind = job.kind.as_str(), key = %job.key, from = %from, "resumed a job whose lease ran out");
+    }
     let heartbeat = {
         let store = hive.store.clone();
         let owner = hive.owner.clone();
         let id = job.id;
+        let lease = hive.lease_ms();
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(Duration::from_millis((LEASE_MS / 3) as u64)).await;
-                match store.renew_lease(id, &owner, LEASE_MS).await {
+                tokio::time::sleep(Duration::from_millis((lease / 3) as u64)).await;
+                match store.renew_lease(id, &owner, lease).await {
                     Ok(true) => {}
                     Ok(false) => {
                         warn!(job = id, "lease lost");
@@ -174,9 +188,16 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
             .await
             .map(|()| Done::Finished),
         JobKind::Gates => rerun::rerun(hive, &job).await.map(|()| Done::Finished),
+        JobKind::Sweep => sweep::sweep(hive).await.map(|()| Done::Finished),
     };
     heartbeat.abort();
     let store = &hive.store;
+    let ran = match &result {
+        Ok(_) => "done",
+        Err(JobError::Transient(_)) => "retry",
+        Err(JobError::Permanent(_)) => "failed",
+    };
+    crate::metrics::job_ran(job.kind.as_str(), ran);
     let outcome = match result {
         Ok(Done::Recorded) => Ok(()),
         Ok(Done::Finished) => store.complete_job(job.id, &hive.owner).await,
@@ -202,6 +223,11 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
                 }
                 // The re-run's check runs say what happened, if it got that far.
                 JobKind::Gates => {}
+                // Queue the next one, or the sweep would stop for good.
+                JobKind::Sweep => {
+                    let every = hive.sweep_every.as_millis() as i64;
+                    let _ = store.enqueue_after(JobKind::Sweep, sweep::KEY, every).await;
+                }
             }
             store.fail_job(job.id, &hive.owner, &msg).await
         }

@@ -7,12 +7,19 @@ use super::run::blocking;
 use super::{Hive, JobError};
 use crate::github::GitHubError;
 use crate::ids::CommitSha;
-use crate::webhook::event::CommentEvent;
+use crate::ids::{InstallationId, RepoName};
+
+/// Who asks for the reset, of which repository.
+pub(super) struct Requester<'a> {
+    pub repo: &'a RepoName,
+    pub installation: Option<InstallationId>,
+    pub author: &'a str,
+}
 
 /// Runs the reset; `(reaction, reply, outcome)`.
 pub(super) async fn reset(
     hive: &Hive,
-    c: &CommentEvent,
+    c: &Requester<'_>,
     tag: &str,
 ) -> Result<(&'static str, String, String), JobError> {
     let Some(installation) = c.installation else {
@@ -22,7 +29,7 @@ pub(super) async fn reset(
             "invalid".into(),
         ));
     };
-    let client = hive.github.repo(installation, &c.repo).await?;
+    let client = hive.github.repo(installation, c.repo).await?;
     let base = client.default_branch().await?;
     let config = load_config(&client, &base)
         .await?
@@ -36,7 +43,7 @@ pub(super) async fn reset(
         base.clone(),
         hive.author.clone(),
     );
-    let who = c.author.clone();
+    let who = c.author.to_owned();
     let force = config.merge.allow_force_reset;
     let made = blocking(move || {
         let git = ws.sync_mirror(&repo, &token)?;
@@ -91,14 +98,14 @@ pub(super) async fn reset(
         .tickets()
         .await?
         .into_iter()
-        .filter(|t| t.repo == c.repo && !t.state.is_final())
+        .filter(|t| &t.repo == c.repo && !t.state.is_final())
     {
         super::steer::signal(
             hive,
             &t,
             "abort",
             &serde_json::json!({ "why": format!("reset to {tag}") }),
-            &c.author,
+            c.author,
         )
         .await?;
         stopped.push(t.id.to_string());

@@ -148,8 +148,20 @@ async fn decide(
             "there is no Vibeloop ticket here. Label the issue `hive` to start one.".to_owned();
         return Ok(("confused", reply, "no ticket".into()));
     };
+    act(hive, t, cmd, c.installation, &c.author).await
+}
+
+/// Runs a permitted command on ticket `t` for `author`: `(reaction, reply, outcome)`. Shared by
+/// comments, buttons' commands and the dashboard's interventions.
+pub(super) async fn act(
+    hive: &Hive,
+    t: &Ticket,
+    cmd: &Command,
+    installation: Option<crate::ids::InstallationId>,
+    author: &str,
+) -> Result<(&'static str, String, String), JobError> {
     let (kind, data, reply) = match cmd {
-        Command::Status => {
+        Command::Status | Command::Help => {
             let reply = format!(
                 "{} is {}: {}.",
                 t.id,
@@ -158,8 +170,14 @@ async fn decide(
             );
             return Ok(("+1", reply, "status".into()));
         }
-        Command::Help => unreachable!("answered above"),
-        Command::Reset(tag) => return super::reset::reset(hive, c, tag).await,
+        Command::Reset(tag) => {
+            let who = super::reset::Requester {
+                repo: &t.repo,
+                installation,
+                author,
+            };
+            return super::reset::reset(hive, &who, tag).await;
+        }
         Command::Plan => (
             "plan",
             serde_json::json!({}),
@@ -167,18 +185,15 @@ async fn decide(
         ),
         Command::Retry(role) => {
             let role = role.map(|r| r.as_str()).unwrap_or("");
+            let from = if role.is_empty() {
+                String::new()
+            } else {
+                format!(" from the {role}")
+            };
             (
                 "retry",
                 serde_json::json!({ "role": role }),
-                format!(
-                    "{} will try again{}.",
-                    t.id,
-                    if role.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" from the {role}")
-                    }
-                ),
+                format!("{} will try again{from}.", t.id),
             )
         }
         Command::Feedback(text) => (
@@ -205,7 +220,7 @@ async fn decide(
             format!("{} will be rebased and checked again.", t.id),
         ),
     };
-    signal(hive, t, kind, &data, &c.author).await?;
+    signal(hive, t, kind, &data, author).await?;
     Ok(("+1", reply, kind.to_owned()))
 }
 

@@ -109,6 +109,7 @@ pub(super) async fn run_gates(
     sandbox.stop().await;
     let results = results?;
     for r in &results {
+        crate::metrics::gate_finished(r.gate, r.status.as_str(), r.duration);
         let data = serde_json::json!({ "gate": r.gate, "status": r.status, "result": r.describe(), "findings": r.annotations.len(), "run": v.run_id });
         run.event("gate", data).await;
     }

@@ -59,7 +59,7 @@ impl Spend {
         self.prompt_tokens + self.completion_tokens
     }
 
-    fn add(&mut self, o: &Spend) {
+    pub fn add(&mut self, o: &Spend) {
         self.calls += o.calls;
         self.prompt_tokens += o.prompt_tokens;
         self.completion_tokens += o.completion_tokens;

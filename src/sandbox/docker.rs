@@ -62,8 +62,12 @@ impl DockerBackend {
             .map_err(docker_err)?
             .version
             .unwrap_or_default();
+        // One instance per host and data directory: several workers may share an engine (and,
+        // in containers, the same data path), and each removes only its own leftovers.
         let canonical = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
-        let instance = hex::encode(&Sha256::digest(canonical.to_string_lossy().as_bytes())[..6]);
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let identity = format!("{}\0{}", host.trim(), canonical.to_string_lossy());
+        let instance = hex::encode(&Sha256::digest(identity.as_bytes())[..6]);
         // SAFETY: getuid and getgid have no preconditions.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
         let (user, chown_to) = if uid == 0 {
@@ -229,6 +233,37 @@ impl DockerBackend {
             }
         }
         Ok(list.len())
+    }
+
+    /// This instance's containers with what they belong to, running or not.
+    pub async fn sandboxes(&self) -> Result<Vec<super::SandboxInfo>, SandboxError> {
+        let filters = HashMap::from([(
+            "label".to_owned(),
+            vec![format!("{LABEL_INSTANCE}={}", self.instance)],
+        )]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(docker_err)?;
+        Ok(list
+            .into_iter()
+            .map(|c| {
+                let labels = c.labels.unwrap_or_default();
+                let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
+                super::SandboxInfo {
+                    id: c.id.unwrap_or_default().chars().take(12).collect(),
+                    repo: label("vibeloop.repo"),
+                    ticket: label("vibeloop.ticket"),
+                    role: label("vibeloop.role"),
+                    state: c.state.map(|s| s.to_string()).unwrap_or_default(),
+                }
+            })
+            .collect())
     }
 
     /// `(id, name)` of this instance's containers, running or not.

@@ -114,6 +114,18 @@ impl Sandbox {
     }
 }
 
+/// A sandbox as the dashboard lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SandboxInfo {
+    /// The container's short id.
+    pub id: String,
+    pub repo: String,
+    pub ticket: String,
+    pub role: String,
+    /// `running`, `exited`…
+    pub state: String,
+}
+
 /// The backend chosen for this process.
 #[derive(Clone)]
 pub enum Backend {
@@ -157,9 +169,20 @@ impl Backend {
     }
 
     pub async fn start(&self, spec: &SandboxSpec) -> Result<Sandbox, SandboxError> {
-        match self {
-            Backend::Docker(d) => Ok(Sandbox::Docker(d.start(spec).await?)),
+        let started = match self {
+            Backend::Docker(d) => d.start(spec).await.map(Sandbox::Docker),
             Backend::Local => Ok(Sandbox::Local(local::LocalSandbox::new(spec))),
+        };
+        crate::metrics::sandbox_started(self.name(), started.is_ok());
+        started
+    }
+
+    /// The sandboxes that exist now (none for local processes, which live only while a
+    /// command runs).
+    pub async fn sandboxes(&self) -> Result<Vec<SandboxInfo>, SandboxError> {
+        match self {
+            Backend::Docker(d) => d.sandboxes().await,
+            Backend::Local => Ok(Vec::new()),
         }
     }
 

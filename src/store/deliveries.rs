@@ -222,6 +222,32 @@ impl Store {
     }
 
     /// How many deliveries are stored, by status.
+    /// When the newest stored delivery arrived (Unix ms), if any.
+    pub async fn last_delivery_at(&self) -> Result<Option<i64>> {
+        let row = sqlx::query("SELECT MAX(received_at) FROM deliveries")
+            .fetch_one(self.reader())
+            .await?;
+        Ok(row.get::<Option<i64>, _>(0))
+    }
+
+    /// Which of these delivery ids are stored.
+    pub async fn known_deliveries(
+        &self,
+        ids: &[String],
+    ) -> Result<std::collections::HashSet<String>> {
+        let mut known = std::collections::HashSet::new();
+        for id in ids {
+            let row = sqlx::query("SELECT 1 FROM deliveries WHERE delivery_id = $1")
+                .bind(id)
+                .fetch_optional(self.reader())
+                .await?;
+            if row.is_some() {
+                known.insert(id.clone());
+            }
+        }
+        Ok(known)
+    }
+
     pub async fn delivery_counts(&self) -> Result<Vec<(String, i64)>> {
         let rows =
             sqlx::query("SELECT status, COUNT(*) FROM deliveries GROUP BY status ORDER BY status")

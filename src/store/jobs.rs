@@ -17,6 +17,8 @@ pub enum JobKind {
     Ticket,
     /// Run gates again on a commit (key: `<ticket row id>|<sha>|<gate or all>`).
     Gates,
+    /// The periodic sweep: missed webhooks, tickets reconciled with GitHub (key: `github`).
+    Sweep,
 }
 
 impl JobKind {
@@ -25,6 +27,7 @@ impl JobKind {
             JobKind::Delivery => "delivery",
             JobKind::Ticket => "ticket",
             JobKind::Gates => "gates",
+            JobKind::Sweep => "sweep",
         }
     }
 
@@ -33,6 +36,7 @@ impl JobKind {
             "delivery" => Some(JobKind::Delivery),
             "ticket" => Some(JobKind::Ticket),
             "gates" => Some(JobKind::Gates),
+            "sweep" => Some(JobKind::Sweep),
             _ => None,
         }
     }
@@ -46,6 +50,8 @@ pub struct Job {
     pub key: String,
     /// How many times it has been claimed, this claim included.
     pub attempts: i64,
+    /// The worker whose lease had run out, when this claim took the job over from it.
+    pub taken_from: Option<String>,
 }
 
 pub(super) async fn enqueue_in(
@@ -158,6 +164,21 @@ impl Store {
         enqueue_at(&mut conn, kind, key, now + delay_ms, now).await
     }
 
+    /// Makes a queued `(kind, key)` due now if it waits for later (a sweep at start, say).
+    pub async fn hurry(&self, kind: JobKind, key: &str) -> Result<()> {
+        let now = now_ms();
+        sqlx::query(
+            "UPDATE jobs SET run_after = $1, updated_at = $1 \
+             WHERE kind = $2 AND key = $3 AND status = 'queued' AND run_after > $1",
+        )
+        .bind(now)
+        .bind(kind.as_str())
+        .bind(key)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+
     /// Claims the job due first (a requeued job goes behind those due before it), or one
     /// whose lease has run out, for `lease_ms`.
     pub async fn claim_job(&self, owner: &str, lease_ms: i64) -> Result<Option<Job>> {
@@ -182,12 +203,13 @@ impl Store {
         };
         let sql = format!(
             "UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2, \
-             attempts = attempts + 1, updated_at = $3 \
+             attempts = attempts + 1, updated_at = $3, \
+             taken_from = CASE WHEN status = 'running' THEN lease_owner ELSE NULL END \
              WHERE id = (SELECT id FROM jobs \
                  WHERE status IN ('queued', 'running') \
                    AND ((status = 'queued' AND run_after <= $3) OR (status = 'running' AND lease_until < $3)) \
                  ORDER BY run_after, id LIMIT 1 {lock}) \
-             RETURNING id, kind, key, attempts"
+             RETURNING id, kind, key, attempts, taken_from"
         );
         let row = sqlx::query(&sql)
             .bind(owner)
@@ -204,6 +226,7 @@ impl Store {
                 })?,
                 key: r.get(2),
                 attempts: r.get(3),
+                taken_from: r.get(4),
             })
         })
         .transpose()

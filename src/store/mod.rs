@@ -12,6 +12,7 @@ pub mod installations;
 pub mod jobs;
 pub mod memory;
 pub mod tickets;
+pub mod views;
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -80,13 +81,13 @@ macro_rules! migrations {
     };
 }
 
-fn migrator(dialect: Dialect) -> Migrator {
+pub(crate) fn migrator(dialect: Dialect) -> Migrator {
     let migrations = match dialect {
         Dialect::Sqlite => {
-            migrations!("sqlite", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue")
+            migrations!("sqlite", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from")
         }
         Dialect::Postgres => {
-            migrations!("postgres", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue")
+            migrations!("postgres", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from")
         }
     };
     Migrator {
@@ -247,5 +248,19 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(names(Dialect::Sqlite), names(Dialect::Postgres));
+        // Every file in migrations/ is listed (a new one is easy to forget), in order.
+        for dialect in ["sqlite", "postgres"] {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("migrations")
+                .join(dialect);
+            let mut files: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter_map(|f| f.strip_suffix(".sql").map(str::to_owned))
+                .collect();
+            files.sort();
+            let listed: Vec<String> = names(Dialect::Sqlite).into_iter().map(|(_, n)| n).collect();
+            assert_eq!(files, listed, "migrations/{dialect}");
+        }
     }
 }

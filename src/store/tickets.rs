@@ -236,6 +236,14 @@ impl Store {
             .await
     }
 
+    /// Number of tickets by state (for the metrics page and the dashboard).
+    pub async fn ticket_counts(&self) -> Result<Vec<(String, i64)>> {
+        let rows = sqlx::query("SELECT state, COUNT(*) FROM tickets GROUP BY state ORDER BY state")
+            .fetch_all(self.reader())
+            .await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
     /// Updates the ticket's copy of its issue's title and body (after an edit).
     pub async fn set_ticket_issue(&self, key: i64, title: &str, body: &str) -> Result<()> {
         sqlx::query("UPDATE tickets SET title = $1, body = $2, updated_at = $3 WHERE id = $4")

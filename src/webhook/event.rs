@@ -5,6 +5,7 @@
 use octocrab::models::webhook_events::payload::{
     CheckRunWebhookEventAction, CheckSuiteWebhookEventAction, InstallationWebhookEventAction,
     IssueCommentWebhookEventAction, IssuesWebhookEventAction, PullRequestReviewWebhookEventAction,
+    PullRequestWebhookEventAction,
 };
 use octocrab::models::webhook_events::{EventInstallation, WebhookEvent, WebhookEventPayload};
 use serde::Deserialize;
@@ -72,6 +73,14 @@ pub enum Event {
     ReviewSubmitted(ReviewEvent),
     /// A button on one of our check runs was pressed (`check_run.requested_action`).
     ButtonPressed(ButtonEvent),
+    /// An issue closed or unlabelled, or a pull request closed (merged or not): a ticket on
+    /// it may have to stop or complete. `number` is the issue's or the pull request's.
+    TicketChanged {
+        repo: RepoName,
+        installation: Option<InstallationId>,
+        number: u64,
+        is_pull_request: bool,
+    },
     /// A handled event type whose action asks nothing of us; says why.
     NotActionable(String),
 }
@@ -173,6 +182,17 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                     number: p.issue.number,
                     title: p.issue.title.clone(),
                     body: p.issue.body.clone().unwrap_or_default(),
+                });
+            }
+            if matches!(
+                p.action,
+                IssuesWebhookEventAction::Closed | IssuesWebhookEventAction::Unlabeled
+            ) {
+                return Ok(Event::TicketChanged {
+                    repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
+                    installation,
+                    number: p.issue.number,
+                    is_pull_request: false,
                 });
             }
             if p.action != IssuesWebhookEventAction::Labeled {
@@ -283,6 +303,16 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                     .and_then(|v| v.as_str())
                     .map(str::to_owned),
             }))
+        }
+        WebhookEventPayload::PullRequest(p)
+            if p.action == PullRequestWebhookEventAction::Closed =>
+        {
+            Ok(Event::TicketChanged {
+                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
+                installation,
+                number: p.number,
+                is_pull_request: true,
+            })
         }
         WebhookEventPayload::CheckSuite(p)
             if p.action == CheckSuiteWebhookEventAction::Rerequested =>

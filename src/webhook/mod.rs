@@ -40,16 +40,25 @@ pub struct Ingress {
 
 /// `/webhook`, `/healthz`, `/readyz`.
 pub fn router(ingress: Ingress) -> Router {
+    let health = health(ingress.store.clone());
     Router::new()
         .route("/webhook", post(receive))
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(ready))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(ingress)
+        .merge(health)
 }
 
-async fn ready(State(ingress): State<Ingress>) -> (StatusCode, &'static str) {
-    if ingress.store.ping().await {
+/// `/healthz` (the process answers) and `/readyz` (its database does too): every process has
+/// them, whatever its role.
+pub fn health(store: Store) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
+        .with_state(store)
+}
+
+async fn ready(State(store): State<Store>) -> (StatusCode, &'static str) {
+    if store.ping().await {
         (StatusCode::OK, "ready\n")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "database unreachable\n")
@@ -79,10 +88,22 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<&'a str, Reply> {
 }
 
 async fn receive(State(ingress): State<Ingress>, headers: HeaderMap, body: Bytes) -> Reply {
+    let event = headers
+        .get("x-github-event")
+        .and_then(|v| v.to_str().ok())
+        .filter(|e| event::HANDLED_EVENTS.contains(e) || *e == "ping")
+        .unwrap_or("other")
+        .to_owned();
+    let answer = answer(ingress, &headers, body).await;
+    crate::metrics::delivery_received(&event, answer.0.as_u16());
+    answer
+}
+
+async fn answer(ingress: Ingress, headers: &HeaderMap, body: Bytes) -> Reply {
     let checked = (|| {
-        let event = header(&headers, "x-github-event")?;
-        let delivery = header(&headers, "x-github-delivery")?;
-        let signature = header(&headers, "x-hub-signature-256")?;
+        let event = header(headers, "x-github-event")?;
+        let delivery = header(headers, "x-github-delivery")?;
+        let signature = header(headers, "x-hub-signature-256")?;
         let delivery = DeliveryId::parse(delivery)
             .map_err(|e| reply(StatusCode::BAD_REQUEST, format!("X-GitHub-Delivery: {e}")))?;
         Ok::<_, Reply>((event, delivery, signature))

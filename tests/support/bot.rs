@@ -20,6 +20,8 @@ pub struct BotEnv {
 pub struct Bot {
     pub url: String,
     pub data_dir: PathBuf,
+    /// `DATABASE_URL` when the bot was given one (else its SQLite file in `data_dir`).
+    pub database_url: Option<String>,
     log_path: PathBuf,
     child: Child,
 }
@@ -54,10 +56,27 @@ fn free_port() -> u16 {
 impl Bot {
     /// Starts `vibeloop serve` and waits until `/healthz` answers.
     pub async fn start(env: &BotEnv) -> Bot {
+        Self::start_on(env, free_port()).await
+    }
+
+    /// Kills the bot (if it still runs) and starts it again on the same address, as a
+    /// restarted service would be.
+    pub async fn restart(&mut self, env: &BotEnv) {
+        self.kill();
+        let port: u16 = self.url.rsplit(':').next().unwrap().parse().unwrap();
+        *self = Self::start_on(env, port).await;
+    }
+
+    /// Starts `vibeloop serve` listening on `port`.
+    pub async fn start_on(env: &BotEnv, port: u16) -> Bot {
         std::fs::create_dir_all(&env.data_dir).unwrap();
-        let port = free_port();
         let log_path = env.data_dir.join(format!("bot-{port}.log"));
-        let log = std::fs::File::create(&log_path).unwrap();
+        // Appended to: a restarted bot's log follows the one before it.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_vibeloop"));
         cmd.arg("serve")
             .env_clear()
@@ -80,6 +99,11 @@ impl Bot {
         let bot = Bot {
             url: format!("http://127.0.0.1:{port}"),
             data_dir: env.data_dir.clone(),
+            database_url: env
+                .extra
+                .iter()
+                .find(|(k, _)| k == "DATABASE_URL")
+                .map(|(_, v)| v.clone()),
             log_path,
             child,
         };
@@ -117,9 +141,13 @@ impl Bot {
         let _ = self.child.wait();
     }
 
-    /// The bot's own SQLite database, opened alongside it.
+    /// The bot's database (its own SQLite file unless it was given `DATABASE_URL`), opened
+    /// alongside it.
     pub async fn store(&self) -> Store {
-        store_at(&self.data_dir).await
+        match &self.database_url {
+            Some(url) => Store::connect(url).await.unwrap(),
+            None => store_at(&self.data_dir).await,
+        }
     }
 
     /// Polls `check` until it yields a value; on timeout, fails with the bot's log.

@@ -1,7 +1,8 @@
 //! A fake model server over real HTTP on 127.0.0.1, speaking the OpenAI-compatible
 //! chat-completions API (`…/chat/completions`) and Anthropic's Messages API (`…/v1/messages`).
 //! It replays a scripted conversation per role (the role is read from the system prompt's `# Role: <Name>` line),
-//! including tool calls and HTTP failures, and records every request.
+//! including tool calls and HTTP failures, and records every request. It lists models
+//! (`GET …/models`, `GET …/models/{id}`) and can insist on an API key, like a real provider.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -70,6 +71,10 @@ struct Inner {
     /// Answer 400 to `tool_choice: "required"`, as some providers do.
     reject_required: bool,
     exhausted: u32,
+    /// Model ids `GET …/models` lists and `GET …/models/{id}` finds.
+    models: Vec<String>,
+    /// When set, a request without this key (bearer or `x-api-key`) is answered 401.
+    api_key: Option<String>,
 }
 
 pub struct FakeLlm {
@@ -124,6 +129,16 @@ impl FakeLlm {
     /// From now on, refuse `tool_choice: "required"` with a 400.
     pub fn reject_required(&self) {
         self.inner.lock().unwrap().reject_required = true;
+    }
+
+    /// The models the fake says it serves.
+    pub fn set_models(&self, ids: &[&str]) {
+        self.inner.lock().unwrap().models = ids.iter().map(|m| (*m).to_owned()).collect();
+    }
+
+    /// From now on, answer 401 to any request that does not carry `key`.
+    pub fn require_key(&self, key: &str) {
+        self.inner.lock().unwrap().api_key = Some(key.to_owned());
     }
 
     /// Which API each request used, in order (`rejected` for a refused one).
@@ -188,10 +203,21 @@ fn role_of(body: &Value) -> String {
 
 async fn handle(
     State(inner): State<Arc<Mutex<Inner>>>,
+    method: axum::http::Method,
     uri: axum::http::Uri,
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response<Body> {
+    if let Some(refused) = refuse_without_key(&inner, &headers) {
+        return refused;
+    }
+    if method == axum::http::Method::GET {
+        return models(
+            &inner,
+            uri.path(),
+            headers.contains_key("anthropic-version"),
+        );
+    }
     let Ok(req) = serde_json::from_slice::<Value>(&body) else {
         return reply(
             StatusCode::BAD_REQUEST,
@@ -261,6 +287,59 @@ async fn handle(
         openai_answer(&step, prompt_tokens, &req)
     };
     reply(StatusCode::OK, answer, None)
+}
+
+/// 401 in the provider's shape when a key is required and this request lacks it.
+fn refuse_without_key(
+    inner: &Mutex<Inner>,
+    headers: &axum::http::HeaderMap,
+) -> Option<Response<Body>> {
+    let wanted = inner.lock().unwrap().api_key.clone()?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let bearer = header("authorization").and_then(|v| v.strip_prefix("Bearer "));
+    if bearer == Some(wanted.as_str()) || header("x-api-key") == Some(wanted.as_str()) {
+        return None;
+    }
+    let body = if headers.contains_key("anthropic-version") {
+        json!({ "type": "error", "error": { "type": "authentication_error", "message": "invalid x-api-key" } })
+    } else {
+        json!({ "error": { "message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key" } })
+    };
+    Some(reply(StatusCode::UNAUTHORIZED, body, None))
+}
+
+/// `GET …/models` (the list, in the API's shape) and `GET …/models/{id}` (one model, or 404).
+fn models(inner: &Mutex<Inner>, path: &str, anthropic: bool) -> Response<Body> {
+    let ids = inner.lock().unwrap().models.clone();
+    let model = |id: &str| {
+        if anthropic {
+            json!({ "type": "model", "id": id, "display_name": id, "created_at": "2025-01-01T00:00:00Z" })
+        } else {
+            json!({ "id": id, "object": "model", "created": 0, "owned_by": "fake" })
+        }
+    };
+    if path.ends_with("/models") {
+        let data: Vec<Value> = ids.iter().map(|id| model(id)).collect();
+        let body = if anthropic {
+            json!({ "data": data, "has_more": false, "first_id": ids.first(), "last_id": ids.last() })
+        } else {
+            json!({ "object": "list", "data": data })
+        };
+        return reply(StatusCode::OK, body, None);
+    }
+    match path.rsplit_once("/models/") {
+        Some((_, id)) if ids.iter().any(|m| m == id) => reply(StatusCode::OK, model(id), None),
+        Some((_, id)) => reply(
+            StatusCode::NOT_FOUND,
+            json!({ "type": "error", "error": { "type": "not_found_error", "message": format!("model: {id}") } }),
+            None,
+        ),
+        None => reply(
+            StatusCode::NOT_FOUND,
+            json!({ "error": { "message": "not found" } }),
+            None,
+        ),
+    }
 }
 
 fn openai_answer(step: &Step, prompt_tokens: u64, req: &Value) -> Value {

@@ -293,4 +293,52 @@ impl World {
         store.close().await;
         d
     }
+
+    /// Every side effect on GitHub happened once: a resumed step found what it had done.
+    pub fn assert_each_side_effect_once(&self) {
+        let comments = self.gh.comments(REPO, self.issue);
+        assert_eq!(
+            comments.len(),
+            1,
+            "one status comment and nothing else: {comments:?}"
+        );
+        assert!(comments[0].body.contains("<!-- vibeloop:status T-1 -->"));
+        assert_eq!(
+            self.gh.reactions(REPO),
+            vec![(self.issue, "eyes".to_owned())]
+        );
+        let pulls = self.gh.pulls(REPO);
+        assert_eq!(pulls.len(), 1, "{pulls:?}");
+        assert_eq!(
+            self.gh.reviews(REPO, pulls[0].number).len(),
+            1,
+            "one review"
+        );
+        let mut runs: Vec<(String, String)> = self
+            .gh
+            .check_runs(REPO)
+            .into_iter()
+            .map(|c| (c.external_id.unwrap_or_default(), c.head_sha))
+            .collect();
+        let all = runs.len();
+        runs.sort();
+        runs.dedup();
+        assert_eq!(
+            runs.len(),
+            all,
+            "a check run was created twice on one commit: {runs:?}"
+        );
+        let snapshots: Vec<_> = self
+            .gh
+            .tags(REPO)
+            .into_iter()
+            .filter(|(t, _)| t.starts_with("auto-v"))
+            .collect();
+        assert_eq!(snapshots.len(), 1, "{snapshots:?}");
+        assert_eq!(
+            self.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
+            Some(CALC_FIXED)
+        );
+        super::openapi::assert_requests_valid(&self.gh.requests());
+    }
 }

@@ -7,6 +7,8 @@
 // The bot as a child process needs the binary cargo builds for tests only.
 #[cfg(test)]
 pub mod bot;
+#[cfg(test)]
+pub mod browser;
 pub mod fake_github;
 pub mod fake_llm;
 pub mod git_http;
@@ -15,6 +17,7 @@ pub mod hive;
 pub mod inbox;
 pub mod openapi;
 pub mod payloads;
+pub mod pg;
 pub mod repos;
 
 use std::time::{Duration, Instant};

@@ -18,6 +18,10 @@ fn outside_subset(r: &Recorded) -> bool {
             | ("GET", ["repos", _, _, "pulls", _, "reviews"])
             // GraphQL: ready-for-review has no REST operation.
             | ("POST", ["graphql"])
+            // apps/list-webhook-deliveries and apps/redeliver-webhook-delivery (the sweep):
+            // query and path parameters only, no request body.
+            | ("GET", ["app", "hook", "deliveries"])
+            | ("POST", ["app", "hook", "deliveries", _, "attempts"])
     )
 }
 

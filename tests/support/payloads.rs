@@ -99,11 +99,18 @@ pub async fn send_with(url: &str, headers: &[(&str, &str)], body: &[u8], deliver
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let resp = req.send().await.expect("receiver answers");
-    Sent {
-        status: resp.status().as_u16(),
-        text: resp.text().await.unwrap_or_default(),
-        delivery: delivery.to_owned(),
+    // A receiver that is down is an answer too (GitHub logs it as a failed delivery): status 0.
+    match req.send().await {
+        Ok(resp) => Sent {
+            status: resp.status().as_u16(),
+            text: resp.text().await.unwrap_or_default(),
+            delivery: delivery.to_owned(),
+        },
+        Err(e) => Sent {
+            status: 0,
+            text: format!("failed to connect: {e}"),
+            delivery: delivery.to_owned(),
+        },
     }
 }
 
@@ -351,5 +358,44 @@ pub fn check_run_requested_action(
     c["check_suite"]["pull_requests"] = json!([]);
     c["pull_requests"] = json!([]);
     v["requested_action"] = json!({ "identifier": identifier });
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `issues.closed` for issue `number` of `repo`, from GitHub's example.
+pub fn issues_closed(repo: &str, installation: u64, number: u64, labels: &[String]) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(&example(
+        "issues/closed.from-C-Saunders-comment-when-done.payload.json",
+    ))
+    .unwrap();
+    retarget(&mut v, repo, Some(installation));
+    set_issue(&mut v, repo, number, false);
+    let (title, body) = (
+        v["issue"]["title"].as_str().unwrap_or("").to_owned(),
+        v["issue"]["body"].as_str().unwrap_or("").to_owned(),
+    );
+    describe_issue(&mut v, repo, &title, &body, labels);
+    v["issue"]["state"] = json!("closed");
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `pull_request.closed` for pull request `number` of `repo` (merged or not), from GitHub's
+/// example.
+pub fn pull_request_closed(repo: &str, installation: u64, number: u64, merged: bool) -> Vec<u8> {
+    let mut v: Value =
+        serde_json::from_slice(&example("pull_request/closed.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    v["number"] = json!(number);
+    v["pull_request"]["number"] = json!(number);
+    v["pull_request"]["merged"] = json!(merged);
+    v["pull_request"]["state"] = json!("closed");
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `issues.unlabeled`: `label` was taken off issue `number` of `repo`, from GitHub's example.
+pub fn issues_unlabeled(repo: &str, installation: u64, number: u64, label: &str) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(&example("issues/unlabeled.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    set_issue(&mut v, repo, number, false);
+    v["label"]["name"] = json!(label);
     serde_json::to_vec(&v).unwrap()
 }

@@ -252,9 +252,29 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
             .await;
         match s.kind.as_str() {
             "abort" => {
-                cx.run
-                    .fail(&format!("Aborted by @{}.", s.author), &Default::default())
+                let why = match text("why") {
+                    w if w.is_empty() => format!("Aborted by @{}.", s.author),
+                    w => format!("Stopped: {w}. Relabel the issue to start again."),
+                };
+                cx.run.fail(&why, &Default::default()).await?;
+                super::merge::cleanup(cx).await;
+                let last = signals.last().map(|s| s.id).unwrap_or(s.id);
+                let flow = serde_json::to_value(&cx.flow).unwrap_or_default();
+                cx.run.hive.store.consume_signals(key, last, &flow).await?;
+                return Ok(Step::Stop);
+            }
+            "landed" => {
+                // Merged on GitHub by hand: the work is done, by other means.
+                enter(cx, TaskState::Completed).await?;
+                cx.flow.next = Node::Done;
+                let pr = s
+                    .data
+                    .get("pr")
+                    .and_then(|v| v.as_u64())
+                    .unwrap_or_default();
+                cx.note(format!("Pull request #{pr} was merged on GitHub by hand."))
                     .await?;
+                cx.publish().await?;
                 super::merge::cleanup(cx).await;
                 let last = signals.last().map(|s| s.id).unwrap_or(s.id);
                 let flow = serde_json::to_value(&cx.flow).unwrap_or_default();

@@ -30,8 +30,11 @@
 //!   branch`, `Changes must be made through a pull request.`; a check passes when its latest
 //!   check run on the new head is `success`/`neutral`/`skipped` or its latest status `success`.
 
+mod by_hand;
 mod gitops;
 mod helpers;
+mod hooks;
+mod oauth;
 mod rest;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -234,6 +237,8 @@ pub struct State {
     tokens: BTreeMap<String, Token>,
     requests: Vec<Recorded>,
     faults: Vec<Fault>,
+    /// Every webhook sent, as GitHub's delivery log keeps them.
+    hook_deliveries: Vec<hooks::HookDelivery>,
     /// Added before every REST answer (not git's), to make each step of a client take a while.
     latency: Duration,
     next_id: u64,
@@ -244,6 +249,10 @@ pub struct State {
     webhook: Option<(String, String)>,
     /// Logins that exist on this GitHub (permission-level lookups of others are 404).
     pub users: BTreeSet<String>,
+    /// App-manifest codes not yet exchanged → the App the exchange answers (`rest/apps.rs`).
+    manifest_codes: BTreeMap<String, Value>,
+    /// The App's OAuth client and the sign-ins in progress (`oauth.rs`).
+    oauth: oauth::OAuthApp,
 }
 
 impl State {
@@ -293,12 +302,15 @@ impl FakeGitHub {
             tokens: BTreeMap::new(),
             requests: Vec::new(),
             faults: Vec::new(),
+            hook_deliveries: Vec::new(),
             latency: Duration::ZERO,
             next_id: 1000,
             token_ttl: chrono::TimeDelta::from_std(opts.token_ttl).unwrap(),
             jwt_claims: Vec::new(),
             webhook: None,
             users: BTreeSet::from([BOT_LOGIN.to_owned()]),
+            manifest_codes: BTreeMap::new(),
+            oauth: oauth::OAuthApp::default(),
         }));
         let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -352,8 +364,7 @@ impl FakeGitHub {
 
     /// Sends a signed delivery of `event` to the configured receiver.
     pub async fn send_webhook(&self, event: &str, body: &[u8]) -> crate::support::payloads::Sent {
-        let (url, secret) = self.state().webhook.clone().expect("set_webhook first");
-        crate::support::payloads::send(&url, &secret, event, body).await
+        self.deliver(event, body, None).await
     }
 
     /// Puts `label` on issue `number` of `repo` (stored, see [`FakeGitHub::labels`]): GitHub

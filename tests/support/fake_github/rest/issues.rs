@@ -32,7 +32,10 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             if let Some(i) = r.issues.get(&n) {
                 (
                     StatusCode::OK,
-                    json!({ "number": i.number, "title": i.title, "body": i.body, "state": "open", "labels": labels }),
+                    json!({
+                        "number": i.number, "title": i.title, "body": i.body, "labels": labels,
+                        "state": if i.closed { "closed" } else { "open" },
+                    }),
                 )
             } else if let Some(p) = r.pulls.iter().find(|p| p.number == n) {
                 (

@@ -14,8 +14,10 @@ macro_rules! tri {
     };
 }
 
+mod app;
+mod apps;
 mod checks;
-mod git;
+pub(super) mod git;
 mod issues;
 pub mod json;
 mod pulls;
@@ -106,6 +108,23 @@ async fn handle(
     }
     if let Some(rest) = path.strip_prefix("/_fake/label/") {
         return control_label(&s, rest).await;
+    }
+    if let Some(id) = path
+        .strip_prefix("/app/hook/deliveries/")
+        .and_then(|rest| rest.strip_suffix("/attempts"))
+        .filter(|_| method == Method::POST)
+    {
+        return redeliver(&s, id, &headers).await;
+    }
+    if let Some(r) = super::oauth::handle(
+        &mut s.state.lock().unwrap(),
+        method.as_str(),
+        &path,
+        &query,
+        &headers,
+        &body,
+    ) {
+        return r;
     }
     if path == "/_fake/state" {
         return respond((StatusCode::OK, snapshot(&s.state.lock().unwrap())), None);
@@ -252,6 +271,14 @@ fn api(
             ),
             Err(e) => e,
         },
+        ("GET", ["app", "installations"]) => app::installations(st, headers),
+        ("GET", ["app", "hook", "deliveries"]) => match check_jwt(st, headers) {
+            Ok(_) => {
+                let list: Vec<Value> = st.hook_deliveries.iter().rev().map(|d| d.json()).collect();
+                (StatusCode::OK, Value::Array(list))
+            }
+            Err(e) => e,
+        },
         ("POST", ["app", "installations", id, "access_tokens"]) => {
             if let Err(e) = check_jwt(st, headers) {
                 return e;
@@ -299,6 +326,7 @@ fn api(
             )
         }
         ("POST", ["graphql"]) => graphql(st, bearer(headers).as_deref(), body),
+        ("POST", ["app-manifests", code, "conversions"]) => apps::conversion(st, code),
         (_, ["repos", owner, name, rest @ ..]) => {
             let repo = format!("{owner}/{name}");
             if let Err(e) = check_token(st, bearer(headers).as_deref(), &repo) {
@@ -493,15 +521,21 @@ async fn control_label(s: &Shared, rest: &str) -> Response<Body> {
     };
     let repo = format!("{owner}/{name}");
     let found = {
-        let st = s.state.lock().unwrap();
+        let mut st = s.state.lock().unwrap();
+        let has_webhook = st.webhook.is_some();
         let issue = number.parse::<u64>().ok().and_then(|n| {
-            st.repos
-                .get(&repo)
-                .and_then(|r| r.issues.get(&n).map(|i| (r.installation, i.clone())))
+            let r = st.repos.get_mut(&repo)?;
+            let issue = r.issues.get(&n)?.clone();
+            // Stored like a label put on through the web page: GitHub lists it on the issue.
+            let labels = r.labels.entry(n).or_default();
+            if !labels.iter().any(|l| l == label) {
+                labels.push((*label).to_owned());
+            }
+            Some((r.installation, issue))
         });
-        issue.zip(st.webhook.clone())
+        issue.filter(|_| has_webhook)
     };
-    let Some(((installation, issue), (url, secret))) = found else {
+    let Some((installation, issue)) = found else {
         return respond(
             err(StatusCode::NOT_FOUND, "unknown issue, or no --webhook-url"),
             None,
@@ -515,7 +549,7 @@ async fn control_label(s: &Shared, rest: &str) -> Response<Body> {
         &issue.body,
         label,
     );
-    let sent = crate::support::payloads::send(&url, &secret, "issues", &body).await;
+    let sent = super::hooks::deliver(&s.state, "issues", &body, None).await;
     respond(
         (
             StatusCode::OK,
@@ -599,4 +633,31 @@ pub fn pct_decode(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `POST /app/hook/deliveries/{id}/attempts`: GitHub accepts (202) and sends the delivery again.
+async fn redeliver(s: &Shared, id: &str, headers: &HeaderMap) -> Response<Body> {
+    let known = {
+        let mut st = s.state.lock().unwrap();
+        if let Err(e) = check_jwt(&mut st, headers) {
+            return respond(e, None);
+        }
+        let id = id.parse::<u64>().ok();
+        st.requests.push(Recorded {
+            method: "POST".into(),
+            path: format!("/app/hook/deliveries/{}/attempts", id.unwrap_or(0)),
+            query: String::new(),
+            body: None,
+            status: 202,
+        });
+        id.filter(|id| st.hook_deliveries.iter().any(|d| d.id == *id))
+    };
+    let Some(id) = known else {
+        return respond(err(StatusCode::NOT_FOUND, "Not Found"), None);
+    };
+    let state = s.state.clone();
+    tokio::spawn(async move {
+        super::hooks::redeliver(&state, id).await;
+    });
+    respond((StatusCode::ACCEPTED, json!({})), None)
 }

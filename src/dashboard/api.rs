@@ -1,0 +1,365 @@
+//! The dashboard's data: tickets, one ticket with its flow and timeline, and the hive's global
+//! state (worktrees with their branch, role, status and container; the task queue; history) —
+//! as JSON under `/api/`, and as the views [`super::pages`] renders. Also the live timeline
+//! (server-sent events) and interventions for scripts (`POST /api/tickets/{key}/interventions`
+//! with a bearer token).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+
+use super::Dashboard;
+use crate::hive::intervene::{Person, intervene as run_intervention};
+use crate::llm::budget::Spend;
+use crate::sandbox::SandboxInfo;
+use crate::store::tickets::Ticket;
+use crate::store::views::{Event, QueuedJob};
+
+/// A ticket as the dashboard lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TicketRow {
+    pub key: i64,
+    pub id: String,
+    pub repo: String,
+    pub issue: u64,
+    pub title: String,
+    pub state: String,
+    pub detail: Option<String>,
+    pub pr: Option<u64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub spent: Spend,
+}
+
+/// One ticket, with its flow state and timeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct TicketView {
+    #[serde(flatten)]
+    pub row: TicketRow,
+    pub flow: Option<serde_json::Value>,
+    pub events: Vec<Event>,
+}
+
+/// A worktree of this process's data directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorktreeRow {
+    pub repo: String,
+    /// `feat/T-3`, `test/T-3`, or a scratch branch (`vibeloop/critic-T-3`).
+    pub branch: String,
+    pub ticket: Option<String>,
+    pub role: String,
+    /// The ticket's state.
+    pub status: Option<String>,
+    pub container: Option<SandboxInfo>,
+}
+
+/// The hive at a glance (the seed's GlobalState).
+#[derive(Debug, Clone, Serialize)]
+pub struct GlobalState {
+    pub worktrees: Vec<WorktreeRow>,
+    pub task_queue: Vec<QueuedJob>,
+    pub history: Vec<Event>,
+    pub tickets: Vec<TicketRow>,
+}
+
+type ApiResult<T> = Result<Json<T>, (StatusCode, String)>;
+
+fn unavailable(e: impl std::fmt::Display) -> (StatusCode, String) {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("the database did not answer: {e}\n"),
+    )
+}
+
+async fn row(d: &Dashboard, t: Ticket) -> TicketRow {
+    let mut spent = Spend::default();
+    for s in d.store.budget(t.key).await.unwrap_or_default().values() {
+        spent.add(s);
+    }
+    TicketRow {
+        key: t.key,
+        id: t.id.to_string(),
+        repo: t.repo.to_string(),
+        issue: t.issue_number,
+        title: t.title,
+        state: t.state.to_string(),
+        detail: t.detail,
+        pr: t.pr_number,
+        created_at: t.created_at,
+        updated_at: t.updated_at,
+        spent,
+    }
+}
+
+/// Every ticket, newest first.
+pub async fn ticket_rows(d: &Dashboard) -> Result<Vec<TicketRow>, crate::store::StoreError> {
+    let mut tickets = d.store.tickets().await?;
+    tickets.sort_by_key(|t| std::cmp::Reverse(t.key));
+    let mut rows = Vec::with_capacity(tickets.len());
+    for t in tickets {
+        rows.push(row(d, t).await);
+    }
+    Ok(rows)
+}
+
+/// One ticket with its flow and its last 500 events; `None` when there is no such ticket.
+pub async fn ticket_view(
+    d: &Dashboard,
+    key: i64,
+) -> Result<Option<TicketView>, crate::store::StoreError> {
+    let Some(t) = d.store.ticket(key).await? else {
+        return Ok(None);
+    };
+    let flow = d.store.flow(key).await?;
+    let mut events = d.store.events_after(key, 0, 100_000).await?;
+    let cut = events.len().saturating_sub(500);
+    events.drain(..cut);
+    Ok(Some(TicketView {
+        row: row(d, t).await,
+        flow,
+        events,
+    }))
+}
+
+/// The global state.
+pub async fn global_state(d: &Dashboard) -> Result<GlobalState, crate::store::StoreError> {
+    let tickets = ticket_rows(d).await?;
+    let containers = match &d.hive {
+        Some(h) => h.sandbox.sandboxes().await.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let mut worktrees = Vec::new();
+    let root = d.data_dir.join("worktrees");
+    for (repo, branch_dir) in list_worktrees(&root) {
+        let ticket = branch_dir
+            .rsplit('-')
+            .next()
+            .filter(|n| n.parse::<u32>().is_ok())
+            .map(|n| format!("T-{n}"));
+        let (branch, role) = describe_branch(&branch_dir);
+        let status = ticket.as_ref().and_then(|id| {
+            tickets
+                .iter()
+                .find(|t| t.repo == repo && &t.id == id)
+                .map(|t| t.state.clone())
+        });
+        let container = containers
+            .iter()
+            .find(|c| {
+                c.repo == repo && Some(&c.ticket) == ticket.as_ref() && role_matches(&c.role, &role)
+            })
+            .cloned();
+        worktrees.push(WorktreeRow {
+            repo,
+            branch,
+            ticket,
+            role,
+            status,
+            container,
+        });
+    }
+    Ok(GlobalState {
+        worktrees,
+        task_queue: d.store.queued_jobs(200).await?,
+        history: d.store.recent_events(100).await?,
+        tickets,
+    })
+}
+
+/// `(owner/name, directory name)` of every worktree under `<data>/worktrees/<owner>/<name>/`.
+fn list_worktrees(root: &std::path::Path) -> Vec<(String, String)> {
+    let dirs = |p: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut out = Vec::new();
+    for owner in dirs(root) {
+        for name in dirs(&root.join(&owner)) {
+            for branch in dirs(&root.join(&owner).join(&name)) {
+                out.push((format!("{owner}/{name}"), branch));
+            }
+        }
+    }
+    out
+}
+
+/// The branch a worktree directory holds (`feat-T-3` → `feat/T-3`) and the role working in it.
+fn describe_branch(dir: &str) -> (String, String) {
+    if let Some(rest) = dir.strip_prefix("feat-") {
+        return (format!("feat/{rest}"), "builder".into());
+    }
+    if let Some(rest) = dir.strip_prefix("test-") {
+        return (format!("test/{rest}"), "breaker".into());
+    }
+    let scratch = dir.strip_prefix("vibeloop-").unwrap_or(dir);
+    let role = scratch.split("-T-").next().unwrap_or(scratch).to_owned();
+    (format!("vibeloop/{scratch}"), role)
+}
+
+fn role_matches(container_role: &str, worktree_role: &str) -> bool {
+    container_role == worktree_role || (worktree_role == "builder" && container_role == "regate")
+}
+
+/// `GET /api/state`.
+pub async fn state(State(d): State<Dashboard>) -> ApiResult<GlobalState> {
+    global_state(&d).await.map(Json).map_err(unavailable)
+}
+
+/// `GET /api/tickets`.
+pub async fn tickets(State(d): State<Dashboard>) -> ApiResult<Vec<TicketRow>> {
+    ticket_rows(&d).await.map(Json).map_err(unavailable)
+}
+
+/// `GET /api/tickets/{key}`.
+pub async fn ticket(State(d): State<Dashboard>, Path(key): Path<i64>) -> Response {
+    match ticket_view(&d, key).await {
+        Ok(Some(v)) => Json(v).into_response(),
+        Ok(None) => (StatusCode::NOT_FOUND, format!("no ticket {key}\n")).into_response(),
+        Err(e) => unavailable(e).into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct After {
+    #[serde(default)]
+    after: Option<i64>,
+}
+
+/// `GET /tickets/{key}/events`: the ticket's timeline as server-sent events, from the event
+/// after `?after=` (or the `Last-Event-ID` a reconnecting browser sends), live.
+pub async fn timeline(
+    State(d): State<Dashboard>,
+    Path(key): Path<i64>,
+    Query(q): Query<After>,
+    headers: HeaderMap,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let resumed = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    let start = resumed.or(q.after).unwrap_or(0);
+    let stream = futures_util::stream::unfold((d, start), move |(d, mut after)| async move {
+        loop {
+            match d.store.events_after(key, after, 200).await {
+                Ok(events) if !events.is_empty() => {
+                    after = events.last().map(|e| e.id).unwrap_or(after);
+                    let batch: Vec<Result<SseEvent, Infallible>> = events
+                        .into_iter()
+                        .map(|e| {
+                            Ok(SseEvent::default()
+                                .id(e.id.to_string())
+                                .event("timeline")
+                                .data(serde_json::to_string(&e).unwrap_or_default()))
+                        })
+                        .collect();
+                    return Some((futures_util::stream::iter(batch), (d, after)));
+                }
+                // Nothing new (or the database hiccuped): look again shortly.
+                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        }
+    });
+    use futures_util::StreamExt as _;
+    Sse::new(stream.flatten()).keep_alive(KeepAlive::default())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Intervention {
+    /// A `/hive` command line: `/hive retry`, `/hive feedback …`.
+    pub command: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct InterventionAnswer {
+    pub ok: bool,
+    pub text: String,
+}
+
+/// `POST /api/tickets/{key}/interventions` with `{"command": "/hive retry"}`.
+pub async fn intervene(
+    State(d): State<Dashboard>,
+    Extension(who): Extension<Person>,
+    Path(key): Path<i64>,
+    Json(i): Json<Intervention>,
+) -> Response {
+    match apply(&d, key, &i.command, &who).await {
+        Ok(a) => {
+            let status = if a.ok {
+                StatusCode::OK
+            } else {
+                StatusCode::FORBIDDEN
+            };
+            (status, Json(a)).into_response()
+        }
+        Err((status, text)) => (status, text).into_response(),
+    }
+}
+
+/// Runs an intervention; the error is an HTTP status and a reason.
+pub async fn apply(
+    d: &Dashboard,
+    key: i64,
+    command: &str,
+    who: &Person,
+) -> Result<InterventionAnswer, (StatusCode, String)> {
+    let Some(hive) = &d.hive else {
+        return Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            "interventions need the GitHub App's credentials (GITHUB_APP_ID and its key) in this process\n".into(),
+        ));
+    };
+    let t = d
+        .store
+        .ticket(key)
+        .await
+        .map_err(unavailable)?
+        .ok_or((StatusCode::NOT_FOUND, format!("no ticket {key}\n")))?;
+    let line = if command.trim_start().starts_with("/hive") {
+        command.trim().to_owned()
+    } else {
+        format!("/hive {}", command.trim())
+    };
+    let a = run_intervention(hive, &t, &line, who)
+        .await
+        .map_err(|e| (StatusCode::BAD_GATEWAY, format!("{e}\n")))?;
+    Ok(InterventionAnswer {
+        ok: a.ok,
+        text: a.text,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worktree_directories_name_their_branch_and_role() {
+        assert_eq!(
+            describe_branch("feat-T-3"),
+            ("feat/T-3".into(), "builder".into())
+        );
+        assert_eq!(
+            describe_branch("test-T-3"),
+            ("test/T-3".into(), "breaker".into())
+        );
+        assert_eq!(
+            describe_branch("vibeloop-critic-T-3"),
+            ("vibeloop/critic-T-3".into(), "critic".into())
+        );
+    }
+}

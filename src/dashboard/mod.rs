@@ -1,0 +1,128 @@
+//! The dashboard `vibeloop serve` shows: server-rendered pages (the tickets, a ticket with its
+//! live timeline, the hive's global state), their JSON twins under `/api/`, interventions (the
+//! seed's Oracle), and `/metrics` for Prometheus. Everything here needs a sign-in ([`auth`]);
+//! only `/healthz`, `/readyz` and `/webhook` (the webhook room's) are open.
+//!
+//! * [`auth`]: tokens, sessions, GitHub sign-in checks; [`login`]: the sign-in pages and flow;
+//! * [`pages`]: the HTML; [`api`]: JSON, the server-sent timeline, interventions.
+
+pub mod api;
+pub mod auth;
+pub mod login;
+pub mod pages;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+
+use crate::config::access::Access;
+use crate::hive::Hive;
+use crate::store::Store;
+
+/// What the dashboard's routes share.
+#[derive(Clone)]
+pub struct Dashboard {
+    pub store: Store,
+    pub access: Arc<Access>,
+    pub keys: auth::Keys,
+    /// GitHub's web address (sign-in) and REST API (the signed-in user).
+    pub github_url: url::Url,
+    pub github_api_url: url::Url,
+    /// The hive, when this process has the App's credentials: interventions and sandboxes.
+    pub hive: Option<Arc<Hive>>,
+    /// Where this process keeps worktrees (listed in the global state).
+    pub data_dir: PathBuf,
+    pub http: reqwest::Client,
+}
+
+/// The dashboard's routes, to merge with the webhook's.
+pub fn router(dashboard: Dashboard) -> Router {
+    let signed_in = Router::new()
+        .route("/", get(pages::tickets))
+        .route("/tickets/{key}", get(pages::ticket))
+        .route("/tickets/{key}/events", get(api::timeline))
+        .route("/tickets/{key}/intervene", post(pages::intervene))
+        .route("/state", get(pages::state))
+        .route("/api/state", get(api::state))
+        .route("/api/tickets", get(api::tickets))
+        .route("/api/tickets/{key}", get(api::ticket))
+        .route("/api/tickets/{key}/interventions", post(api::intervene))
+        .route("/metrics", get(metrics))
+        .route("/static/dashboard.js", get(pages::script))
+        .route_layer(middleware::from_fn_with_state(
+            dashboard.clone(),
+            require_sign_in,
+        ));
+    Router::new()
+        .merge(signed_in)
+        .route("/login", get(login::page).post(login::with_token))
+        .route("/login/github", get(login::github))
+        .route("/login/github/callback", get(login::github_callback))
+        .route("/logout", post(login::logout))
+        .with_state(dashboard)
+}
+
+/// Lets signed-in people through (their [`Person`] goes along as an extension); a page request
+/// without a sign-in is sent to the sign-in page, an API request gets 401.
+async fn require_sign_in(State(d): State<Dashboard>, mut req: Request, next: Next) -> Response {
+    match auth::person(&d.access, &d.keys, req.headers(), now()) {
+        Some(person) => {
+            req.extensions_mut().insert(person);
+            next.run(req).await
+        }
+        None => {
+            let path = req.uri().path();
+            let wants_page = !path.starts_with("/api/")
+                && path != "/metrics"
+                && !path.ends_with("/events")
+                && req.method() == axum::http::Method::GET;
+            if wants_page {
+                let target = req
+                    .uri()
+                    .path_and_query()
+                    .map(|p| p.as_str())
+                    .unwrap_or("/");
+                let next =
+                    url::form_urlencoded::byte_serialize(target.as_bytes()).collect::<String>();
+                return Redirect::to(&format!("/login?next={next}")).into_response();
+            }
+            let mut r = (
+                StatusCode::UNAUTHORIZED,
+                "sign in first: send Authorization: Bearer <VIBELOOP_DASHBOARD_TOKEN>, or sign in at /login\n",
+            )
+                .into_response();
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"vibeloop\""),
+            );
+            r
+        }
+    }
+}
+
+/// `GET /metrics`: Prometheus's text format.
+async fn metrics(State(d): State<Dashboard>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        crate::metrics::render(&d.store).await,
+    )
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// The session cookie of a request (for the CSRF token of its forms).
+fn session_of(headers: &HeaderMap) -> String {
+    auth::session_cookie(headers).unwrap_or_default()
+}

@@ -1,0 +1,197 @@
+//! The sweep: at start and every `VIBELOOP_SWEEP_INTERVAL` (ten minutes by default), as a job (so one worker runs it at a time, however
+//! many share the database), Vibeloop checks what webhooks alone could miss.
+//!
+//! * **Missed deliveries**: the App's delivery log on GitHub, from a little before the newest
+//!   delivery stored, is compared with what was stored; every delivery GitHub failed to hand us
+//!   and we lack is redelivered (GitHub keeps the delivery id, so a copy that did arrive meanwhile
+//!   is not processed twice).
+//! * **Reconciliation**: each open ticket is compared with its issue and pull request. A closed
+//!   issue, a removed label or a pull request closed by hand stops the ticket; a pull request
+//!   merged by hand completes it. Tickets the bot itself has merged are left to finish.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use http::Method;
+use serde::Deserialize;
+use tracing::{info, warn};
+
+use super::deliveries::load_config;
+use super::{Hive, JobError};
+use crate::config::repo::HiveConfig;
+use crate::github::{GitHubError, Idempotent};
+use crate::store::jobs::JobKind;
+use crate::store::tickets::Ticket;
+
+/// The sweep's job key.
+pub const KEY: &str = "github";
+/// How far before the newest stored delivery the log is read (clocks and queues differ).
+const OVERLAP_MS: i64 = 15 * 60 * 1000;
+/// How far back a database with no delivery yet looks.
+const FIRST_LOOK_MS: i64 = 60 * 60 * 1000;
+
+/// Queues the sweep to run now (sooner, if the last one queued the next for later), unless it
+/// is running already.
+pub async fn schedule(store: &crate::store::Store) -> Result<(), crate::store::StoreError> {
+    store.enqueue(JobKind::Sweep, KEY).await?;
+    store.hurry(JobKind::Sweep, KEY).await
+}
+
+/// Runs one sweep and queues the next.
+pub async fn sweep(hive: &Arc<Hive>) -> Result<(), JobError> {
+    match missed_deliveries(hive).await {
+        Ok(0) => {}
+        Ok(n) => info!(deliveries = n, "asked GitHub to redeliver missed webhooks"),
+        Err(e) => warn!(error = %e, "cannot read the App's webhook deliveries"),
+    }
+    let mut stopped = 0;
+    for t in hive.store.tickets().await? {
+        if t.state.is_final() {
+            continue;
+        }
+        match reconcile(hive, &t).await {
+            Ok(Some(what)) => {
+                info!(ticket = %t.id, repo = %t.repo, what, "reconciled with GitHub");
+                stopped += 1;
+            }
+            Ok(None) => {}
+            Err(e) => warn!(ticket = %t.id, error = %e, "cannot reconcile the ticket"),
+        }
+    }
+    if stopped > 0 {
+        info!(tickets = stopped, "tickets changed on GitHub by hand");
+    }
+    let every = hive.sweep_every.as_millis() as i64;
+    hive.store.enqueue_after(JobKind::Sweep, KEY, every).await?;
+    Ok(())
+}
+
+/// Redelivers the failed deliveries we lack; how many.
+async fn missed_deliveries(hive: &Hive) -> Result<usize, JobError> {
+    let now = crate::now_ms();
+    let since_ms = match hive.store.last_delivery_at().await? {
+        Some(at) => at - OVERLAP_MS,
+        None => now - FIRST_LOOK_MS,
+    };
+    let since = chrono::DateTime::from_timestamp_millis(since_ms).unwrap_or_default();
+    let log = hive.github.hook_deliveries(since).await?;
+    let delivered: HashSet<&str> = log
+        .iter()
+        .filter(|d| d.succeeded())
+        .map(|d| d.guid.as_str())
+        .collect();
+    let mut failed: Vec<&crate::github::hooks::HookDelivery> = Vec::new();
+    for d in &log {
+        if !d.succeeded()
+            && !delivered.contains(d.guid.as_str())
+            && !failed.iter().any(|f| f.guid == d.guid)
+        {
+            failed.push(d);
+        }
+    }
+    let guids: Vec<String> = failed.iter().map(|d| d.guid.clone()).collect();
+    let stored = hive.store.known_deliveries(&guids).await?;
+    let mut asked = 0;
+    for d in failed.into_iter().filter(|d| !stored.contains(&d.guid)) {
+        info!(delivery = %d.guid, event = %d.event, status = d.status_code, "redelivering a missed webhook");
+        hive.github.redeliver(d.id).await?;
+        asked += 1;
+    }
+    Ok(asked)
+}
+
+#[derive(Debug, Deserialize)]
+struct Issue {
+    state: String,
+    #[serde(default)]
+    labels: Vec<Label>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Label {
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Pull {
+    state: String,
+    #[serde(default)]
+    merged: bool,
+}
+
+/// Compares one open ticket with GitHub and signals what changed; what it did, if anything.
+pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static str>, JobError> {
+    let flow = hive.store.flow(t.key).await?.unwrap_or_default();
+    let landing = matches!(
+        flow.get("next").and_then(|n| n.as_str()),
+        Some("merge" | "snapshot" | "done")
+    );
+    if landing || flow.get("merged").is_some_and(|m| !m.is_null()) {
+        // The bot is merging it: GitHub closes the issue and the pull request on its own.
+        return Ok(None);
+    }
+    let client = match hive.github.repo(t.installation_id, &t.repo).await {
+        Ok(c) => c,
+        Err(GitHubError::NotInstalled { .. }) => {
+            let why = format!("the App is no longer installed on {}", t.repo);
+            stop(hive, t, &why).await?;
+            return Ok(Some("uninstalled"));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let (owner, name) = (t.repo.owner(), t.repo.name());
+    // The pull request first: merging it closes the issue too, and that is a landing, not a stop.
+    if let Some(pr) = t.pr_number {
+        let pull: Pull = client
+            .send(
+                Method::GET,
+                &format!("/repos/{owner}/{name}/pulls/{pr}"),
+                None,
+                Idempotent::Yes,
+            )
+            .await?;
+        if pull.merged {
+            let data = serde_json::json!({ "pr": pr });
+            super::steer::signal(hive, t, "landed", &data, "github").await?;
+            return Ok(Some("merged by hand"));
+        }
+        if pull.state == "closed" {
+            let why = format!("pull request #{pr} was closed on GitHub");
+            stop(hive, t, &why).await?;
+            return Ok(Some("pull request closed"));
+        }
+    }
+    let issue: Issue = client
+        .send(
+            Method::GET,
+            &format!("/repos/{owner}/{name}/issues/{}", t.issue_number),
+            None,
+            Idempotent::Yes,
+        )
+        .await?;
+    if issue.state == "closed" {
+        stop(hive, t, "the issue was closed on GitHub").await?;
+        return Ok(Some("issue closed"));
+    }
+    let label = match load_config(&client, &t.base_branch).await? {
+        Ok(c) => c.label,
+        Err(_) => HiveConfig::default().label,
+    };
+    if !issue.labels.iter().any(|l| l.name == label) {
+        let why = format!("the `{label}` label was removed from the issue");
+        stop(hive, t, &why).await?;
+        return Ok(Some("label removed"));
+    }
+    Ok(None)
+}
+
+async fn stop(hive: &Hive, t: &Ticket, why: &str) -> Result<(), JobError> {
+    super::steer::signal(
+        hive,
+        t,
+        "abort",
+        &serde_json::json!({ "why": why }),
+        "github",
+    )
+    .await
+}

@@ -1,0 +1,233 @@
+//! A real headless Chromium, driven over the W3C WebDriver protocol (Debian's `chromium` and
+//! `chromium-driver`) with reqwest: no WebDriver crate, just the handful of commands the
+//! dashboard tests need. Each [`Browser`] owns its `chromedriver` process and a fresh profile.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// WebDriver's key for an element reference.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+pub struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    http: reqwest::Client,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium session.
+    pub async fn start() -> Browser {
+        let driver_bin = which("chromedriver").expect(
+            "chromedriver is not on PATH: install Debian's chromium and chromium-driver (.ci/run does)",
+        );
+        let chromium = ["chromium", "chromium-browser", "google-chrome"]
+            .iter()
+            .find_map(|n| which(n))
+            .expect("no chromium on PATH: install Debian's chromium package (.ci/run does)");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = Command::new(driver_bin)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let profile = tempfile::tempdir().unwrap();
+        let http = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        let ready = super::poll_until(Duration::from_secs(30), || {
+            let http = http.clone();
+            let url = format!("{base}/status");
+            async move {
+                let v: Value = http.get(url).send().await.ok()?.json().await.ok()?;
+                v["value"]["ready"].as_bool().filter(|r| *r)
+            }
+        })
+        .await;
+        let mut b = Browser {
+            driver,
+            base,
+            session: String::new(),
+            http,
+            _profile: profile,
+        };
+        assert!(ready.is_some(), "chromedriver did not become ready in 30 s");
+        let caps = json!({ "capabilities": { "alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                         "--no-first-run", "--disable-extensions",
+                         format!("--user-data-dir={}", b._profile.path().display())],
+            },
+        }}});
+        let v = b.call(reqwest::Method::POST, "/session", Some(caps)).await;
+        b.session = v["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session from chromedriver: {v}"))
+            .to_owned();
+        b
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        self.try_call(method, path, body)
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver {path}: {e}"))
+    }
+
+    async fn try_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, Value> {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("chromedriver answers");
+        let ok = resp.status().is_success();
+        let v: Value = resp.json().await.expect("chromedriver answers JSON");
+        if ok {
+            Ok(v["value"].clone())
+        } else {
+            Err(v["value"].clone())
+        }
+    }
+
+    fn at(&self, rest: &str) -> String {
+        format!("/session/{}{rest}", self.session)
+    }
+
+    /// Opens `url` and waits for the page to load.
+    pub async fn goto(&self, url: &str) {
+        self.call(
+            reqwest::Method::POST,
+            &self.at("/url"),
+            Some(json!({ "url": url })),
+        )
+        .await;
+    }
+
+    /// Waits up to ten seconds for the page's address to satisfy `ok` (a click's navigation
+    /// may still be under way); the address.
+    pub async fn wait_url(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let found = super::poll_until(Duration::from_secs(10), || async {
+            let url = self.current_url().await;
+            ok(&url).then_some(url)
+        })
+        .await;
+        match found {
+            Some(url) => url,
+            None => panic!("the browser is at {}, not {what}", self.current_url().await),
+        }
+    }
+
+    pub async fn current_url(&self) -> String {
+        self.call(reqwest::Method::GET, &self.at("/url"), None)
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The element `css` selects, if there is one now.
+    pub async fn find(&self, css: &str) -> Option<String> {
+        self.try_call(
+            reqwest::Method::POST,
+            &self.at("/element"),
+            Some(json!({ "using": "css selector", "value": css })),
+        )
+        .await
+        .ok()
+        .and_then(|v| v[ELEMENT].as_str().map(str::to_owned))
+    }
+
+    /// The element `css` selects, waiting up to ten seconds for it (a page that is still
+    /// loading after a click); fails the test when none comes.
+    pub async fn element(&self, css: &str) -> String {
+        match super::poll_until(Duration::from_secs(10), || self.find(css)).await {
+            Some(e) => e,
+            None => panic!(
+                "no element {css:?} on {}:\n{}",
+                self.current_url().await,
+                self.source().await
+            ),
+        }
+    }
+
+    /// The visible text of the element `css` selects.
+    pub async fn text(&self, css: &str) -> String {
+        let e = self.element(css).await;
+        self.call(
+            reqwest::Method::GET,
+            &self.at(&format!("/element/{e}/text")),
+            None,
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
+    pub async fn click(&self, css: &str) {
+        let e = self.element(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &self.at(&format!("/element/{e}/click")),
+            Some(json!({})),
+        )
+        .await;
+    }
+
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let e = self.element(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &self.at(&format!("/element/{e}/value")),
+            Some(json!({ "text": text })),
+        )
+        .await;
+    }
+
+    /// Runs `script` in the page; its return value.
+    pub async fn run(&self, script: &str) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            &self.at("/execute/sync"),
+            Some(json!({ "script": script, "args": [] })),
+        )
+        .await
+    }
+
+    /// The page's HTML.
+    pub async fn source(&self) -> String {
+        self.call(reqwest::Method::GET, &self.at("/source"), None)
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
