@@ -5,6 +5,7 @@
 mod support;
 
 use std::process::Command;
+use std::time::Duration;
 use support::bot::{Bot, BotEnv};
 use support::payloads;
 
@@ -141,6 +142,45 @@ async fn serve_runs_with_only_the_webhook_secret_and_keeps_deliveries() {
     assert_eq!(ready.status(), 200);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_object_per_line_with_the_delivery_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let bot = Bot::start(&BotEnv {
+        data_dir: dir.path().join("data"),
+        github_api_url: "https://api.github.com".into(),
+        llm_url: "http://127.0.0.1:11434/v1".into(),
+        webhook_secret: "json-logs-secret".into(),
+        app_id: None,
+        extra: vec![("VIBELOOP_LOG_FORMAT".into(), "json".into())],
+    })
+    .await;
+    let body = payloads::issues_labeled("acme/widgets", Some(7), 1, "t", "b", "hive");
+    let sent = payloads::send(&bot.url, "json-logs-secret", "issues", &body).await;
+    assert_eq!(sent.status, 202, "{}", sent.text);
+    let line = bot
+        .wait_until(
+            "the delivery's log line",
+            Duration::from_secs(30),
+            || async {
+                bot.log()
+                    .lines()
+                    .find(|l| l.contains("delivery queued"))
+                    .map(str::to_owned)
+            },
+        )
+        .await;
+    let log = bot.log();
+    for l in log.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value =
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+        assert!(v["level"].is_string() && v["timestamp"].is_string(), "{l}");
+    }
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["span"]["name"], "delivery", "{line}");
+    assert_eq!(v["span"]["id"], sent.delivery.as_str(), "{line}");
+    assert!(!log.contains("json-logs-secret"), "the secret was logged");
+}
+
 /// The README's "try it without GitHub": the fakes as standalone programs, the demo repository,
 /// the demo script, the bot — and a pull request at the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -220,7 +260,7 @@ async fn the_readme_demo_runs_with_the_standalone_fakes() {
     let label = format!("http://127.0.0.1:{gh_port}/_fake/label/acme/demo/1/hive");
     bot.wait_until(
         "the fake GitHub to take the label",
-        std::time::Duration::from_secs(120),
+        Duration::from_secs(120),
         || async {
             http.post(&label)
                 .send()
@@ -235,7 +275,7 @@ async fn the_readme_demo_runs_with_the_standalone_fakes() {
     let pulls = bot
         .wait_until(
             "the demo's pull request",
-            std::time::Duration::from_secs(120),
+            Duration::from_secs(120),
             || async {
                 let v: serde_json::Value = http.get(&state).send().await.ok()?.json().await.ok()?;
                 let pulls = v["acme/demo"]["pulls"].as_array()?.clone();
