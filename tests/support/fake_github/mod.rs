@@ -452,6 +452,11 @@ impl FakeGitHub {
     }
 
     /// Makes every token minted so far expire now.
+    /// Every installation token the fake has handed out.
+    pub fn minted_tokens(&self) -> Vec<String> {
+        self.state().tokens.keys().cloned().collect()
+    }
+
     pub fn expire_tokens(&self) {
         let past = chrono::Utc::now() - chrono::TimeDelta::seconds(1);
         for t in self.state().tokens.values_mut() {
