@@ -52,6 +52,7 @@ macro_rules! both {
 both!(
     migrations_run_twice,
     deliveries_are_deduplicated,
+    a_delivery_outcome_is_recorded_only_by_its_jobs_owner,
     jobs_are_claimed_once_and_leases_expire,
     concurrent_claims_never_share_a_job,
     retries_wait_until_due,
@@ -122,6 +123,37 @@ async fn deliveries_are_deduplicated(store: Store) {
         ("processed", Some("opened T-1"))
     );
     assert!(store.delivery("nope").await.unwrap().is_none());
+}
+
+async fn a_delivery_outcome_is_recorded_only_by_its_jobs_owner(store: Store) {
+    let a = DeliveryId::parse("aaaa-1").unwrap();
+    store.insert_delivery(&delivery(&a, None)).await.unwrap();
+    let job = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    // w1's lease runs out and w2 takes the job over.
+    assert!(store.renew_lease(job.id, "w1", -1).await.unwrap());
+    let taken = store.claim_job("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(taken.id, job.id);
+    let late = store
+        .finish_delivery_job(job.id, "w1", "aaaa-1", "processed", Some("by w1"))
+        .await
+        .unwrap();
+    assert!(!late, "a worker that lost the lease recorded an outcome");
+    assert_eq!(
+        store.delivery("aaaa-1").await.unwrap().unwrap().status,
+        "queued"
+    );
+    assert!(
+        store
+            .finish_delivery_job(job.id, "w2", "aaaa-1", "processed", Some("by w2"))
+            .await
+            .unwrap()
+    );
+    let d = store.delivery("aaaa-1").await.unwrap().unwrap();
+    assert_eq!(
+        (d.status.as_str(), d.detail.as_deref()),
+        ("processed", Some("by w2"))
+    );
+    assert!(store.job_counts().await.unwrap().is_empty());
 }
 
 async fn jobs_are_claimed_once_and_leases_expire(store: Store) {

@@ -91,11 +91,21 @@ pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
             Ok(Event::Ping) => ("processed", "ping".into()),
             Ok(Event::NotActionable(why)) => ("ignored", why),
         };
-        info!(status, %detail, "delivery processed");
-        crate::metrics::delivery_processed(status);
-        hive.store
+        let recorded = hive
+            .store
             .finish_delivery_job(job.id, &hive.owner, delivery_id, status, Some(&detail))
             .await?;
+        if !recorded {
+            warn!(
+                status,
+                "lease lost before the outcome was recorded; the worker that took over records it"
+            );
+            return Ok(Done::Recorded);
+        }
+        // Said once the outcome is committed: a run killed before that runs again, and only
+        // the run that recorded the outcome reports it.
+        info!(status, %detail, "delivery processed");
+        crate::metrics::delivery_processed(status);
         Ok(Done::Recorded)
     }
     .instrument(span)

@@ -199,6 +199,9 @@ impl Store {
     }
 
     /// Records what processing a delivery did and ends its job, in one transaction.
+    /// Records a delivery's outcome and ends its job, in one transaction — only while `owner`
+    /// still holds the job. False (nothing recorded) when its lease was lost to another worker,
+    /// which then records the outcome itself: each delivery's outcome is recorded once.
     pub async fn finish_delivery_job(
         &self,
         job_id: i64,
@@ -206,9 +209,13 @@ impl Store {
         delivery_id: &str,
         status: &str,
         detail: Option<&str>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let now = now_ms();
         let mut tx = self.writer().begin().await?;
+        if !super::jobs::end_job_in(&mut tx, job_id, owner, "done", None, now).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
         sqlx::query("UPDATE deliveries SET status = $1, detail = $2, processed_at = $3 WHERE delivery_id = $4")
             .bind(status)
             .bind(detail)
@@ -216,9 +223,8 @@ impl Store {
             .bind(delivery_id)
             .execute(&mut *tx)
             .await?;
-        super::jobs::end_job_in(&mut tx, job_id, owner, "done", None, now).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(true)
     }
 
     /// How many deliveries are stored, by status.
@@ -246,6 +252,14 @@ impl Store {
             }
         }
         Ok(known)
+    }
+
+    /// `(delivery id, status)` of every delivery, oldest first (audits and the loss test).
+    pub async fn delivery_statuses(&self) -> Result<Vec<(String, String)>> {
+        let rows = sqlx::query("SELECT delivery_id, status FROM deliveries ORDER BY id")
+            .fetch_all(self.reader())
+            .await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
     pub async fn delivery_counts(&self) -> Result<Vec<(String, i64)>> {

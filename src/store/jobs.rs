@@ -108,7 +108,7 @@ pub(super) async fn end_job_in(
     status: &str,
     error: Option<&str>,
     now: i64,
-) -> Result<()> {
+) -> Result<bool> {
     if status == "done" {
         // Asked for again while it ran: queue it once more, with a fresh count of attempts.
         let again = sqlx::query(
@@ -122,16 +122,18 @@ pub(super) async fn end_job_in(
         .execute(&mut **tx)
         .await?
         .rows_affected();
-        if again == 0 {
-            sqlx::query("DELETE FROM jobs WHERE id = $1 AND lease_owner = $2")
-                .bind(job_id)
-                .bind(owner)
-                .execute(&mut **tx)
-                .await?;
+        if again > 0 {
+            return Ok(true);
         }
-        return Ok(());
+        let deleted = sqlx::query("DELETE FROM jobs WHERE id = $1 AND lease_owner = $2")
+            .bind(job_id)
+            .bind(owner)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected();
+        return Ok(deleted > 0);
     }
-    sqlx::query(
+    let n = sqlx::query(
         "UPDATE jobs SET status = $1, last_error = $2, lease_owner = NULL, lease_until = NULL, \
          updated_at = $3 WHERE id = $4 AND lease_owner = $5",
     )
@@ -141,8 +143,9 @@ pub(super) async fn end_job_in(
     .bind(job_id)
     .bind(owner)
     .execute(&mut **tx)
-    .await?;
-    Ok(())
+    .await?
+    .rows_affected();
+    Ok(n > 0)
 }
 
 impl Store {
