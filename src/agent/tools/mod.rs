@@ -38,6 +38,16 @@ use crate::llm::ToolSpec;
 pub use command::CommandRunner;
 pub use scope::WriteScope;
 
+/// `apply_patch`'s parser and applier on text alone, without a worktree (fuzzing): the text
+/// `before` patched by each file of the unified diff `patch`, or the first error.
+#[doc(hidden)]
+pub fn patch_text(before: &str, patch: &str) -> Result<Vec<String>, ToolError> {
+    patch_parse::parse(patch)?
+        .iter()
+        .map(|fp| patch::apply_hunks("file", before, fp))
+        .collect()
+}
+
 const READ_TOOLS: [&str; 4] = [
     "list_files",
     "read_file",

@@ -153,7 +153,7 @@ fn write_all(ctx: &Ctx, changes: &[Change]) -> Result<(), ToolError> {
 }
 
 /// Applies a file's hunks to `before`.
-fn apply_hunks(rel: &str, before: &str, fp: &FilePatch) -> Result<String, ToolError> {
+pub(super) fn apply_hunks(rel: &str, before: &str, fp: &FilePatch) -> Result<String, ToolError> {
     let crlf = before.contains("\r\n");
     let eol = if crlf { "\r\n" } else { "\n" };
     let lines: Vec<&str> = text::lines(before).into_iter().map(text::bare).collect();
