@@ -134,6 +134,77 @@ async fn a_model_that_hangs_is_asked_again_then_given_up_on() {
     server.abort();
 }
 
+/// Reads one HTTP request (headers and a `content-length` body) from `socket`.
+async fn read_request(socket: &mut tokio::net::TcpStream) {
+    use tokio::io::AsyncReadExt as _;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the client closed before sending its request");
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf).to_lowercase();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length: usize = text
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map(|v| v.trim().parse().unwrap())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + length {
+                return;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn truncated_answers_are_asked_for_again() {
+    use tokio::io::AsyncWriteExt as _;
+    let answer = json!({
+        "id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+        "choices": [{ "index": 0, "message": { "role": "assistant", "content": "whole" }, "finish_reason": "stop" }],
+        "usage": { "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2 },
+    })
+    .to_string();
+    let half = answer[..answer.len() / 2].to_owned();
+    let replies = [
+        // The connection drops in the middle of the body.
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{half}",
+            answer.len()
+        ),
+        // A whole HTTP answer whose JSON is cut short.
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{half}",
+            half.len()
+        ),
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+            answer.len()
+        ),
+    ];
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        for reply in replies {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            read_request(&mut socket).await;
+            socket.write_all(reply.as_bytes()).await.unwrap();
+            socket.shutdown().await.unwrap();
+        }
+    });
+    let c = client(
+        &format!("http://{addr}/v1"),
+        RetryLimits {
+            max_wait: Duration::from_secs(5),
+            ..limits(3)
+        },
+    );
+    let got = ask(&c).await.unwrap();
+    assert_eq!(got.message.content.as_deref(), Some("whole"));
+    server.await.expect("all three answers were asked for");
+}
+
 #[tokio::test]
 async fn the_loop_stops_at_its_iteration_cap() {
     let dir = tempfile::tempdir().unwrap();
