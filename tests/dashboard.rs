@@ -104,15 +104,11 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
     // Nothing was done by the refused interventions.
     assert!(commands(&w).await.is_empty());
 
-    let state: Value = http
-        .get(url("/api/state"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let get = |path: String| {
+        let req = http.get(url(&path)).bearer_auth(TOKEN);
+        async move { req.send().await.unwrap() }
+    };
+    let state: Value = get("/api/state".into()).await.json().await.unwrap();
     let ticket = &state["tickets"][0];
     assert_eq!(ticket["id"], "T-1");
     assert_eq!(ticket["repo"], REPO);
@@ -138,12 +134,8 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
         );
     }
 
-    let one: Value = http
-        .get(url(&format!("/api/tickets/{key}")))
-        .bearer_auth(TOKEN)
-        .send()
+    let one: Value = get(format!("/api/tickets/{key}"))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -153,15 +145,7 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
     );
     assert!(one["flow"].is_object());
 
-    let metrics = http
-        .get(url("/metrics"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = get("/metrics".into()).await.text().await.unwrap();
     for line in [
         "vibeloop_deliveries_total{event=\"issues\",status=\"202\"} 1",
         "vibeloop_tickets{state=\"AwaitingVerification\"} 1",
@@ -178,13 +162,13 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
     }
 
     // An intervention through the API, recorded like a slash command.
-    let r = http
-        .post(url(&format!("/api/tickets/{key}/interventions")))
-        .bearer_auth(TOKEN)
-        .json(&json!({ "command": "/hive feedback Keep the public API unchanged" }))
-        .send()
-        .await
-        .unwrap();
+    let r = intervene(
+        &http,
+        &w,
+        key,
+        "/hive feedback Keep the public API unchanged",
+    )
+    .await;
     assert_eq!(r.status(), StatusCode::OK);
     let c = commands(&w).await;
     assert_eq!(c.len(), 1, "{c:?}");
@@ -192,13 +176,7 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
     assert_eq!(c[0].author, "dashboard-operator");
     assert!(c[0].command.contains("feedback"), "{c:?}");
     // Nonsense is refused with a reason, and nothing is run.
-    let r = http
-        .post(url(&format!("/api/tickets/{key}/interventions")))
-        .bearer_auth(TOKEN)
-        .json(&json!({ "command": "/hive aprove" }))
-        .send()
-        .await
-        .unwrap();
+    let r = intervene(&http, &w, key, "/hive aprove").await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let a: Value = r.json().await.unwrap();
     assert!(
@@ -208,6 +186,21 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
             .contains("Did you mean /hive approve"),
         "{a}"
     );
+}
+
+/// Sends a ticket a command through the JSON API, with the token.
+async fn intervene(
+    http: &reqwest::Client,
+    w: &World,
+    key: i64,
+    command: &str,
+) -> reqwest::Response {
+    http.post(format!("{}/api/tickets/{key}/interventions", w.bot.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({ "command": command }))
+        .send()
+        .await
+        .unwrap()
 }
 
 /// The number of rows in the timeline table, and whether one holds `text`.

@@ -210,23 +210,12 @@ impl DockerBackend {
 
     /// Removes the containers of `ticket` of `repo`; returns how many.
     pub async fn remove_ticket(&self, repo: &str, ticket: &str) -> Result<usize, SandboxError> {
-        let filters = HashMap::from([(
-            "label".to_owned(),
-            vec![
-                format!("{LABEL_INSTANCE}={}", self.instance),
+        let list = self
+            .mine(&[
                 format!("vibeloop.repo={repo}"),
                 format!("vibeloop.ticket={ticket}"),
-            ],
-        )]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(docker_err)?;
+            ])
+            .await?;
         for c in &list {
             if let Some(id) = &c.id {
                 self.remove(id).await;
@@ -235,21 +224,27 @@ impl DockerBackend {
         Ok(list.len())
     }
 
-    /// This instance's containers with what they belong to, running or not.
-    pub async fn sandboxes(&self) -> Result<Vec<super::SandboxInfo>, SandboxError> {
-        let filters = HashMap::from([(
-            "label".to_owned(),
-            vec![format!("{LABEL_INSTANCE}={}", self.instance)],
-        )]);
+    /// This instance's containers (that also carry every label `k=v` of `also`), running or not.
+    async fn mine(
+        &self,
+        also: &[String],
+    ) -> Result<Vec<bollard::models::ContainerSummary>, SandboxError> {
+        let mut labels = vec![format!("{LABEL_INSTANCE}={}", self.instance)];
+        labels.extend_from_slice(also);
+        let filters = HashMap::from([("label".to_owned(), labels)]);
         let options = ListContainersOptionsBuilder::default()
             .all(true)
             .filters(&filters)
             .build();
-        let list = self
-            .docker
+        self.docker
             .list_containers(Some(options))
             .await
-            .map_err(docker_err)?;
+            .map_err(docker_err)
+    }
+
+    /// This instance's containers with what they belong to, running or not.
+    pub async fn sandboxes(&self) -> Result<Vec<super::SandboxInfo>, SandboxError> {
+        let list = self.mine(&[]).await?;
         Ok(list
             .into_iter()
             .map(|c| {
@@ -268,19 +263,7 @@ impl DockerBackend {
 
     /// `(id, name)` of this instance's containers, running or not.
     pub async fn containers(&self) -> Result<Vec<(String, String)>, SandboxError> {
-        let filters = HashMap::from([(
-            "label".to_owned(),
-            vec![format!("{LABEL_INSTANCE}={}", self.instance)],
-        )]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(docker_err)?;
+        let list = self.mine(&[]).await?;
         Ok(list
             .into_iter()
             .map(|c| {

@@ -6,21 +6,8 @@ use url::Url;
 
 use super::Registered;
 
-/// Escapes text for HTML element content and double-quoted attributes.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for HTML element content and attribute values.
+pub use crate::dashboard::pages::esc as escape;
 
 fn layout(title: &str, body: &str) -> String {
     format!(
