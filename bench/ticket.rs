@@ -145,6 +145,7 @@ async fn many_tickets(n: usize, workers: usize) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let total = start.elapsed().as_secs_f64();
+    let stages = stage_latencies(&store, &repos).await;
     let prs: Vec<f64> = first_pr.iter().flatten().copied().collect();
     println!("\n## {n} tickets at once ({workers} workers, one repository each)\n");
     println!("| measure | value |\n|---|---|");
@@ -160,10 +161,52 @@ async fn many_tickets(n: usize, workers: usize) {
     );
     println!("| bot RSS idle → peak | {idle_rss:.0} MiB → {peak_rss:.0} MiB |");
     println!("| bot open fds idle → peak | {idle_fds} → {peak_fds} |");
+    println!("\n| stage (time in state) | median s | max s | tickets |\n|---|---|---|---|");
+    for (state, mut secs) in stages {
+        secs.sort_by(|a, b| a.total_cmp(b));
+        let max = secs.last().copied().unwrap_or(0.0);
+        println!(
+            "| {state} | {:.1} | {max:.1} | {} |",
+            median(secs.clone()),
+            secs.len()
+        );
+    }
     println!("\n| t (s) | RSS (MiB) | fds | completed |\n|---|---|---|---|");
     for (t, rss, fds, done) in samples {
         println!("| {t:.0} | {rss:.0} | {fds} | {done} |");
     }
+}
+
+/// How long each ticket spent in each state, from its timeline's `state` events, in the order
+/// the states first occur: `(state, seconds of every ticket that was in it)`.
+async fn stage_latencies(
+    store: &vibeloop::store::Store,
+    repos: &[String],
+) -> Vec<(String, Vec<f64>)> {
+    let mut stages: Vec<(String, Vec<f64>)> = Vec::new();
+    for repo in repos {
+        let Some(t) = store
+            .ticket_for_issue(&RepoName::parse(repo).unwrap(), 1)
+            .await
+            .unwrap()
+        else {
+            continue;
+        };
+        let events = store.events_after(t.key, 0, 100_000).await.unwrap();
+        let moves: Vec<(i64, String)> = events
+            .iter()
+            .filter(|e| e.kind == "state")
+            .map(|e| (e.at, e.data["to"].as_str().unwrap_or("?").to_owned()))
+            .collect();
+        for pair in moves.windows(2) {
+            let secs = (pair[1].0 - pair[0].0) as f64 / 1000.0;
+            match stages.iter_mut().find(|(s, _)| *s == pair[0].1) {
+                Some((_, v)) => v.push(secs),
+                None => stages.push((pair[0].1.clone(), vec![secs])),
+            }
+        }
+    }
+    stages
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

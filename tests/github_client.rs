@@ -194,6 +194,16 @@ async fn safe_reads_are_retried_and_rate_limits_honour_retry_after() {
         1
     );
     assert_eq!(count(&gh, "POST", "/issues/1/comments"), 2);
+
+    // A secondary rate limit: 403 with Retry-After is a wait, not a refusal.
+    gh.inject(Fault::new("GET", "/issues/1/comments", 403).retry_after(1));
+    let started = Instant::now();
+    client.issue_comments(1).await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After was not honoured"
+    );
+    assert_eq!(count(&gh, "GET", "/issues/1/comments"), 5);
 }
 
 #[tokio::test]
