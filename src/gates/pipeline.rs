@@ -10,7 +10,7 @@ use super::report::{TestCounts, summary, title};
 use super::{GateError, GateResult, ORDER, Status, parsers, security};
 use crate::config::repo::{HiveConfig, SecurityGate};
 use crate::github::RepoClient;
-use crate::github::checks::CheckOutput;
+use crate::github::checks::{CheckOutput, Conclusion};
 use crate::ids::CommitSha;
 use crate::sandbox::Sandbox;
 
@@ -71,12 +71,16 @@ pub async fn run(
         runs.resize(selected.len(), None);
     }
     let mut security = if selected.contains(&"security") {
-        Some(security_gate(inputs).await?)
+        match security_gate(inputs).await {
+            Ok(r) => Some(r),
+            Err(e) => return Err(cancel(report, &runs, e).await),
+        }
     } else {
         None
     };
     let mut results = Vec::new();
-    for (gate, check) in selected.into_iter().zip(runs) {
+    for (i, gate) in selected.into_iter().enumerate() {
+        let check = runs[i].clone();
         if let (Report::Checks { client, .. }, Some(check)) = (report, &check) {
             client
                 .check_run_started(check.id, &format!("hive/{gate}: running"))
@@ -84,7 +88,10 @@ pub async fn run(
         }
         let mut result = match gate {
             "security" => security.take().expect("computed above"),
-            _ => command_gate(inputs, gate).await?,
+            _ => match command_gate(inputs, gate).await {
+                Ok(r) => r,
+                Err(e) => return Err(cancel(report, &runs[i..], e).await),
+            },
         };
         result.notes.extend(inputs.notes.iter().cloned());
         if let (Report::Checks { client, .. }, Some(check)) = (report, &check) {
@@ -100,6 +107,34 @@ pub async fn run(
         results.push(result);
     }
     Ok(results)
+}
+
+/// The sandbox failed under a gate (its engine went away, say): the gate's check run and those
+/// still queued are completed as cancelled, saying why, so none stays "in progress" on GitHub.
+/// The job is retried and the gates run again. Returns `e`.
+async fn cancel(
+    report: &Report<'_>,
+    runs: &[Option<crate::github::checks::CheckRun>],
+    e: GateError,
+) -> GateError {
+    let Report::Checks { client, .. } = report else {
+        return e;
+    };
+    let output = CheckOutput {
+        title: "Not run: the sandbox failed".into(),
+        summary: format!(
+            "The sandbox could not run this gate ({e}). Vibeloop retries on its own; the gates run again."
+        ),
+    };
+    for check in runs.iter().flatten() {
+        if let Err(err) = client
+            .complete_check_run(check.id, Conclusion::Cancelled, &output, &[])
+            .await
+        {
+            tracing::warn!(check_run = check.id, error = %err, "cannot mark the check run cancelled");
+        }
+    }
+    e
 }
 
 async fn command_gate(inputs: &Inputs<'_>, gate: &'static str) -> Result<GateResult, GateError> {
