@@ -1,0 +1,109 @@
+//! PostgreSQL restarted under a running ticket: the bot reaches the database through a TCP
+//! proxy this test controls. Cutting it drops every connection and refuses new ones, as a
+//! restarting server does; restoring it lets the bot reconnect. The ticket must finish with
+//! every GitHub side effect once, and a webhook sent during the outage gets 503, not a loss.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use support::hive::*;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use vibeloop::ticket::TaskState;
+
+/// A TCP proxy on a fixed local port in front of `upstream`, that can be cut and restored.
+struct DbProxy {
+    port: u16,
+    upstream: String,
+    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl DbProxy {
+    async fn start(upstream: &str) -> DbProxy {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut p = DbProxy {
+            port,
+            upstream: upstream.to_owned(),
+            tasks: Arc::default(),
+            accept: None,
+        };
+        p.restore().await;
+        p
+    }
+
+    async fn restore(&mut self) {
+        let listener = TcpListener::bind(("127.0.0.1", self.port)).await.unwrap();
+        let (tasks, upstream) = (self.tasks.clone(), self.upstream.clone());
+        self.accept = Some(tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let pipe = tokio::spawn(async move {
+                    if let Ok(mut server) = TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                tasks.lock().unwrap().push(pipe);
+            }
+        }));
+    }
+
+    /// Every connection drops and new ones are refused.
+    fn cut(&mut self) {
+        if let Some(a) = self.accept.take() {
+            a.abort();
+        }
+        for t in self.tasks.lock().unwrap().drain(..) {
+            t.abort();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restarted_mid_ticket_the_ticket_finishes_with_each_side_effect_once() {
+    let direct = support::pg::fresh_database().await;
+    let mut url = url::Url::parse(&direct).unwrap();
+    let upstream = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
+    let mut proxy = DbProxy::start(&upstream).await;
+    url.set_port(Some(proxy.port)).unwrap();
+    let w = World::start_with(
+        happy_script(),
+        &calc(AUTO_YML),
+        vec![
+            ("DATABASE_URL".into(), url.to_string()),
+            ("VIBELOOP_LEASE_SECONDS".into(), "3".into()),
+        ],
+    )
+    .await;
+    w.label().await;
+    w.bot
+        .wait_until("the Builder's gates to run", WAIT, || async {
+            w.gh.check_runs(REPO)
+                .iter()
+                .any(|c| c.name == "hive/test")
+                .then_some(())
+        })
+        .await;
+    proxy.cut();
+    // A webhook during the outage is refused with 503, so GitHub keeps it for redelivery.
+    let during = w.gh.label_issue(REPO, w.issue, "bug").await;
+    assert_eq!(during.status, 503, "{}", during.text);
+    w.bot
+        .wait_until("the bot to notice the database is gone", WAIT, || async {
+            let log = w.bot.log();
+            (log.contains("cannot claim a job") || log.contains("will retry")).then_some(())
+        })
+        .await;
+    proxy.restore().await;
+
+    let done = w.wait_state(TaskState::Completed).await;
+    assert_eq!(done.issue_number, w.issue);
+    w.assert_each_side_effect_once();
+    let ready = reqwest::get(format!("{}/readyz", w.bot.url)).await.unwrap();
+    assert_eq!(ready.status(), 200);
+}
