@@ -1,7 +1,9 @@
 //! PostgreSQL restarted under a running ticket: the bot reaches the database through a TCP
 //! proxy this test controls. Cutting it drops every connection and refuses new ones, as a
-//! restarting server does; restoring it lets the bot reconnect. The ticket must finish with
-//! every GitHub side effect once, and a webhook sent during the outage gets 503, not a loss.
+//! restarting server does; restoring it lets the bot reconnect. The outage outlasts the job's
+//! lease: the run that cannot renew it stops before the lease runs out, and the run that takes
+//! the job over finishes the ticket alone, with every GitHub side effect once. A webhook sent
+//! during the outage gets 503, not a loss.
 
 mod support;
 
@@ -93,10 +95,13 @@ async fn postgres_restarted_mid_ticket_the_ticket_finishes_with_each_side_effect
     // A webhook during the outage is refused with 503, so GitHub keeps it for redelivery.
     let during = w.gh.label_issue(REPO, w.issue, "bug").await;
     assert_eq!(during.status, 503, "{}", during.text);
+    // Longer than the lease: the run that cannot renew it stops, rather than go on beside the
+    // run that will take the job over.
     w.bot
-        .wait_until("the bot to notice the database is gone", WAIT, || async {
+        .wait_until("the run to give up its lease", WAIT, || async {
             let log = w.bot.log();
-            (log.contains("cannot claim a job") || log.contains("will retry")).then_some(())
+            log.contains("lease lost; stopping the job so that one worker runs it")
+                .then_some(())
         })
         .await;
     proxy.restore().await;

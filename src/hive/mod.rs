@@ -16,7 +16,7 @@ pub mod sweep;
 pub(crate) mod verify;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
 use tracing::{Instrument as _, error, info_span, warn};
@@ -154,21 +154,34 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
     if let Some(from) = &job.taken_from {
         warn!(job = job.id, kind = job.kind.as_str(), key = %job.key, from = %from, "resumed a job whose lease ran out");
     }
+    // The heartbeat renews the lease every third of it. When it cannot — another worker holds
+    // the job now, or the database does not answer in time — it says so before the lease can run
+    // out, and the job stops: two workers never run one job (they would share its worktrees).
+    let (lost_tx, mut lost) = tokio::sync::oneshot::channel::<&'static str>();
     let heartbeat = {
         let store = hive.store.clone();
         let owner = hive.owner.clone();
         let id = job.id;
-        let lease = hive.lease_ms();
+        let lease = hive.lease;
+        let lease_ms = hive.lease_ms();
         tokio::spawn(async move {
+            let tick = lease / 3;
+            let mut valid_until = Instant::now() + lease;
             loop {
-                tokio::time::sleep(Duration::from_millis((lease / 3) as u64)).await;
-                match store.renew_lease(id, &owner, lease).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        warn!(job = id, "lease lost");
-                        break;
+                tokio::time::sleep(tick).await;
+                let asked = Instant::now();
+                match tokio::time::timeout(tick, store.renew_lease(id, &owner, lease_ms)).await {
+                    Ok(Ok(true)) => valid_until = asked + lease,
+                    Ok(Ok(false)) => {
+                        let _ = lost_tx.send("another worker holds it now");
+                        return;
                     }
-                    Err(e) => warn!(job = id, error = %e, "cannot renew lease"),
+                    Ok(Err(e)) => warn!(job = id, error = %e, "cannot renew lease"),
+                    Err(_) => warn!(job = id, "renewing the lease timed out"),
+                }
+                if Instant::now() + tick >= valid_until {
+                    let _ = lost_tx.send("it could not be renewed in time");
+                    return;
                 }
             }
         })
@@ -182,13 +195,23 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
         }
     };
     let before = progress(hive.store.clone(), job.clone()).await;
-    let result = match job.kind {
-        JobKind::Delivery => deliveries::process(hive, &job).await,
-        JobKind::Ticket => run::run_ticket(hive, &job.key)
-            .await
-            .map(|()| Done::Finished),
-        JobKind::Gates => rerun::rerun(hive, &job).await.map(|()| Done::Finished),
-        JobKind::Sweep => sweep::sweep(hive).await.map(|()| Done::Finished),
+    let work = async {
+        match job.kind {
+            JobKind::Delivery => deliveries::process(hive, &job).await,
+            JobKind::Ticket => run::run_ticket(hive, &job.key)
+                .await
+                .map(|()| Done::Finished),
+            JobKind::Gates => rerun::rerun(hive, &job).await.map(|()| Done::Finished),
+            JobKind::Sweep => sweep::sweep(hive).await.map(|()| Done::Finished),
+        }
+    };
+    let result = tokio::select! {
+        result = work => result,
+        Ok(why) = &mut lost => {
+            warn!(job = job.id, kind = job.kind.as_str(), key = %job.key, why, "lease lost; stopping the job so that one worker runs it");
+            crate::metrics::job_ran(job.kind.as_str(), "lease_lost");
+            return;
+        }
     };
     heartbeat.abort();
     let store = &hive.store;
