@@ -164,6 +164,13 @@ async fn fetch_and_push_need_a_valid_token() {
             err.to_string().contains("refused the installation token"),
             "{err}"
         );
+        // A crash in the middle of adding a worktree leaves git's half-made administrative
+        // directory behind (here: without its `gitdir` file); the next add starts clean.
+        let admin = ws.mirror_path(&repo).join("worktrees").join("feat-T-2");
+        std::fs::remove_file(admin.join("gitdir")).unwrap();
+        std::fs::remove_dir_all(&wt.path).unwrap();
+        let again = ws.fresh_worktree(&repo, &git, "feat/T-2", "main").unwrap();
+        assert!(again.path.join(".git").is_file(), "a worktree again");
         let missing = ws
             .fresh_worktree(&repo, &git, "feat/T-3", "no-such-base")
             .err()

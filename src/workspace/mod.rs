@@ -304,6 +304,12 @@ impl Workspace {
         if path.exists() {
             std::fs::remove_dir_all(path)?;
         }
+        // What an add interrupted by a crash leaves: git's administrative directory for the
+        // worktree, too incomplete to be found as one, but in the way of the next add.
+        let admin = git.path().join("worktrees").join(name);
+        if admin.exists() {
+            std::fs::remove_dir_all(&admin)?;
+        }
         Ok(())
     }
 
