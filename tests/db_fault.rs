@@ -7,72 +7,17 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
-
+use support::cut::Cuttable;
 use support::hive::*;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
 use vibeloop::ticket::TaskState;
-
-/// A TCP proxy on a fixed local port in front of `upstream`, that can be cut and restored.
-struct DbProxy {
-    port: u16,
-    upstream: String,
-    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl DbProxy {
-    async fn start(upstream: &str) -> DbProxy {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut p = DbProxy {
-            port,
-            upstream: upstream.to_owned(),
-            tasks: Arc::default(),
-            accept: None,
-        };
-        p.restore().await;
-        p
-    }
-
-    async fn restore(&mut self) {
-        let listener = TcpListener::bind(("127.0.0.1", self.port)).await.unwrap();
-        let (tasks, upstream) = (self.tasks.clone(), self.upstream.clone());
-        self.accept = Some(tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                let upstream = upstream.clone();
-                let pipe = tokio::spawn(async move {
-                    if let Ok(mut server) = TcpStream::connect(upstream).await {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                    }
-                });
-                tasks.lock().unwrap().push(pipe);
-            }
-        }));
-    }
-
-    /// Every connection drops and new ones are refused.
-    fn cut(&mut self) {
-        if let Some(a) = self.accept.take() {
-            a.abort();
-        }
-        for t in self.tasks.lock().unwrap().drain(..) {
-            t.abort();
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarted_mid_ticket_the_ticket_finishes_with_each_side_effect_once() {
     let direct = support::pg::fresh_database().await;
     let mut url = url::Url::parse(&direct).unwrap();
     let upstream = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
-    let mut proxy = DbProxy::start(&upstream).await;
-    url.set_port(Some(proxy.port)).unwrap();
+    let mut proxy = Cuttable::tcp(&upstream).await;
+    url.set_port(Some(proxy.port())).unwrap();
     let w = World::start_with(
         happy_script(),
         &calc(AUTO_YML),

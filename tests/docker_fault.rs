@@ -6,68 +6,19 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 
+use support::cut::Cuttable;
 use support::hive::*;
-use tokio::net::{UnixListener, UnixStream};
-use tokio::task::JoinHandle;
 use vibeloop::ticket::TaskState;
 
 const ENGINE: &str = "/var/run/docker.sock";
-
-/// A Unix-socket proxy in front of the Docker engine that can be cut and restored.
-struct EngineProxy {
-    path: PathBuf,
-    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl EngineProxy {
-    fn start(path: &Path) -> EngineProxy {
-        let mut p = EngineProxy {
-            path: path.to_owned(),
-            tasks: Arc::default(),
-            accept: None,
-        };
-        p.restore();
-        p
-    }
-
-    /// Listens again: new connections reach the engine.
-    fn restore(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-        let listener = UnixListener::bind(&self.path).unwrap();
-        let tasks = self.tasks.clone();
-        self.accept = Some(tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                let pipe = tokio::spawn(async move {
-                    if let Ok(mut engine) = UnixStream::connect(ENGINE).await {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut engine).await;
-                    }
-                });
-                tasks.lock().unwrap().push(pipe);
-            }
-        }));
-    }
-
-    /// The engine is gone: every open connection drops and new ones are refused.
-    fn cut(&mut self) {
-        if let Some(a) = self.accept.take() {
-            a.abort();
-        }
-        for t in self.tasks.lock().unwrap().drain(..) {
-            t.abort();
-        }
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engine_lost_mid_gate_and_back_the_ticket_recovers_with_each_side_effect_once() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("docker.sock");
-    let mut proxy = EngineProxy::start(&socket);
+    let mut proxy = Cuttable::unix(&socket, Path::new(ENGINE)).await;
     // The test gate takes a while, so the cut lands inside it.
     let yml = "gates: { test: \"sleep 2; python3 -m unittest -v\" }\nreview: { require_human_approval: false }\n";
     let w = World::start_with(
@@ -95,7 +46,7 @@ async fn the_engine_lost_mid_gate_and_back_the_ticket_recovers_with_each_side_ef
             w.bot.log().contains("will retry").then_some(())
         })
         .await;
-    proxy.restore();
+    proxy.restore().await;
 
     let done = w.wait_state(TaskState::Completed).await;
     assert_eq!(done.issue_number, w.issue);

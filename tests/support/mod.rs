@@ -9,6 +9,7 @@
 pub mod bot;
 #[cfg(test)]
 pub mod browser;
+pub mod cut;
 pub mod fake_github;
 pub mod fake_llm;
 pub mod git_http;
