@@ -2,7 +2,7 @@
 //! applies injected faults and records the request. Repository routes live in the submodules:
 //! [`issues`] (issues, comments, labels, reactions, collaborators), [`checks`] (check runs,
 //! statuses), [`pulls`] (pull requests, files, reviews) and [`git`] (refs, tags, protection,
-//! commits, compare).
+//! commits, compare); [`outside`] holds git smart HTTP, redelivery and the fake's controls.
 
 /// Unwraps `Result<T, Answer>` inside a route returning `Option<Answer>`.
 macro_rules! tri {
@@ -20,6 +20,7 @@ mod checks;
 pub(super) mod git;
 mod issues;
 pub mod json;
+mod outside;
 mod pulls;
 
 use std::collections::HashMap;
@@ -34,7 +35,6 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::{Recorded, Repo, State, Token};
-use crate::support::git_http;
 use crate::support::repos;
 
 pub use pulls::refresh_heads;
@@ -104,17 +104,17 @@ async fn handle(
     let path = uri.path().to_owned();
     let query = uri.query().unwrap_or("").to_owned();
     if path.contains(".git/") {
-        return git(&s, &method, &path, &query, &headers, body).await;
+        return outside::git(&s, &method, &path, &query, &headers, body).await;
     }
     if let Some(rest) = path.strip_prefix("/_fake/label/") {
-        return control_label(&s, rest).await;
+        return outside::control_label(&s, rest).await;
     }
     if let Some(id) = path
         .strip_prefix("/app/hook/deliveries/")
         .and_then(|rest| rest.strip_suffix("/attempts"))
         .filter(|_| method == Method::POST)
     {
-        return redeliver(&s, id, &headers).await;
+        return outside::redeliver(&s, id, &headers).await;
     }
     if let Some(r) = super::oauth::handle(
         &mut s.state.lock().unwrap(),
@@ -127,7 +127,10 @@ async fn handle(
         return r;
     }
     if path == "/_fake/state" {
-        return respond((StatusCode::OK, snapshot(&s.state.lock().unwrap())), None);
+        return respond(
+            (StatusCode::OK, outside::snapshot(&s.state.lock().unwrap())),
+            None,
+        );
     }
     let latency = s.state.lock().unwrap().latency;
     if !latency.is_zero() {
@@ -486,131 +489,6 @@ fn graphql(st: &mut State, token: Option<&str>, body: Option<&Value>) -> Answer 
     )
 }
 
-/// `GET /_fake/state`: what the fake holds, for people trying it by hand.
-fn snapshot(st: &State) -> Value {
-    let repos: serde_json::Map<String, Value> = st
-        .repos
-        .iter()
-        .map(|(name, r)| {
-            let issues: Vec<Value> = r.issues.values().map(|i| json!({ "number": i.number, "title": i.title })).collect();
-            (
-                name.clone(),
-                json!({
-                "issues": issues, "comments": r.comments, "pulls": r.pulls, "check_runs": r.check_runs,
-                "reactions": r.reactions, "comment_reactions": r.comment_reactions, "labels": r.labels,
-                "reviews": r.reviews, "review_comments": r.review_comments, "statuses": r.statuses,
-                "permissions": r.permissions, "protections": r.protections,
-            }),
-            )
-        })
-        .collect();
-    Value::Object(repos)
-}
-
-/// `POST /_fake/label/{owner}/{repo}/{issue}/{label}`: deliver `issues.labeled` to the bot.
-async fn control_label(s: &Shared, rest: &str) -> Response<Body> {
-    let parts: Vec<&str> = rest.split('/').collect();
-    let [owner, name, number, label] = parts.as_slice() else {
-        return respond(
-            err(
-                StatusCode::NOT_FOUND,
-                "use /_fake/label/{owner}/{repo}/{issue}/{label}",
-            ),
-            None,
-        );
-    };
-    let repo = format!("{owner}/{name}");
-    let found = {
-        let mut st = s.state.lock().unwrap();
-        let has_webhook = st.webhook.is_some();
-        let issue = number.parse::<u64>().ok().and_then(|n| {
-            let r = st.repos.get_mut(&repo)?;
-            let issue = r.issues.get(&n)?.clone();
-            // Stored like a label put on through the web page: GitHub lists it on the issue.
-            let labels = r.labels.entry(n).or_default();
-            if !labels.iter().any(|l| l == label) {
-                labels.push((*label).to_owned());
-            }
-            Some((r.installation, issue))
-        });
-        issue.filter(|_| has_webhook)
-    };
-    let Some((installation, issue)) = found else {
-        return respond(
-            err(StatusCode::NOT_FOUND, "unknown issue, or no --webhook-url"),
-            None,
-        );
-    };
-    let body = crate::support::payloads::issues_labeled(
-        &repo,
-        Some(installation),
-        issue.number,
-        &issue.title,
-        &issue.body,
-        label,
-    );
-    let sent = super::hooks::deliver(&s.state, "issues", &body, None).await;
-    respond(
-        (
-            StatusCode::OK,
-            json!({ "delivery": sent.delivery, "status": sent.status, "answer": sent.text }),
-        ),
-        None,
-    )
-}
-
-/// Git smart HTTP: basic auth with an installation token that covers the repository.
-async fn git(
-    s: &Shared,
-    method: &Method,
-    path: &str,
-    query: &str,
-    headers: &HeaderMap,
-    body: Bytes,
-) -> Response<Body> {
-    let Some((repo_path, _)) = path.split_once(".git/") else {
-        return git_http::plain(StatusCode::NOT_FOUND, "Not Found");
-    };
-    let repo = repo_path.trim_start_matches('/').to_owned();
-    let password = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Basic "))
-        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
-        .and_then(|b| String::from_utf8(b).ok())
-        .and_then(|up| up.split_once(':').map(|(_, p)| p.to_owned()));
-    let allowed = {
-        let st = s.state.lock().unwrap();
-        check_token(&st, password.as_deref(), &repo).is_ok()
-    };
-    let status_for_log;
-    let response = if !allowed {
-        status_for_log = 401;
-        git_http::unauthorized()
-    } else {
-        let r = git_http::serve(
-            &s.root,
-            method.as_str(),
-            path,
-            query,
-            headers,
-            body,
-            "x-access-token",
-        )
-        .await;
-        status_for_log = r.status().as_u16();
-        r
-    };
-    s.state.lock().unwrap().requests.push(Recorded {
-        method: method.to_string(),
-        path: path.to_owned(),
-        query: query.to_owned(),
-        body: None,
-        status: status_for_log,
-    });
-    response
-}
-
 /// Decodes `%XX` escapes of a path segment (label names, logins).
 pub fn pct_decode(s: &str) -> String {
     let b = s.as_bytes();
@@ -633,31 +511,4 @@ pub fn pct_decode(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// `POST /app/hook/deliveries/{id}/attempts`: GitHub accepts (202) and sends the delivery again.
-async fn redeliver(s: &Shared, id: &str, headers: &HeaderMap) -> Response<Body> {
-    let known = {
-        let mut st = s.state.lock().unwrap();
-        if let Err(e) = check_jwt(&mut st, headers) {
-            return respond(e, None);
-        }
-        let id = id.parse::<u64>().ok();
-        st.requests.push(Recorded {
-            method: "POST".into(),
-            path: format!("/app/hook/deliveries/{}/attempts", id.unwrap_or(0)),
-            query: String::new(),
-            body: None,
-            status: 202,
-        });
-        id.filter(|id| st.hook_deliveries.iter().any(|d| d.id == *id))
-    };
-    let Some(id) = known else {
-        return respond(err(StatusCode::NOT_FOUND, "Not Found"), None);
-    };
-    let state = s.state.clone();
-    tokio::spawn(async move {
-        super::hooks::redeliver(&state, id).await;
-    });
-    respond((StatusCode::ACCEPTED, json!({})), None)
 }
