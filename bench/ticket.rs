@@ -19,7 +19,7 @@ mod args;
 #[path = "../tests/support/mod.rs"]
 mod support;
 use args::arg;
-use support::{fake_github, fake_llm, openapi, payloads, poll_until};
+use support::{answers_ok, fake_github, fake_llm, openapi, payloads, poll_until};
 #[allow(dead_code)]
 #[path = "../tests/support/bot.rs"]
 mod bot;

@@ -261,14 +261,7 @@ async fn the_readme_demo_runs_with_the_standalone_fakes() {
     bot.wait_until(
         "the fake GitHub to take the label",
         Duration::from_secs(120),
-        || async {
-            http.post(&label)
-                .send()
-                .await
-                .ok()
-                .filter(|r| r.status().is_success())
-                .map(|_| ())
-        },
+        || support::answers_ok(http.post(&label)),
     )
     .await;
     let state = format!("http://127.0.0.1:{gh_port}/_fake/state");

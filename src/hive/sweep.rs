@@ -80,15 +80,13 @@ async fn missed_deliveries(hive: &Hive) -> Result<usize, JobError> {
         .filter(|d| d.succeeded())
         .map(|d| d.guid.as_str())
         .collect();
-    let mut failed: Vec<&crate::github::hooks::HookDelivery> = Vec::new();
-    for d in &log {
-        if !d.succeeded()
-            && !delivered.contains(d.guid.as_str())
-            && !failed.iter().any(|f| f.guid == d.guid)
-        {
-            failed.push(d);
-        }
-    }
+    // Each delivery that never got through, once (GitHub lists every attempt).
+    let mut seen = HashSet::new();
+    let failed: Vec<&crate::github::hooks::HookDelivery> = log
+        .iter()
+        .filter(|d| !d.succeeded() && !delivered.contains(d.guid.as_str()))
+        .filter(|d| seen.insert(d.guid.as_str()))
+        .collect();
     let guids: Vec<String> = failed.iter().map(|d| d.guid.clone()).collect();
     let stored = hive.store.known_deliveries(&guids).await?;
     let mut asked = 0;

@@ -110,17 +110,7 @@ impl Bot {
         let client = reqwest::Client::new();
         let healthz = format!("{}/healthz", bot.url);
         bot.wait_until("the bot answers /healthz", Duration::from_secs(30), || {
-            let client = client.clone();
-            let url = healthz.clone();
-            async move {
-                client
-                    .get(&url)
-                    .send()
-                    .await
-                    .ok()
-                    .filter(|r| r.status().is_success())
-                    .map(|_| ())
-            }
+            super::answers_ok(client.get(&healthz))
         })
         .await;
         bot

@@ -40,3 +40,12 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
+
+/// `Some(())` when the request answers with a 2xx (a condition for [`poll_until`]).
+pub async fn answers_ok(req: reqwest::RequestBuilder) -> Option<()> {
+    req.send()
+        .await
+        .ok()
+        .filter(|r| r.status().is_success())
+        .map(|_| ())
+}

@@ -90,33 +90,6 @@ mod tests {
     }
 
     #[test]
-    fn the_built_in_manifest_asks_for_what_the_bot_uses() {
-        let m = template(None).unwrap();
-        assert_eq!(
-            m["default_permissions"],
-            json!({ "contents": "write", "issues": "write", "pull_requests": "write",
-                    "checks": "write", "metadata": "read" })
-        );
-        let events: Vec<&str> = m["default_events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e.as_str().unwrap())
-            .collect();
-        assert_eq!(
-            events,
-            [
-                "issues",
-                "issue_comment",
-                "pull_request",
-                "pull_request_review",
-                "check_run",
-                "check_suite"
-            ]
-        );
-    }
-
-    #[test]
     fn fill_points_the_webhook_and_the_redirect_at_this_installation() {
         let m = fill(
             template(None).unwrap(),
