@@ -40,6 +40,7 @@ fn spec(worktree: &Path, n: usize) -> SandboxSpec {
         cpus: 2.0,
         memory_mb: 1024,
         pids: 512,
+        disk_mb: 1024,
     }
 }
 

@@ -33,6 +33,7 @@ async fn verdict_for(tests: &str) -> (Verdict, vibeloop::sandbox::CommandOutput)
         cpus: 1.0,
         memory_mb: 512,
         pids: 256,
+        disk_mb: 1024,
     };
     let sandbox = backend.start(&spec).await.unwrap();
     let r = redproof::run(

@@ -19,6 +19,7 @@ fn spec(worktree: &Path, read_only: &[&str]) -> SandboxSpec {
         cpus: 1.0,
         memory_mb: 256,
         pids: 256,
+        disk_mb: 1024,
     }
 }
 
@@ -265,4 +266,123 @@ async fn a_missing_image_says_how_to_build_it() {
     s.image = "vibeloop-runner:does-not-exist".into();
     let err = backend.start(&s).await.err().expect("refused");
     assert!(err.to_string().contains("build-runner-image.sh"), "{err}");
+}
+
+/// Bytes free on the file system of `path`.
+fn free_bytes(path: &Path) -> u64 {
+    let out = std::process::Command::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_fork_bomb_meets_the_pids_limit_and_leaves_nothing_behind() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let mut s = spec(wt.path(), &[]);
+    s.pids = 64;
+    let sb = started(&backend, &s).await;
+    std::fs::write(
+        wt.path().join("bomb.py"),
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+    )
+    .unwrap();
+    let out = sb
+        .exec("python3 bomb.py", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(out.timed_out, "{out:?}");
+    // The cgroup holds it to 64 processes, and the kill took every one of them.
+    let after = sb
+        .exec(
+            "cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null; \
+             ls -d /proc/[0-9]* | wc -l",
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    assert!(after.success(), "{after:?}");
+    let n: Vec<u64> = after
+        .output
+        .lines()
+        .map(|l| l.trim().parse().expect(&after.output))
+        .collect();
+    assert_eq!(n[0], 64, "{}", after.output);
+    assert!(n[1] < 8, "processes left: {}", after.output);
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn a_command_filling_the_disk_is_killed_at_its_limit() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    const FILL: &str = "python3 -c \"\nimport itertools\nfor i in itertools.count():\n    \
+        open(f'fill-{i}.bin', 'wb').write(bytes(4 << 20))\n\"";
+    for kind in [Kind::Docker, Kind::Local] {
+        let (backend, _) = Backend::detect(data.path(), Some(kind)).await.unwrap();
+        let mut s = spec(wt.path(), &[]);
+        s.disk_mb = 64;
+        let sb = started(&backend, &s).await;
+        let before = free_bytes(wt.path());
+        let out = sb.exec(FILL, Duration::from_secs(120)).await.unwrap();
+        assert_eq!(
+            out.describe(),
+            "killed: it wrote more than 64 MiB to disk (limits.disk_mb)",
+            "{kind:?}: {out:?}"
+        );
+        assert!(!out.success());
+        // It was stopped within a few polls of the limit: far from the two minutes it had.
+        let taken = before.saturating_sub(free_bytes(wt.path()));
+        assert!(taken < 2 << 30, "{kind:?}: {} MiB taken", taken >> 20);
+        let next = sb.exec("rm -f fill-*.bin; echo ok", Duration::from_secs(30));
+        assert!(next.await.unwrap().success(), "{kind:?}");
+        sb.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn no_file_grows_past_the_disk_limit_and_only_the_worktree_and_tmp_are_writable() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let mut s = spec(wt.path(), &[]);
+    s.disk_mb = 16;
+    let sb = started(&backend, &s).await;
+    // Python ignores SIGXFSZ and gets EFBIG; most programs are killed by it.
+    let big = "python3 -c \"open('big.bin', 'wb').write(bytes(32 << 20))\"";
+    let out = sb.exec(big, Duration::from_secs(60)).await.unwrap();
+    assert!(out.output.contains("File too large"), "{out:?}");
+    let out = sb
+        .exec("head -c 32M /dev/zero > big2.bin", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.describe(),
+        "killed: a file grew past 16 MiB (limits.disk_mb)",
+        "{out:?}"
+    );
+    for f in ["big.bin", "big2.bin"] {
+        let size = std::fs::metadata(wt.path().join(f)).unwrap().len();
+        assert!(size <= 16 << 20, "{f}: {size}");
+    }
+    let out = sb
+        .exec(
+            "touch /usr/x 2>&1; touch /home/x 2>&1; echo tmp > /tmp/x && cat /tmp/x",
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out.output.matches("Read-only file system").count(),
+        2,
+        "{}",
+        out.output
+    );
+    assert!(out.output.ends_with("tmp\n"), "{}", out.output);
+    sb.stop().await;
 }

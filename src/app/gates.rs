@@ -55,6 +55,7 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
         cpus: config.limits.cpu,
         memory_mb: config.limits.memory_mb,
         pids: config.limits.pids,
+        disk_mb: config.limits.disk_mb,
     };
     let sandbox = backend.start(&spec).await?;
     let inputs = Inputs {

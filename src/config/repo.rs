@@ -156,6 +156,9 @@ pub struct Limits {
     pub memory_mb: u64,
     /// Processes and threads a sandbox may run at once (a fork bomb meets this wall).
     pub pids: u64,
+    /// What one command may write to disk, in MiB: no file may grow past it, and a command
+    /// whose writes take more than this from the worktree's disk is killed.
+    pub disk_mb: u64,
     /// Network inside the sandbox (off unless set).
     pub network: bool,
 }
@@ -168,6 +171,7 @@ impl Default for Limits {
             cpu: 2.0,
             memory_mb: 2048,
             pids: 512,
+            disk_mb: 2048,
             network: false,
         }
     }
@@ -281,6 +285,9 @@ impl HiveConfig {
         }
         if !(16..=65_536).contains(&l.pids) {
             return bad("limits.pids: must be from 16 to 65536".into());
+        }
+        if !(16..=1_048_576).contains(&l.disk_mb) {
+            return bad("limits.disk_mb: must be from 16 to 1048576".into());
         }
         let b = &self.budget;
         if b.max_usd.is_some_and(|v| v.is_nan() || v <= 0.0)

@@ -47,7 +47,7 @@ impl Verdict {
 
 /// Classifies a test run on the base.
 pub fn classify(output: &CommandOutput) -> Verdict {
-    if output.oom_killed || output.timed_out {
+    if output.oom_killed || output.timed_out || output.killed.is_some() {
         return Verdict::Broken {
             reason: output.describe(),
         };
@@ -122,6 +122,7 @@ mod tests {
             exit_code: Some(code),
             timed_out: false,
             oom_killed: false,
+            killed: None,
             output: text.into(),
             duration: Duration::from_secs(1),
         }

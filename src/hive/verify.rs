@@ -55,6 +55,7 @@ pub(in crate::hive) fn sandbox_spec(
         cpus: config.limits.cpu,
         memory_mb: config.limits.memory_mb,
         pids: config.limits.pids,
+        disk_mb: config.limits.disk_mb,
     }
 }
 

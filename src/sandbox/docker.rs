@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, ResourcesUlimits};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
 };
@@ -133,6 +133,7 @@ impl DockerBackend {
             }
         }
         let memory = (spec.memory_mb * 1024 * 1024) as i64;
+        let file_limit = spec.disk_mb.saturating_mul(1 << 20).min(i64::MAX as u64) as i64;
         let labels = HashMap::from([
             (LABEL_MANAGED.to_owned(), "true".to_owned()),
             (LABEL_INSTANCE.to_owned(), self.instance.clone()),
@@ -159,6 +160,18 @@ impl DockerBackend {
                 memory_swap: Some(memory),
                 nano_cpus: Some((spec.cpus * 1e9) as i64),
                 pids_limit: Some(spec.pids as i64),
+                // Only the worktree and a /tmp in memory can be written, and no file can grow
+                // past the disk limit; the disk guard watches what the worktree takes.
+                readonly_rootfs: Some(true),
+                tmpfs: Some(HashMap::from([(
+                    "/tmp".to_owned(),
+                    format!("rw,nosuid,nodev,size={}m,mode=1777", spec.memory_mb),
+                )])),
+                ulimits: Some(vec![ResourcesUlimits {
+                    name: Some("fsize".into()),
+                    soft: Some(file_limit),
+                    hard: Some(file_limit),
+                }]),
                 cap_drop: Some(vec!["ALL".into()]),
                 security_opt: Some(vec!["no-new-privileges".into()]),
                 init: Some(true),
@@ -182,6 +195,8 @@ impl DockerBackend {
             id: created.id,
             name,
             oom_kills: Mutex::new(0),
+            worktree: spec.worktree.clone(),
+            disk_mb: spec.disk_mb,
         };
         if let Err(e) = self.docker.start_container(&sandbox.id, None).await {
             sandbox.remove().await;
@@ -311,6 +326,9 @@ pub struct DockerSandbox {
     name: String,
     /// The cgroup's OOM-kill count after the last command: a rise means the kernel killed one.
     oom_kills: Mutex<u64>,
+    /// The worktree on the host, and what one command may write (MiB).
+    worktree: std::path::PathBuf,
+    disk_mb: u64,
 }
 
 impl DockerSandbox {
@@ -318,24 +336,43 @@ impl DockerSandbox {
         &self.name
     }
 
-    /// Runs `script` under `sh -c` in `/work`, killed at `timeout`; output capped at `cap`.
+    pub fn worktree(&self) -> &Path {
+        &self.worktree
+    }
+
+    pub fn disk_mb(&self) -> u64 {
+        self.disk_mb
+    }
+
+    /// Runs `script` under `sh -c` in `/work`, killed at `timeout` or when `stop` says why it
+    /// must end; output capped at `cap`.
     pub async fn exec(
         &self,
         script: &str,
         timeout: Duration,
         cap: usize,
+        stop: impl std::future::Future<Output = String>,
     ) -> Result<CommandOutput, SandboxError> {
         let started = Instant::now();
         let secs = timeout.as_secs().max(1).to_string();
         // `timeout` kills the command's whole process group at the limit.
         let cmd = vec!["timeout", "-s", "KILL", secs.as_str(), "sh", "-c", script];
-        let (mut buf, finished) = self.run(cmd, cap, timeout + GRACE).await?;
+        let (mut buf, finished, killed) = self.run(cmd, cap, timeout + GRACE, stop).await?;
         if finished.is_none() {
-            // Past the grace period: end every process in the container but its init.
+            // Past the grace period, or stopped: end every process in the container but its
+            // init.
             let _ = self
-                .run(vec!["kill", "-9", "-1"], 1024, Duration::from_secs(10))
+                .run(
+                    vec!["kill", "-9", "-1"],
+                    1024,
+                    Duration::from_secs(10),
+                    std::future::pending(),
+                )
                 .await;
-            buf.push(b"\n[killed: the command outlived its timeout]\n");
+            match &killed {
+                Some(why) => buf.push(format!("\n[killed: {why}]\n").as_bytes()),
+                None => buf.push(b"\n[killed: the command outlived its timeout]\n"),
+            }
         }
         let exit_code = match &finished {
             Some(id) => self
@@ -355,25 +392,28 @@ impl DockerSandbox {
             oom_killed = now > *seen;
             *seen = now;
         }
-        let timed_out =
-            !oom_killed && (finished.is_none() || (exit_code == Some(137) && duration >= timeout));
+        let timed_out = !oom_killed
+            && killed.is_none()
+            && (finished.is_none() || (exit_code == Some(137) && duration >= timeout));
         Ok(CommandOutput {
             exit_code: if timed_out { None } else { exit_code },
             timed_out,
-            oom_killed,
+            oom_killed: oom_killed && killed.is_none(),
+            killed,
             output: buf.finish(),
             duration,
         })
     }
 
-    /// Runs `cmd`, collecting output until it ends or `limit` passes. Returns the exec id when
-    /// it ended.
+    /// Runs `cmd`, collecting output until it ends, `limit` passes or `stop` says why it must
+    /// end. Returns the exec id when it ended, and `stop`'s reason when that came first.
     async fn run(
         &self,
         cmd: Vec<&str>,
         cap: usize,
         limit: Duration,
-    ) -> Result<(CappedBuffer, Option<String>), SandboxError> {
+        stop: impl std::future::Future<Output = String>,
+    ) -> Result<(CappedBuffer, Option<String>, Option<String>), SandboxError> {
         let exec = self
             .docker
             .create_exec(
@@ -397,31 +437,44 @@ impl DockerSandbox {
         else {
             return Err(SandboxError::Docker("exec started detached".into()));
         };
+        let mut stop = std::pin::pin!(stop);
         let collected = tokio::time::timeout(limit, async {
-            while let Some(chunk) = output.next().await {
-                match chunk {
-                    Ok(
-                        LogOutput::StdOut { message }
-                        | LogOutput::StdErr { message }
-                        | LogOutput::Console { message },
-                    ) => buf.push(&message),
-                    Ok(LogOutput::StdIn { .. }) => {}
-                    Err(_) => break,
+            loop {
+                tokio::select! {
+                    chunk = output.next() => match chunk {
+                        Some(Ok(
+                            LogOutput::StdOut { message }
+                            | LogOutput::StdErr { message }
+                            | LogOutput::Console { message },
+                        )) => buf.push(&message),
+                        Some(Ok(LogOutput::StdIn { .. })) => {}
+                        Some(Err(_)) | None => return None,
+                    },
+                    why = &mut stop => return Some(why),
                 }
             }
         })
         .await;
-        Ok((buf, collected.is_ok().then_some(exec.id)))
+        Ok(match collected {
+            Ok(None) => (buf, Some(exec.id), None),
+            Ok(Some(why)) => (buf, None, Some(why)),
+            Err(_) => (buf, None, None),
+        })
     }
 
     async fn oom_kill_count(&self) -> u64 {
         let script =
             "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null";
         match self
-            .run(vec!["sh", "-c", script], 4096, Duration::from_secs(10))
+            .run(
+                vec!["sh", "-c", script],
+                4096,
+                Duration::from_secs(10),
+                std::future::pending(),
+            )
             .await
         {
-            Ok((buf, _)) => buf
+            Ok((buf, _, _)) => buf
                 .finish()
                 .lines()
                 .find_map(|l| {

@@ -50,6 +50,7 @@ impl LocalCommand {
 pub struct LocalSandbox {
     worktree: PathBuf,
     limits: Rlimits,
+    disk_mb: u64,
 }
 
 impl LocalSandbox {
@@ -65,10 +66,11 @@ impl LocalSandbox {
                         .saturating_mul(1024 * 1024)
                         .max(256 * 1024 * 1024),
                 ),
-                file_size_bytes: Some(1 << 30),
+                file_size_bytes: Some(spec.disk_mb.saturating_mul(1 << 20)),
                 // RLIMIT_NPROC counts every process of the user and does not bind root.
                 processes: (!root).then_some(4096),
             },
+            disk_mb: spec.disk_mb,
         }
     }
 
@@ -76,11 +78,18 @@ impl LocalSandbox {
         &self.worktree
     }
 
+    /// What one command may write (MiB).
+    pub fn disk_mb(&self) -> u64 {
+        self.disk_mb
+    }
+
+    /// Runs `script`; it is killed at `timeout`, or when `stop` says why it must end.
     pub async fn exec(
         &self,
         script: &str,
         timeout: Duration,
         cap: usize,
+        stop: impl std::future::Future<Output = String>,
     ) -> Result<CommandOutput, super::SandboxError> {
         let mut cmd = LocalCommand::new(script, &self.worktree, timeout);
         cmd.output_cap = cap;
@@ -88,12 +97,20 @@ impl LocalSandbox {
             cpu_seconds: Some(timeout.as_secs() + 5),
             ..self.limits.clone()
         };
-        Ok(run(&cmd).await?)
+        Ok(run_until(&cmd, stop).await?)
     }
 }
 
 /// Runs `cmd` to its end or its timeout.
 pub async fn run(cmd: &LocalCommand) -> std::io::Result<CommandOutput> {
+    run_until(cmd, std::future::pending()).await
+}
+
+/// Runs `cmd` to its end, its timeout, or until `stop` says why it must end.
+async fn run_until(
+    cmd: &LocalCommand,
+    stop: impl std::future::Future<Output = String>,
+) -> std::io::Result<CommandOutput> {
     let (reader, writer) = std::io::pipe()?;
     let mut command = tokio::process::Command::new("/bin/sh");
     command
@@ -135,9 +152,12 @@ pub async fn run(cmd: &LocalCommand) -> std::io::Result<CommandOutput> {
         }
         buf
     });
-    let (status, timed_out) = match tokio::time::timeout(cmd.timeout, child.wait()).await {
-        Ok(status) => (Some(status?), false),
-        Err(_) => (None, true),
+    let (status, timed_out, killed) = tokio::select! {
+        waited = tokio::time::timeout(cmd.timeout, child.wait()) => match waited {
+            Ok(status) => (Some(status?), false, None),
+            Err(_) => (None, true, None),
+        },
+        why = stop => (None, false, Some(why)),
     };
     // Whatever the shell left behind (background jobs, a stuck child) goes with the group.
     if let Some(pgid) = pgid {
@@ -146,7 +166,7 @@ pub async fn run(cmd: &LocalCommand) -> std::io::Result<CommandOutput> {
             libc::killpg(pgid, libc::SIGKILL);
         }
     }
-    if timed_out {
+    if status.is_none() {
         let _ = child.wait().await;
     }
     let duration = started.elapsed();
@@ -154,7 +174,11 @@ pub async fn run(cmd: &LocalCommand) -> std::io::Result<CommandOutput> {
         Ok(Ok(buf)) => buf.finish(),
         _ => "[output unavailable: a process outside the group kept the pipe open]".into(),
     };
-    let exit_code = status.and_then(|s| s.code());
+    // A shell killed by a signal reports it as 128 + the signal, as the shells it runs do.
+    let exit_code = status.and_then(|s| {
+        use std::os::unix::process::ExitStatusExt as _;
+        s.code().or_else(|| s.signal().map(|sig| 128 + sig))
+    });
     // Under RLIMIT_AS an allocation is refused rather than the process killed: a failure that
     // says so is reported as running out of memory, like the container's OOM kill.
     let oom_killed = cmd.limits.address_space_bytes.is_some()
@@ -165,6 +189,7 @@ pub async fn run(cmd: &LocalCommand) -> std::io::Result<CommandOutput> {
         exit_code,
         timed_out,
         oom_killed,
+        killed,
         output,
         duration,
     })
@@ -311,7 +336,11 @@ mod tests {
         c.limits.cpu_seconds = Some(1);
         let out = run(&c).await.unwrap();
         assert!(!out.timed_out, "{out:?}");
-        assert_eq!(out.exit_code, None, "killed by a signal: {out:?}");
+        // Killed by SIGXCPU at the soft limit (or SIGKILL at the hard one), as 128 + it.
+        assert!(
+            [128 + libc::SIGXCPU, 128 + libc::SIGKILL].contains(&out.exit_code.unwrap_or(0)),
+            "killed by a signal: {out:?}"
+        );
     }
 
     #[test]

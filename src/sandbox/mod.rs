@@ -3,9 +3,11 @@
 //! Two backends: [`docker`] (a container per worktree, via bollard: the worktree bind-mounted at
 //! `/work`, read-only paths mounted over it, no network unless opted in, CPU, memory and pids
 //! limits, a non-root user, nothing of the bot's environment) and [`local`] (a process group
-//! with rlimits, for machines without Docker). Both cap output and kill at the timeout.
+//! with rlimits, for machines without Docker). Both cap output, kill at the timeout, cap the
+//! size of a file, and kill a command whose writes take too much of the disk ([`guard`]).
 
 pub mod docker;
+pub mod guard;
 pub mod local;
 mod output;
 
@@ -46,6 +48,9 @@ pub struct SandboxSpec {
     pub cpus: f64,
     pub memory_mb: u64,
     pub pids: u64,
+    /// What one command may write to disk (MiB): the largest file, and the worktree's disk
+    /// space a command may take before it is killed.
+    pub disk_mb: u64,
 }
 
 /// Errors callers branch on.
@@ -85,10 +90,27 @@ impl Sandbox {
         timeout: Duration,
         cap: usize,
     ) -> Result<CommandOutput, SandboxError> {
-        match self {
-            Sandbox::Docker(s) => s.exec(script, timeout, cap).await,
-            Sandbox::Local(s) => s.exec(script, timeout, cap).await,
+        let (worktree, disk_mb) = match self {
+            Sandbox::Docker(s) => (s.worktree(), s.disk_mb()),
+            Sandbox::Local(s) => (s.worktree(), s.disk_mb()),
+        };
+        let guard = guard::DiskGuard::new(worktree, disk_mb);
+        let tripped = async move {
+            match guard {
+                Some(g) => g.tripped().await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut out = match self {
+            Sandbox::Docker(s) => s.exec(script, timeout, cap, tripped).await,
+            Sandbox::Local(s) => s.exec(script, timeout, cap, tripped).await,
+        }?;
+        // A process killed by SIGXFSZ wrote a file past the size limit; the shell reports it
+        // as 128 + the signal.
+        if out.killed.is_none() && !out.timed_out && out.exit_code == Some(128 + libc::SIGXFSZ) {
+            out.killed = Some(format!("a file grew past {disk_mb} MiB (limits.disk_mb)"));
         }
+        Ok(out)
     }
 
     /// The worktree's root as commands inside see it (paths in their output start with it).

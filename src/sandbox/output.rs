@@ -15,6 +15,8 @@ pub struct CommandOutput {
     pub timed_out: bool,
     /// Killed by the kernel for using more memory than the sandbox allows.
     pub oom_killed: bool,
+    /// Killed by the sandbox for another reason (its disk limit), in words for people.
+    pub killed: Option<String>,
     /// stdout and stderr interleaved, cut in the middle when over the cap (with a note).
     pub output: String,
     pub duration: Duration,
@@ -22,13 +24,16 @@ pub struct CommandOutput {
 
 impl CommandOutput {
     pub fn success(&self) -> bool {
-        self.exit_code == Some(0) && !self.timed_out && !self.oom_killed
+        self.exit_code == Some(0) && !self.timed_out && !self.oom_killed && self.killed.is_none()
     }
 
     /// One short phrase for people: "exit code 1", "timed out after 10 s"...
     pub fn describe(&self) -> String {
         if self.oom_killed {
             return "killed: out of memory".into();
+        }
+        if let Some(why) = &self.killed {
+            return format!("killed: {why}");
         }
         match (self.timed_out, self.exit_code) {
             (true, _) => format!("timed out after {} s", self.duration.as_secs()),

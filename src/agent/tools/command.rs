@@ -125,6 +125,7 @@ mod tests {
             cpus: 1.0,
             memory_mb: 512,
             pids: 64,
+            disk_mb: 256,
         };
         CommandRunner {
             sandbox: Arc::new(Backend::Local.start(&spec).await.unwrap()),
