@@ -115,11 +115,14 @@ async fn a_budget_cap_stops_the_ticket_with_a_clear_report() {
         w.gh.labels(REPO, w.issue)
             .contains(&"hive:needs-human".to_owned())
     );
-    assert!(
-        w.status_comment().contains("Budget spent"),
-        "{}",
-        w.status_comment()
-    );
+    // The status comment is rewritten after the state moves: wait for the report in it.
+    let comment = w
+        .bot
+        .wait_until("the report in the status comment", WAIT, || async {
+            Some(w.status_comment()).filter(|c| c.contains("A person decides"))
+        })
+        .await;
+    assert!(comment.contains("Budget spent"), "{comment}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -124,7 +124,7 @@ impl Ctx<'_, '_> {
     /// Stops for a person: HumanNeeded with a report, and the `hive:needs-human` label.
     pub(super) async fn needs_human(&mut self, report: &str) -> Result<Step, JobError> {
         self.book().await?;
-        self.run.needs_human(report).await?;
+        // Labelled before the state moves, so whoever sees HumanNeeded also sees the label.
         if let Err(e) = self
             .run
             .client
@@ -133,6 +133,7 @@ impl Ctx<'_, '_> {
         {
             tracing::warn!(error = %e, "cannot label the issue");
         }
+        self.run.needs_human(report).await?;
         self.publish().await?;
         Ok(Step::Stop)
     }
