@@ -26,6 +26,9 @@ struct Args {
     /// The script (JSON): role → list of steps.
     #[arg(long)]
     script: PathBuf,
+    /// A model it says it serves (`GET /v1/models`), repeatable.
+    #[arg(long = "model", default_value = "qwen2.5-coder:7b")]
+    models: Vec<String>,
 }
 
 #[tokio::main]
@@ -34,6 +37,7 @@ async fn main() -> anyhow::Result<()> {
     let script: support::fake_llm::Script =
         serde_json::from_str(&std::fs::read_to_string(&args.script)?)?;
     let llm = support::fake_llm::FakeLlm::start_on(args.listen, script).await;
+    llm.set_models(&args.models.iter().map(String::as_str).collect::<Vec<_>>());
     println!(
         "fake model server on {} (base URL for VIBELOOP_LLM_BASE_URL)",
         llm.url

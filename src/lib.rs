@@ -3,13 +3,15 @@
 //! The crate is organised in rooms (see `DESIGN.md` §4); arrows point down this list:
 //! [`webhook`] takes deliveries in, [`store`] keeps them, [`hive`] runs the workflow and uses
 //! [`github`], [`workspace`], [`sandbox`], [`gates`], [`agent`] and [`llm`]. [`ticket`] holds the
-//! domain types of a ticket; [`ids`] the small newtypes every room shares.
+//! domain types of a ticket; [`ids`] the small newtypes every room shares. [`forge`] is a
+//! GitHub-compatible stand-in over local repositories, for `vibeloop run` (and the tests).
 
 pub mod agent;
 pub mod app;
 pub mod commands;
 pub mod config;
 pub mod dashboard;
+pub mod forge;
 pub mod gates;
 pub mod github;
 pub mod hive;

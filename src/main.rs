@@ -32,6 +32,10 @@ async fn main() -> ExitCode {
             Ok(code) => return ExitCode::from(code as u8),
             Err(e) => Err(e),
         },
+        Command::Run(args) => match vibeloop::app::run::run(&args).await {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

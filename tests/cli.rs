@@ -186,38 +186,15 @@ async fn json_logs_are_one_object_per_line_with_the_delivery_span() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_demo_runs_with_the_standalone_fakes() {
     let dir = tempfile::tempdir().unwrap();
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
-    let (gh_port, llm_port) = (free(), free());
-    // `cargo test` builds the examples next to the test binaries' directory.
-    let built = |name: &str| {
-        let exe = std::env::current_exe().unwrap();
-        let path = exe
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .join("examples")
-            .join(name);
-        assert!(
-            path.exists(),
-            "{} is not built: run the whole suite (`cargo test` builds the examples) or `cargo build --examples`",
-            path.display()
-        );
-        path
-    };
+    let (gh_port, llm_port) = (support::free_port(), support::free_port());
+    let built = support::built_example;
     let example = |name: &str, args: &[String]| {
         let mut c = Command::new(built(name));
         c.args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        KillOnDrop(c.spawn().unwrap())
+        support::KillOnDrop(c.spawn().unwrap())
     };
     let help = Command::new(built("fake_github"))
         .arg("--help")
@@ -277,13 +254,4 @@ async fn the_readme_demo_runs_with_the_standalone_fakes() {
         )
         .await;
     assert_eq!(pulls[0]["head"], "feat/T-1", "{pulls:?}");
-}
-
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

@@ -74,7 +74,8 @@ async fn a_lock_longer_than_the_wait_gets_503_and_the_redelivery_is_stored_once(
     let refused = payloads::send_with(&w.bot.url, &h, &body, &id).await;
     assert_eq!(refused.status, 503, "{}", refused.text);
     assert!(
-        refused.text.contains("redeliver it later"),
+        refused.text.contains("(the database is locked)")
+            && refused.text.contains("redeliver it later"),
         "{}",
         refused.text
     );

@@ -56,7 +56,7 @@ fn count(gh: &FakeGitHub, method: &str, suffix: &str) -> usize {
 async fn the_app_jwt_is_rs256_issued_in_the_past_and_short_lived() {
     let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
     widgets(&app).await;
-    let claims = gh.state().jwt_claims.clone();
+    let claims = gh.jwt_claims();
     assert_eq!(claims.len(), 1);
     let now = chrono::Utc::now().timestamp();
     let (iat, exp) = (

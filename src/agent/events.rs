@@ -1,5 +1,5 @@
 //! Progress events of an agent run, for the ticket's timeline: stage_enter, stage_exit,
-//! iteration_start, tool_start, tool_complete, thinking, llm_usage. They go through a channel
+//! iteration_start, tool_start, tool_complete, thinking, llm_usage, result. They go through a channel
 //! so the loop never waits on whoever stores or streams them.
 
 use serde::Serialize;
@@ -48,6 +48,14 @@ pub enum AgentEvent {
         cost_usd: f64,
         millis: u64,
     },
+    /// How the role's run ended: after its tool calls, in the same order on the timeline.
+    Result {
+        role: String,
+        stop: String,
+        iterations: u32,
+        files: Vec<String>,
+        summary: String,
+    },
 }
 
 impl AgentEvent {
@@ -61,6 +69,7 @@ impl AgentEvent {
             AgentEvent::ToolComplete { .. } => "tool_complete",
             AgentEvent::Thinking { .. } => "thinking",
             AgentEvent::LlmUsage { .. } => "llm_usage",
+            AgentEvent::Result { .. } => "result",
         }
     }
 }
@@ -87,6 +96,29 @@ impl EventSink {
     }
 }
 
+/// Tool-call arguments for the timeline: `key=value` pairs, short values whole and long ones as
+/// their length (the path of a `write_file` shows, not its content); anything but a JSON object
+/// as text.
+pub fn summarize_args(raw: &str, max: usize) -> String {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str(raw) else {
+        return summarize(raw, max);
+    };
+    let parts: Vec<String> = map
+        .iter()
+        .map(|(k, v)| {
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            match text.chars().count() {
+                n if n > 60 => format!("{k}=<{n} chars>"),
+                _ => format!("{k}={text}"),
+            }
+        })
+        .collect();
+    summarize(&parts.join(" "), max)
+}
+
 /// A short, single-line view of text for the timeline (arguments, thoughts).
 pub fn summarize(text: &str, max: usize) -> String {
     let one_line: String = text
@@ -98,5 +130,23 @@ pub fn summarize(text: &str, max: usize) -> String {
         format!("{}…", one_line.chars().take(max).collect::<String>())
     } else {
         one_line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_arguments_show_short_values_and_the_length_of_long_ones() {
+        let raw = format!(
+            r#"{{"content":"{}","path":"calc.py","line":3}}"#,
+            "x".repeat(500)
+        );
+        assert_eq!(
+            summarize_args(&raw, 160),
+            "content=<500 chars> line=3 path=calc.py"
+        );
+        assert_eq!(summarize_args("not json", 160), "not json");
     }
 }

@@ -8,7 +8,7 @@
 use std::future::Future;
 use std::time::Instant;
 
-use super::events::{AgentEvent, EventSink, summarize};
+use super::events::{AgentEvent, EventSink, summarize, summarize_args};
 use super::termination::{Limits, StopReason, Tracker};
 use super::tools::Toolbox;
 use crate::llm::budget::{Ledger, Prices};
@@ -145,7 +145,7 @@ impl Session<'_> {
                     ));
                     continue;
                 }
-                let args = summarize(&call.function.arguments, 160);
+                let args = summarize_args(&call.function.arguments, 160);
                 self.events.emit(AgentEvent::ToolStart {
                     role: role.clone(),
                     name: call.function.name.clone(),

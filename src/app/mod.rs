@@ -1,9 +1,10 @@
 //! Process wiring for `vibeloop serve` and `vibeloop migrate`: logging, the store, the HTTP
 //! server and the workers, and a graceful shutdown on SIGINT/SIGTERM. The other commands have a
-//! module each: [`gates`], [`setup`], [`doctor`].
+//! module each: [`gates`], [`setup`], [`doctor`], [`run`].
 
 pub mod doctor;
 pub mod gates;
+pub mod run;
 pub mod setup;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
 use crate::config::access::Role;
+use crate::config::llm::LlmConfig;
 use crate::config::{ServeConfig, StoreArgs};
 use crate::github::GitHubApp;
 use crate::hive::{self, Hive};
@@ -25,8 +27,14 @@ use crate::workspace::{Author, Workspace};
 
 /// Sets up `tracing` output: text or JSON lines, filtered by `RUST_LOG` (default `info`).
 pub fn init_logging(json: bool) {
+    init_logging_with(json, "info");
+}
+
+/// Sets up `tracing` output with `level` (`info`, `warn`…) for Vibeloop when `RUST_LOG` is
+/// not set.
+pub fn init_logging_with(json: bool, level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("info,sqlx=warn,octocrab=warn,hyper=warn")
+        tracing_subscriber::EnvFilter::new(format!("{level},sqlx=warn,octocrab=warn,hyper=warn"))
     });
     // Colours only for a terminal: a log file or a collector gets plain text.
     let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -170,7 +178,7 @@ async fn build_hive(
     jobs_queued: Arc<Notify>,
 ) -> anyhow::Result<Arc<Hive>> {
     let sandbox = if config.role.runs_workers() {
-        start_sandbox_backend(config).await?
+        start_sandbox_backend(&config.data_dir, config.sandbox).await?
     } else {
         Backend::Local
     };
@@ -178,7 +186,7 @@ async fn build_hive(
         store: store.clone(),
         github: Arc::new(GitHubApp::new(creds, &config.github_api_url)?),
         workspace: Workspace::new(&config.data_dir, &config.github_git_url),
-        models: Arc::new(router(config)?),
+        models: Arc::new(router(&config.llm)?),
         prompts: crate::agent::prompts::Prompts::new(config.llm.prompts_dir.clone()),
         sandbox,
         author: Author::default(),
@@ -190,9 +198,9 @@ async fn build_hive(
 }
 
 /// The models of the roles: the default route, refined by the models file when there is one.
-fn router(config: &ServeConfig) -> anyhow::Result<Router> {
-    let default = config.llm.default.clone();
-    let router = match &config.llm.models_file {
+fn router(llm: &LlmConfig) -> anyhow::Result<Router> {
+    let default = llm.default.clone();
+    let router = match &llm.models_file {
         Some((_, text)) => Router::from_file(default, text, |var| std::env::var(var).ok())?,
         None => Router::single(default),
     };
@@ -204,8 +212,11 @@ fn router(config: &ServeConfig) -> anyhow::Result<Router> {
 }
 
 /// Picks the sandbox backend, says which in the log, and clears what a crash left behind.
-async fn start_sandbox_backend(config: &ServeConfig) -> anyhow::Result<Backend> {
-    let (backend, fallback) = Backend::detect(&config.data_dir, config.sandbox)
+async fn start_sandbox_backend(
+    data_dir: &std::path::Path,
+    kind: Option<crate::sandbox::Kind>,
+) -> anyhow::Result<Backend> {
+    let (backend, fallback) = Backend::detect(data_dir, kind)
         .await
         .context("VIBELOOP_SANDBOX=docker, but no Docker engine answers")?;
     match (&backend, fallback) {

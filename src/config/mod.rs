@@ -3,6 +3,7 @@
 //! (`.github/hive.yml`) lives in [`repo`].
 
 pub mod access;
+pub mod llm;
 pub mod repo;
 pub mod tools;
 
@@ -36,6 +37,8 @@ pub enum Command {
     Setup(tools::SetupArgs),
     /// Check the configuration, the database, Docker, the model endpoint and the GitHub App.
     Doctor(Box<ServeArgs>),
+    /// Run the whole hive on a local repository, without GitHub; nothing is pushed.
+    Run(Box<tools::RunArgs>),
 }
 
 /// `vibeloop gates`: preview the gates on a local checkout (uncommitted changes included).
@@ -109,28 +112,8 @@ pub struct ServeArgs {
     /// host without `/api/v3` for GitHub Enterprise, else the API URL]
     #[arg(long, env = "GITHUB_GIT_URL")]
     pub github_git_url: Option<String>,
-    /// OpenAI-compatible endpoint of the model provider.
-    #[arg(
-        long,
-        env = "VIBELOOP_LLM_BASE_URL",
-        default_value = "http://127.0.0.1:11434/v1"
-    )]
-    pub llm_base_url: String,
-    /// API key of the model provider (sent as a bearer token).
-    #[arg(long, env = "VIBELOOP_LLM_API_KEY", hide_env_values = true)]
-    pub llm_api_key: Option<String>,
-    /// Model name sent to the provider.
-    #[arg(long, env = "VIBELOOP_LLM_MODEL", default_value = "qwen2.5-coder:7b")]
-    pub llm_model: String,
-    /// API of the model provider: `openai` (OpenAI-compatible) or `anthropic`.
-    #[arg(long, env = "VIBELOOP_LLM_PROVIDER", default_value = "openai")]
-    pub llm_provider: String,
-    /// YAML file routing roles to models and holding the price table (see README).
-    #[arg(long, env = "VIBELOOP_MODELS_FILE")]
-    pub models_file: Option<PathBuf>,
-    /// Directory of role prompts (`builder.md`…) replacing the compiled-in ones.
-    #[arg(long, env = "VIBELOOP_PROMPTS_DIR")]
-    pub prompts_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub llm: llm::LlmArgs,
     /// Where gate commands run: `auto` (Docker when an engine answers, else local), `docker` or
     /// `local`.
     #[arg(long, env = "VIBELOOP_SANDBOX", default_value = "auto")]
@@ -162,7 +145,7 @@ pub struct ServeConfig {
     pub webhook_secrets: Vec<SecretString>,
     pub github_api_url: url::Url,
     pub github_git_url: url::Url,
-    pub llm: LlmConfig,
+    pub llm: llm::LlmConfig,
     pub workers: usize,
     /// `None` for auto-detection.
     pub sandbox: Option<crate::sandbox::Kind>,
@@ -177,16 +160,6 @@ pub struct ServeConfig {
     pub access: access::Access,
     /// Settings that are missing but not fatal; `serve` logs each as a warning.
     pub warnings: Vec<String>,
-}
-
-/// Where the agents' models live.
-#[derive(Clone)]
-pub struct LlmConfig {
-    /// The route every role uses unless the models file says otherwise.
-    pub default: crate::llm::Route,
-    /// The models file's text, read at start-up.
-    pub models_file: Option<(PathBuf, String)>,
-    pub prompts_dir: Option<PathBuf>,
 }
 
 /// A setting that stops start-up; its message is one line naming the setting.
@@ -204,7 +177,7 @@ pub(crate) fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigEr
     }
 }
 
-fn parse_url(setting: &'static str, value: &str) -> Result<url::Url, ConfigError> {
+pub(crate) fn parse_url(setting: &'static str, value: &str) -> Result<url::Url, ConfigError> {
     let url = url::Url::parse(value.trim())
         .map_err(|e| bad(setting, format!("{value:?} is not a URL ({e})")))?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -261,12 +234,6 @@ impl ServeConfig {
             Some(url) => parse_url("GITHUB_GIT_URL", url)?,
             None => default_git_url(&github_api_url),
         };
-        let llm_api_key = args
-            .llm_api_key
-            .as_deref()
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-            .map(|k| SecretString::from(k.to_owned()));
         let workers: usize = args
             .workers
             .trim()
@@ -290,9 +257,6 @@ impl ServeConfig {
                 ));
             }
         };
-        if args.llm_model.trim().is_empty() {
-            return Err(bad("VIBELOOP_LLM_MODEL", "is empty: name the model to use"));
-        }
         Ok(Self {
             listen,
             data_dir: args.store.data_dir.clone(),
@@ -301,45 +265,7 @@ impl ServeConfig {
             webhook_secrets: secrets,
             github_api_url,
             github_git_url,
-            llm: LlmConfig {
-                default: crate::llm::Route {
-                    provider: match args.llm_provider.trim() {
-                        "openai" => crate::llm::Provider::Openai,
-                        "anthropic" => crate::llm::Provider::Anthropic,
-                        other => {
-                            return Err(bad(
-                                "VIBELOOP_LLM_PROVIDER",
-                                format!("{other:?} is neither openai nor anthropic"),
-                            ));
-                        }
-                    },
-                    base_url: parse_url("VIBELOOP_LLM_BASE_URL", &args.llm_base_url)?,
-                    api_key: llm_api_key,
-                    model: args.llm_model.trim().to_owned(),
-                    temperature: 0.2,
-                },
-                models_file: match &args.models_file {
-                    Some(path) => Some((
-                        path.clone(),
-                        std::fs::read_to_string(path).map_err(|e| {
-                            bad(
-                                "VIBELOOP_MODELS_FILE",
-                                format!("cannot read {}: {e}", path.display()),
-                            )
-                        })?,
-                    )),
-                    None => None,
-                },
-                prompts_dir: match &args.prompts_dir {
-                    Some(dir) if !dir.is_dir() => {
-                        return Err(bad(
-                            "VIBELOOP_PROMPTS_DIR",
-                            format!("{} is not a directory", dir.display()),
-                        ));
-                    }
-                    dir => dir.clone(),
-                },
-            },
+            llm: args.llm.config()?,
             workers,
             sandbox,
             json_logs,

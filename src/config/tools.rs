@@ -1,6 +1,7 @@
-//! Command lines of the operator's tools beside `serve`: `vibeloop setup` (register the GitHub
-//! App through GitHub's manifest flow) and `vibeloop doctor` (check an installation). Each
-//! flag has an environment variable, like `serve`'s.
+//! Command lines of the tools beside `serve`: `vibeloop setup` (register the GitHub App
+//! through GitHub's manifest flow), `vibeloop doctor` (check an installation; it takes `serve`'s
+//! flags) and `vibeloop run` (the whole hive on a local repository, without GitHub). Each
+//! setting flag has an environment variable, like `serve`'s.
 
 use std::path::PathBuf;
 
@@ -35,4 +36,40 @@ pub struct SetupArgs {
     /// command fills in its name, `url`, `hook_attributes.url`, `redirect_url` and `callback_urls`).
     #[arg(long, env = "VIBELOOP_SETUP_MANIFEST")]
     pub manifest: Option<PathBuf>,
+}
+
+/// `vibeloop run`: the whole hive on a local repository — plan, tests first, code, gates,
+/// review — against a scratch copy of it; nothing is pushed anywhere.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The repository to work on; the run starts from its committed state.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// What to change, written as you would write the issue (its first line is the title).
+    #[arg(long)]
+    pub goal: String,
+    /// The branch to start from [default: the branch checked out in --repo]
+    #[arg(long)]
+    pub base: Option<String>,
+    /// Approve for the person running: a plan that waits for approval goes ahead, and an
+    /// approved change is rebased, checked again, merged into the scratch copy's base branch
+    /// and tagged. Without it the run stops where the hive waits for a person.
+    #[arg(long)]
+    pub approve: bool,
+    /// Where the run keeps its scratch copy, worktrees and database; must be empty or new
+    /// [default: a new directory under the system's temporary directory]
+    #[arg(long, env = "VIBELOOP_RUN_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Where gate commands run: `auto` (Docker when an engine answers, else local), `docker` or
+    /// `local`.
+    #[arg(long, env = "VIBELOOP_SANDBOX", default_value = "auto")]
+    pub sandbox: String,
+    /// Give up after this many minutes.
+    #[arg(long, default_value_t = 60)]
+    pub timeout_minutes: u64,
+    /// Show the bot's log on standard error (otherwise only warnings and errors).
+    #[arg(long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub llm: super::llm::LlmArgs,
 }

@@ -64,6 +64,8 @@ impl Keys {
         let who = match who {
             Person::Operator => "op".to_owned(),
             Person::GitHub(login) => format!("u_{login}"),
+            // Never a dashboard sign-in: `person` reads no session back from it.
+            Person::Local => "local".to_owned(),
         };
         let text = format!("{who}.{}", now + SESSION_SECONDS);
         let mac = self.mac(&format!("session:{text}"));

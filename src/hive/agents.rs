@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::JobError;
 use super::run::TicketRun;
 use crate::agent::context;
-use crate::agent::events::EventSink;
+use crate::agent::events::{AgentEvent, EventSink};
 use crate::agent::prompts::repo_path;
 use std::sync::Arc;
 
@@ -180,7 +180,10 @@ pub(super) async fn run_role(
                 m.push(Message::user(a.task.clone()));
                 return m;
             }
-            let addition = std::fs::read_to_string(worktree.path.join(repo_path(role))).ok();
+            // Through the tools' resolver: a link (to /proc/self/environ, say) is not followed.
+            let addition = crate::agent::paths::resolve(&worktree.path, &repo_path(role))
+                .ok()
+                .and_then(|p| std::fs::read_to_string(p).ok());
             let system = run.hive.prompts.system(role, addition.as_deref());
             vec![
                 Message::system(system),
@@ -197,14 +200,13 @@ pub(super) async fn run_role(
     session
         .phase("write_result", async {
             if let Ok(o) = &outcome {
-                let data = serde_json::json!({
-                    "role": role,
-                    "stop": o.stop.describe(),
-                    "iterations": o.iterations,
-                    "files": written,
-                    "summary": crate::agent::events::summarize(&o.summary, 400),
+                session.events.emit(AgentEvent::Result {
+                    role: role.to_owned(),
+                    stop: o.stop.describe(),
+                    iterations: o.iterations,
+                    files: written.clone(),
+                    summary: crate::agent::events::summarize(&o.summary, 400),
                 });
-                run.event("result", data).await;
             }
             run.hive.store.save_budget(key, &ledger.by_role()).await
         })

@@ -2,6 +2,7 @@
 //! `/hive` command — feedback, retry, approve, abort, reset… — parsed by the same grammar,
 //! checked against the same permissions, recorded like a slash command (source
 //! `dashboard:<nonce>`, who, what, outcome) and carried out by the same code as a comment's.
+//! `vibeloop run --approve` approves through here too (source `run:<nonce>`).
 
 use super::steer::{PERMISSION_TTL, act};
 use super::{Hive, JobError};
@@ -16,6 +17,8 @@ pub enum Person {
     Operator,
     /// Signed in with GitHub: their permission on the ticket's repository decides.
     GitHub(String),
+    /// The person running `vibeloop run`, on their own scratch copy: may do anything.
+    Local,
 }
 
 impl Person {
@@ -23,6 +26,7 @@ impl Person {
         match self {
             Person::Operator => "dashboard-operator",
             Person::GitHub(login) => login,
+            Person::Local => "vibeloop-run",
         }
     }
 }
@@ -63,7 +67,7 @@ pub async fn intervene(
         }
     };
     let have = match who {
-        Person::Operator => Some(Permission::Admin),
+        Person::Operator | Person::Local => Some(Permission::Admin),
         Person::GitHub(login) => {
             let client = hive.github.repo(t.installation_id, &t.repo).await?;
             Permission::parse(
@@ -74,7 +78,11 @@ pub async fn intervene(
             )
         }
     };
-    let source = format!("dashboard:{:016x}", rand::random::<u64>());
+    let origin = match who {
+        Person::Local => "run",
+        _ => "dashboard",
+    };
+    let source = format!("{origin}:{:016x}", rand::random::<u64>());
     let record = NewCommand {
         repo: &t.repo,
         issue: t.issue_number,

@@ -69,6 +69,41 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+impl StoreError {
+    /// Why the database cannot take a write now, in words for the sender of a delivery, when
+    /// that is a passing condition: its disk is full, it is locked, or it does not answer.
+    pub fn passing_reason(&self) -> Option<&'static str> {
+        let code = match self {
+            StoreError::Db(sqlx::Error::Database(d)) => d.code().map(|c| c.into_owned()),
+            StoreError::Db(
+                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
+            ) => {
+                return Some("the database does not answer");
+            }
+            _ => None,
+        };
+        // A batch's error reaches each of its callers as text, so the words count too.
+        let text = self.to_string();
+        // SQLite: SQLITE_FULL (13), SQLITE_BUSY (5, 517), SQLITE_LOCKED (6); PostgreSQL:
+        // disk_full (53100), and the 57P0x family when the server shuts down.
+        match code.as_deref() {
+            Some("13" | "53100") => Some("the bot's disk is full"),
+            Some("5" | "6" | "517") => Some("the database is locked"),
+            Some(c) if c.starts_with("57P0") => Some("the database does not answer"),
+            _ if text.contains("No space left on device")
+                || text.contains("disk is full")
+                || text.contains("(code: 13)") =>
+            {
+                Some("the bot's disk is full")
+            }
+            _ if text.contains("database is locked") || text.contains("(code: 5)") => {
+                Some("the database is locked")
+            }
+            _ => None,
+        }
+    }
+}
+
 macro_rules! migrations {
     ($dialect:literal, $($version:literal $name:literal),* $(,)?) => {
         vec![$(Migration::new(

@@ -159,9 +159,13 @@ async fn answer(ingress: Ingress, headers: &HeaderMap, body: Bytes) -> Reply {
             }
             Err(e) => {
                 warn!(error = %e, "cannot store delivery");
+                let why = e
+                    .passing_reason()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
                 reply(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "cannot store the delivery now; redeliver it later",
+                    format!("cannot store the delivery now{why}; redeliver it later"),
                 )
             }
         }

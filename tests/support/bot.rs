@@ -70,7 +70,8 @@ impl Bot {
     /// Starts `vibeloop serve` listening on `port`.
     pub async fn start_on(env: &BotEnv, port: u16) -> Bot {
         std::fs::create_dir_all(&env.data_dir).unwrap();
-        let log_path = env.data_dir.join(format!("bot-{port}.log"));
+        // Beside the data directory, not in it: a test may fill the data directory's disk.
+        let log_path = PathBuf::from(format!("{}-bot-{port}.log", env.data_dir.display()));
         // Appended to: a restarted bot's log follows the one before it.
         let log = std::fs::OpenOptions::new()
             .create(true)

@@ -75,6 +75,9 @@ struct Inner {
     models: Vec<String>,
     /// When set, a request without this key (bearer or `x-api-key`) is answered 401.
     api_key: Option<String>,
+    /// Requests of this role wait for [`FakeLlm::release`]; how many wait now.
+    held: Option<(String, Arc<tokio::sync::Semaphore>)>,
+    waiting: u32,
 }
 
 pub struct FakeLlm {
@@ -134,6 +137,25 @@ impl FakeLlm {
     /// The models the fake says it serves.
     pub fn set_models(&self, ids: &[&str]) {
         self.inner.lock().unwrap().models = ids.iter().map(|m| (*m).to_owned()).collect();
+    }
+
+    /// From now on, requests of `role` wait (counted by [`FakeLlm::waiting`]) until
+    /// [`FakeLlm::release`]: a test acts while the bot is in that role's call.
+    pub fn hold(&self, role: &str) {
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        self.inner.lock().unwrap().held = Some((role.to_owned(), gate));
+    }
+
+    /// How many held requests wait now.
+    pub fn waiting(&self) -> u32 {
+        self.inner.lock().unwrap().waiting
+    }
+
+    /// Lets held requests through, and those that come later.
+    pub fn release(&self) {
+        if let Some((_, gate)) = self.inner.lock().unwrap().held.take() {
+            gate.add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2);
+        }
     }
 
     /// From now on, answer 401 to any request that does not carry `key`.
@@ -242,6 +264,20 @@ async fn handle(
         );
     }
     let role = role_of(&req);
+    let held = {
+        let mut st = inner.lock().unwrap();
+        let gate = st
+            .held
+            .as_ref()
+            .filter(|(r, _)| *r == role)
+            .map(|(_, g)| g.clone());
+        st.waiting += u32::from(gate.is_some());
+        gate
+    };
+    if let Some(gate) = held {
+        let _ = gate.acquire().await;
+        inner.lock().unwrap().waiting -= 1;
+    }
     let step = {
         let mut st = inner.lock().unwrap();
         st.requests.push((role.clone(), req.clone()));

@@ -100,6 +100,17 @@ impl World {
         files: &[(&str, String)],
         extra: Vec<(String, String)>,
     ) -> World {
+        Self::start_prepared(script, files, extra, |_| {}).await
+    }
+
+    /// Like [`World::start_with`], with `prepare` called on the bot's data directory (made,
+    /// empty) before the bot starts: a test mounts a small file system there, say.
+    pub async fn start_prepared(
+        script: Script,
+        files: &[(&str, String)],
+        extra: Vec<(String, String)>,
+        prepare: impl FnOnce(&std::path::Path),
+    ) -> World {
         let dir = tempfile::tempdir().unwrap();
         let gh = FakeGitHub::start(fake_github::Options {
             app_id: APP_ID,
@@ -118,8 +129,11 @@ impl World {
             "`add(2, 3)` returns -1; it should return 5.",
         );
         let llm = FakeLlm::start(script).await;
+        let data_dir = dir.path().join("data");
+        std::fs::create_dir_all(&data_dir).unwrap();
+        prepare(&data_dir);
         let env = BotEnv {
-            data_dir: dir.path().join("data"),
+            data_dir,
             github_api_url: gh.url.clone(),
             llm_url: llm.url.clone(),
             webhook_secret: SECRET.into(),

@@ -49,3 +49,40 @@ pub async fn answers_ok(req: reqwest::RequestBuilder) -> Option<()> {
         .filter(|r| r.status().is_success())
         .map(|_| ())
 }
+
+/// The path of example `name` as `cargo test` builds it (next to the test binaries' directory).
+pub fn built_example(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run the whole suite (`cargo test` builds the examples) or `cargo build --examples`",
+        path.display()
+    );
+    path
+}
+
+/// A child process killed (and reaped) when dropped.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port on 127.0.0.1 free right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

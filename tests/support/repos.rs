@@ -1,5 +1,5 @@
-//! Real git repositories for tests, through git2: seed a bare repository with files, read files
-//! and branch heads back.
+//! Real git repositories for tests, through git2: seed a bare repository with files; read files
+//! and branch heads back (the forge's own readers).
 
 use std::path::Path;
 
@@ -53,37 +53,5 @@ pub fn commit_files(
         .unwrap()
 }
 
-/// The text of `path` at `reference` (a branch name or SHA).
-pub fn read_file(bare: &Path, reference: &str, path: &str) -> Option<String> {
-    let repo = Repository::open_bare(bare).ok()?;
-    let commit = repo
-        .revparse_single(&resolve(bare, reference)?)
-        .ok()?
-        .peel_to_commit()
-        .ok()?;
-    let entry = commit.tree().ok()?.get_path(Path::new(path)).ok()?;
-    let blob = entry.to_object(&repo).ok()?.peel_to_blob().ok()?;
-    Some(String::from_utf8_lossy(blob.content()).into_owned())
-}
-
-pub fn branch_sha(bare: &Path, branch: &str) -> Option<String> {
-    let repo = Repository::open_bare(bare).ok()?;
-    let r = repo.find_reference(&format!("refs/heads/{branch}")).ok()?;
-    Some(r.peel_to_commit().ok()?.id().to_string())
-}
-
-/// A branch name or SHA, as a full SHA.
-pub fn resolve(bare: &Path, reference: &str) -> Option<String> {
-    branch_sha(bare, reference)
-        .or_else(|| has_commit(bare, reference).then(|| reference.to_owned()))
-}
-
-pub fn has_commit(bare: &Path, sha: &str) -> bool {
-    let Ok(repo) = Repository::open_bare(bare) else {
-        return false;
-    };
-    git2::Oid::from_str(sha)
-        .ok()
-        .and_then(|oid| repo.find_commit(oid).ok())
-        .is_some()
-}
+#[allow(unused_imports)]
+pub use vibeloop::forge::gitops::{branch_sha, has_commit, read_file, resolve};

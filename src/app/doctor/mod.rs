@@ -12,7 +12,7 @@
 mod database;
 mod docker;
 mod github;
-mod models;
+pub(crate) mod models;
 
 use std::fmt;
 use std::io::Write as _;

@@ -4,7 +4,7 @@
 //! the key and the model at once. A refused key names the variable that holds it; the key itself
 //! is sent, never shown.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -12,7 +12,7 @@ use reqwest::StatusCode;
 use secrecy::ExposeSecret as _;
 
 use super::{Check, NO_CONFIG, Parsed, redact, root_cause, shown};
-use crate::llm::routing::ROLES;
+use crate::llm::routing::{ROLES, Router};
 use crate::llm::{Provider, Route};
 
 const NAME: &str = "model endpoint";
@@ -32,9 +32,18 @@ pub(super) async fn check(parsed: Option<&Parsed>) -> Vec<Check> {
     let Some(parsed) = parsed else {
         return vec![Check::skipped(NAME, NO_CONFIG)];
     };
+    check_routes(&parsed.router, parsed.config.llm.models_file.as_ref()).await
+}
+
+/// Probes every distinct route of the roles (`models_file`: where the routes came from, to
+/// name the setting in a fix).
+pub(crate) async fn check_routes(
+    router: &Router,
+    models_file: Option<&(PathBuf, String)>,
+) -> Vec<Check> {
     let mut groups: Vec<(Vec<&str>, &Route)> = Vec::new();
     for role in ROLES {
-        let route = parsed.router.route(role);
+        let route = router.route(role);
         match groups.iter_mut().find(|(_, r)| same(r, route)) {
             Some((roles, _)) => roles.push(role),
             None => groups.push((vec![role], route)),
@@ -54,7 +63,7 @@ pub(super) async fn check(parsed: Option<&Parsed>) -> Vec<Check> {
             )];
         }
     };
-    let file = parsed.config.llm.models_file.as_ref();
+    let file = models_file;
     let yaml = file.and_then(|(_, text)| serde_yaml_ng::from_str(text).ok());
     let single = groups.len() == 1;
     let probes = groups.iter().map(|(roles, route)| {

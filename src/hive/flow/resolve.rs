@@ -57,8 +57,10 @@ pub(super) async fn with_model(
     let resolved = match r {
         Ok(_) => {
             let markers = conflicts.iter().any(|c| {
-                std::fs::read_to_string(wt.path.join(&c.path))
-                    .is_ok_and(|t| t.contains("<<<<<<<") || t.contains(">>>>>>>"))
+                crate::agent::paths::resolve(&wt.path, &c.path)
+                    .ok()
+                    .and_then(|p| std::fs::read_to_string(p).ok())
+                    .is_some_and(|t| t.contains("<<<<<<<") || t.contains(">>>>>>>"))
             });
             if markers {
                 None

@@ -1,7 +1,7 @@
 //! What people do on GitHub behind the bot's back: close an issue, merge or close a pull
 //! request by hand — with the webhook GitHub sends, or without it (a delivery the bot missed).
 
-use super::{FakeGitHub, gitops, rest};
+use super::{FakeGitHub, gitops};
 use crate::support::payloads::{self, Sent};
 
 impl FakeGitHub {
@@ -66,7 +66,7 @@ impl FakeGitHub {
                 "merged by hand",
             )
             .unwrap();
-            rest::git::merged_by_push(r, &git, &p.base, head);
+            vibeloop::forge::rest::git::merged_by_push(r, &git, &p.base, head);
             r.installation
         };
         if !notify {

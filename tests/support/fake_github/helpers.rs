@@ -2,53 +2,11 @@
 //! branch protection, and repository state (a maintainer's pushes, tags). The `async` ones also
 //! deliver the signed webhook GitHub would send.
 
-use serde::Serialize;
 use serde_json::json;
+use vibeloop::forge::json::{association, user_json};
 
-use super::rest::json::{association, user_json};
-use super::{Comment, CommitStatus, FakeGitHub, Pull, Review, ReviewComment, gitops};
+use super::{Comment, CommitStatus, FakeGitHub, Protection, Pull, Review, ReviewComment, gitops};
 use crate::support::payloads::{self, Sent};
-
-/// A branch protection rule (the parts the fake enforces on `PATCH`/`DELETE …/git/refs`).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Protection {
-    /// Check-run names or commit-status contexts that must have succeeded on the new head.
-    pub required_checks: Vec<String>,
-    /// Changes only through pull requests (`required_pull_request_reviews`).
-    pub require_pull_request: bool,
-    pub required_approvals: u32,
-    /// Read-only branch: every update is refused.
-    pub lock_branch: bool,
-    pub allow_force_pushes: bool,
-    pub allow_deletions: bool,
-}
-
-impl Protection {
-    /// Updates need these checks to have succeeded on the new head.
-    pub fn checks(names: &[&str]) -> Self {
-        Self {
-            required_checks: names.iter().map(|s| (*s).to_owned()).collect(),
-            ..Self::default()
-        }
-    }
-
-    /// Refuses all updates.
-    pub fn locked() -> Self {
-        Self {
-            lock_branch: true,
-            ..Self::default()
-        }
-    }
-
-    /// Changes only through pull requests with `approvals` approving reviews.
-    pub fn pull_requests_only(approvals: u32) -> Self {
-        Self {
-            require_pull_request: true,
-            required_approvals: approvals,
-            ..Self::default()
-        }
-    }
-}
 
 /// Roles GitHub knows (`maintain` and `triage` map to `write` and `read` as base permission).
 const ROLES: &[&str] = &["admin", "maintain", "write", "triage", "read", "none"];
@@ -128,8 +86,7 @@ impl FakeGitHub {
         let mut st = self.state();
         st.users.insert(user.to_owned());
         let r = st.repos.get_mut(repo).expect("repo added");
-        r.next_number += 1;
-        let number = r.next_number;
+        let number = r.next_number();
         r.pulls.push(Pull {
             merged: false,
             number,

@@ -6,9 +6,8 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use std::sync::{Arc, Mutex};
-
-use super::{FakeGitHub, State};
+use super::FakeGitHub;
+use super::layer::Shared;
 use crate::support::payloads::{self, Sent};
 
 /// One logged delivery.
@@ -43,18 +42,8 @@ impl HookDelivery {
 }
 
 /// Sends a signed webhook to the receiver set with `set_webhook`, and logs the delivery.
-pub(super) async fn deliver(
-    state: &Arc<Mutex<State>>,
-    event: &str,
-    body: &[u8],
-    guid: Option<&str>,
-) -> Sent {
-    let (url, secret) = state
-        .lock()
-        .unwrap()
-        .webhook
-        .clone()
-        .expect("set_webhook first");
+pub(super) async fn deliver(s: &Shared, event: &str, body: &[u8], guid: Option<&str>) -> Sent {
+    let (url, secret) = s.extras().webhook.clone().expect("set_webhook first");
     let guid = guid
         .map(str::to_owned)
         .unwrap_or_else(payloads::delivery_id);
@@ -67,42 +56,41 @@ pub(super) async fn deliver(
     let action = serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v["action"].as_str().map(str::to_owned));
-    let mut st = state.lock().unwrap();
-    let redelivery = st.hook_deliveries.iter().any(|d| d.guid == guid);
-    let id = st.next_id();
-    st.hook_deliveries.push(HookDelivery {
+    let id = s.state().next_id();
+    let mut x = s.extras();
+    let redelivery = x.hook_deliveries.iter().any(|d| d.guid == guid);
+    x.hook_deliveries.push(HookDelivery {
         id,
         guid,
         event: event.to_owned(),
         action,
         status_code: sent.status,
         redelivery,
-        delivered_at: super::rest::now(),
+        delivered_at: vibeloop::forge::rest::now(),
         body: body.to_vec(),
     });
     sent
 }
 
 /// Sends logged delivery `id` again (GitHub's "Redeliver"); `None` when there is no such one.
-pub(super) async fn redeliver(state: &Arc<Mutex<State>>, id: u64) -> Option<Sent> {
-    let d = state
-        .lock()
-        .unwrap()
+pub(super) async fn redeliver(s: &Shared, id: u64) -> Option<Sent> {
+    let d = s
+        .extras()
         .hook_deliveries
         .iter()
         .find(|d| d.id == id)
         .cloned()?;
-    Some(deliver(state, &d.event, &d.body, Some(&d.guid)).await)
+    Some(deliver(s, &d.event, &d.body, Some(&d.guid)).await)
 }
 
 impl FakeGitHub {
     /// Sends a signed webhook and logs the delivery (a new delivery id unless `guid` is given).
     pub async fn deliver(&self, event: &str, body: &[u8], guid: Option<&str>) -> Sent {
-        deliver(&self.state, event, body, guid).await
+        deliver(&self.shared(), event, body, guid).await
     }
 
     /// The delivery log, oldest first.
     pub fn hook_deliveries(&self) -> Vec<HookDelivery> {
-        self.state().hook_deliveries.clone()
+        self.extras().hook_deliveries.clone()
     }
 }

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Response, StatusCode};
 use serde_json::json;
 
-use super::{FakeGitHub, State};
+use super::FakeGitHub;
 
 /// The App's OAuth client, where GitHub sends people back, and who is signing in.
 #[derive(Debug, Clone, Default)]
@@ -47,7 +47,8 @@ fn field<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 /// Answers the OAuth routes; `None` for any other path.
 pub(super) fn handle(
-    st: &mut State,
+    app: &mut OAuthApp,
+    id: u64,
     method: &str,
     path: &str,
     query: &str,
@@ -60,8 +61,6 @@ pub(super) fn handle(
     ) {
         return None;
     }
-    let id = st.next_id();
-    let app = &mut st.oauth;
     match (method, path) {
         ("GET", "/login/oauth/authorize") => {
             let q = form(query);
@@ -154,14 +153,14 @@ fn redirect(to: &str) -> Response<Body> {
 impl FakeGitHub {
     /// Registers the App's OAuth client and its callback URL.
     pub fn set_oauth_app(&self, client_id: &str, client_secret: &str, callback: &str) {
-        let mut st = self.state();
-        st.oauth.client_id = client_id.into();
-        st.oauth.client_secret = client_secret.into();
-        st.oauth.callback = callback.into();
+        let mut x = self.extras();
+        x.oauth.client_id = client_id.into();
+        x.oauth.client_secret = client_secret.into();
+        x.oauth.callback = callback.into();
     }
 
     /// Who approves at GitHub's authorisation page (`None`: they deny access).
     pub fn set_oauth_user(&self, login: Option<&str>) {
-        self.state().oauth.user = login.map(str::to_owned);
+        self.extras().oauth.user = login.map(str::to_owned);
     }
 }

@@ -1,8 +1,8 @@
-//! The fake's HTTP side: one handler routes by path segments, checks auth as GitHub does,
-//! applies injected faults and records the request. Repository routes live in the submodules:
-//! [`issues`] (issues, comments, labels, reactions, collaborators), [`checks`] (check runs,
-//! statuses), [`pulls`] (pull requests, files, reviews) and [`git`] (refs, tags, protection,
-//! commits, compare); [`outside`] holds git smart HTTP, redelivery and the fake's controls.
+//! The forge's HTTP side: one handler routes by path segments, checks auth as GitHub does and
+//! answers with GitHub's JSON. Repository routes live in the submodules: [`issues`] (issues,
+//! comments, labels, reactions, collaborators), [`checks`] (check runs, statuses), [`pulls`]
+//! (pull requests, files, reviews) and [`git`] (refs, tags, protection, commits, compare); the
+//! App's own routes (installations, tokens) are in [`app`].
 
 /// Unwraps `Result<T, Answer>` inside a route returning `Option<Answer>`.
 macro_rules! tri {
@@ -15,12 +15,10 @@ macro_rules! tri {
 }
 
 mod app;
-mod apps;
 mod checks;
-pub(super) mod git;
+pub mod git;
 mod issues;
 pub mod json;
-mod outside;
 mod pulls;
 
 use std::collections::HashMap;
@@ -34,8 +32,7 @@ use axum::http::{HeaderMap, Method, Response, StatusCode, Uri};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::{Recorded, Repo, State, Token};
-use crate::support::repos;
+use super::{Repo, State, gitops};
 
 pub use pulls::refresh_heads;
 
@@ -45,12 +42,13 @@ struct Shared {
     root: PathBuf,
 }
 
-pub fn router(state: Arc<Mutex<State>>, root: PathBuf) -> Router {
+pub(super) fn router(state: Arc<Mutex<State>>, root: PathBuf) -> Router {
     Router::new()
         .fallback(handle)
         .with_state(Shared { state, root })
 }
 
+/// A status and a JSON body.
 pub type Answer = (StatusCode, Value);
 
 /// GitHub's `basic-error`.
@@ -90,8 +88,14 @@ pub fn validation_failed(resource: &str, field: &str, code: &str, message: Optio
     )
 }
 
+/// Now, as GitHub writes times.
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// Locks the state; a panic while holding the lock leaves plain data behind, still usable.
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 async fn handle(
@@ -101,108 +105,47 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response<Body> {
-    let path = uri.path().to_owned();
-    let query = uri.query().unwrap_or("").to_owned();
-    if path.contains(".git/") {
-        return outside::git(&s, &method, &path, &query, &headers, body).await;
-    }
-    if let Some(rest) = path.strip_prefix("/_fake/label/") {
-        return outside::control_label(&s, rest).await;
-    }
-    if let Some(id) = path
-        .strip_prefix("/app/hook/deliveries/")
-        .and_then(|rest| rest.strip_suffix("/attempts"))
-        .filter(|_| method == Method::POST)
-    {
-        return outside::redeliver(&s, id, &headers).await;
-    }
-    if let Some(r) = super::oauth::handle(
-        &mut s.state.lock().unwrap(),
-        method.as_str(),
-        &path,
-        &query,
-        &headers,
-        &body,
-    ) {
-        return r;
-    }
-    if path == "/_fake/state" {
-        return respond(
-            (StatusCode::OK, outside::snapshot(&s.state.lock().unwrap())),
-            None,
-        );
-    }
-    let latency = s.state.lock().unwrap().latency;
-    if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
-    }
     let json_body: Option<Value> = if body.is_empty() {
         None
     } else {
         match serde_json::from_slice(&body) {
             Ok(v) => Some(v),
-            Err(_) => return respond(err(StatusCode::BAD_REQUEST, "Problems parsing JSON"), None),
+            Err(_) => return respond(err(StatusCode::BAD_REQUEST, "Problems parsing JSON")),
         }
     };
-    let fault = {
-        let mut st = s.state.lock().unwrap();
-        let i = st
-            .faults
-            .iter()
-            .position(|f| f.method == method.as_str() && path.ends_with(&f.path_suffix));
-        i.map(|i| {
-            let f = st.faults[i].clone();
-            st.faults[i].times -= 1;
-            if st.faults[i].times == 0 {
-                st.faults.remove(i);
-            }
-            f
-        })
-    };
-    let mut answer = match &fault {
-        Some(f) if !f.after_effect => {
-            err(StatusCode::from_u16(f.status).unwrap(), "injected fault")
-        }
-        _ => api(&s, &method, &path, &query, &headers, json_body.as_ref()),
-    };
-    if let Some(f) = fault.as_ref().filter(|f| f.after_effect) {
-        answer = err(
-            StatusCode::from_u16(f.status).unwrap(),
-            "injected fault after the effect",
-        );
-    }
-    s.state.lock().unwrap().requests.push(Recorded {
-        method: method.to_string(),
-        path: path.clone(),
+    let query = uri.query().unwrap_or("");
+    respond(api(
+        &s,
+        &method,
+        uri.path(),
         query,
-        body: json_body,
-        status: answer.0.as_u16(),
-    });
-    respond(answer, fault.and_then(|f| f.retry_after))
+        &headers,
+        json_body.as_ref(),
+    ))
 }
 
-fn respond((status, body): Answer, retry_after: Option<u64>) -> Response<Body> {
-    let mut b = Response::builder().status(status);
-    if let Some(secs) = retry_after {
-        b = b.header("retry-after", secs.to_string());
-    }
-    if status == StatusCode::NO_CONTENT {
-        return b.body(Body::empty()).unwrap();
-    }
-    b.header("content-type", "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap()
+/// The HTTP response for an answer (no body for 204).
+pub fn respond((status, body): Answer) -> Response<Body> {
+    let b = Response::builder().status(status);
+    let response = if status == StatusCode::NO_CONTENT {
+        b.body(Body::empty())
+    } else {
+        b.header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+    };
+    response.unwrap_or_else(|_| Response::new(Body::empty()))
 }
 
-fn bearer(headers: &HeaderMap) -> Option<String> {
+/// The bearer token (or `token …`) of a request.
+pub fn bearer(headers: &HeaderMap) -> Option<String> {
     let v = headers.get("authorization")?.to_str().ok()?;
     v.strip_prefix("Bearer ")
         .or_else(|| v.strip_prefix("token "))
         .map(str::to_owned)
 }
 
-/// Checks the app's JWT; returns its claims.
-fn check_jwt(st: &mut State, headers: &HeaderMap) -> Result<Value, Answer> {
+/// Checks the App's JWT; returns its claims.
+pub fn check_jwt(st: &State, headers: &HeaderMap) -> Result<Value, Answer> {
     let unauthorized = |m: &str| err(StatusCode::UNAUTHORIZED, m);
     let jwt =
         bearer(headers).ok_or_else(|| unauthorized("A JSON web token could not be decoded"))?;
@@ -228,29 +171,24 @@ fn check_jwt(st: &mut State, headers: &HeaderMap) -> Result<Value, Answer> {
             "'Expiration time' claim ('exp') is too far in the future",
         ));
     }
-    st.jwt_claims.push(claims.clone());
     Ok(claims)
 }
 
-/// Checks an installation token for `repo`.
-fn check_token(st: &State, token: Option<&str>, repo: &str) -> Result<(), Answer> {
+/// Checks that `token` is an unexpired installation token covering `repo`.
+pub fn check_token(st: &State, token: Option<&str>, repo: &str) -> Result<(), Answer> {
     let bad = || err(StatusCode::UNAUTHORIZED, "Bad credentials");
-    let token = token.ok_or_else(bad)?;
-    let t: &Token = st.tokens.get(token).ok_or_else(bad)?;
+    let t = st.tokens.get(token.ok_or_else(bad)?).ok_or_else(bad)?;
     if t.expires_at <= chrono::Utc::now() {
         return Err(bad());
     }
-    let r = st
-        .repos
-        .get(repo)
-        .ok_or_else(|| err(StatusCode::NOT_FOUND, "Not Found"))?;
+    let r = st.repos.get(repo).ok_or_else(not_found)?;
     let name = repo.split('/').nth(1).unwrap_or("");
     if r.installation != t.installation
         || t.repos
             .as_ref()
             .is_some_and(|rs| !rs.iter().any(|n| n == name))
     {
-        return Err(err(StatusCode::NOT_FOUND, "Not Found"));
+        return Err(not_found());
     }
     Ok(())
 }
@@ -264,72 +202,11 @@ fn api(
     body: Option<&Value>,
 ) -> Answer {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let mut st = s.state.lock().unwrap();
+    let mut st = lock(&s.state);
     let st = &mut *st;
     match (method.as_str(), segs.as_slice()) {
-        ("GET", ["app"]) => match check_jwt(st, headers) {
-            Ok(_) => (
-                StatusCode::OK,
-                json!({ "id": st.app_id, "slug": "vibeloop", "name": "Vibeloop" }),
-            ),
-            Err(e) => e,
-        },
-        ("GET", ["app", "installations"]) => app::installations(st, headers),
-        ("GET", ["app", "hook", "deliveries"]) => match check_jwt(st, headers) {
-            Ok(_) => {
-                let list: Vec<Value> = st.hook_deliveries.iter().rev().map(|d| d.json()).collect();
-                (StatusCode::OK, Value::Array(list))
-            }
-            Err(e) => e,
-        },
-        ("POST", ["app", "installations", id, "access_tokens"]) => {
-            if let Err(e) = check_jwt(st, headers) {
-                return e;
-            }
-            let Ok(id) = id.parse::<u64>() else {
-                return err(StatusCode::NOT_FOUND, "Not Found");
-            };
-            if !st.installations.contains_key(&id) {
-                return err(StatusCode::NOT_FOUND, "Not Found");
-            }
-            let wanted: Option<Vec<String>> = body
-                .and_then(|b| b.get("repositories"))
-                .and_then(|r| serde_json::from_value(r.clone()).ok());
-            if let Some(names) = &wanted {
-                let covered = |n: &String| {
-                    st.repos
-                        .iter()
-                        .any(|(full, r)| r.installation == id && full.ends_with(&format!("/{n}")))
-                };
-                if !names.iter().all(covered) {
-                    return err(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "There is at least one repository that does not exist or is not accessible to the parent installation.",
-                    );
-                }
-            }
-            let token = format!("ghs_{:016x}{}", rand_u64(), st.next_id());
-            let expires_at = chrono::Utc::now() + st.token_ttl;
-            st.tokens.insert(
-                token.clone(),
-                Token {
-                    installation: id,
-                    repos: wanted,
-                    expires_at,
-                },
-            );
-            (
-                StatusCode::CREATED,
-                json!({
-                    "token": token,
-                    "expires_at": expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                    "permissions": { "contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read" },
-                    "repository_selection": "selected",
-                }),
-            )
-        }
+        (_, ["app", ..]) => app::route(st, method.as_str(), &segs[1..], headers, body),
         ("POST", ["graphql"]) => graphql(st, bearer(headers).as_deref(), body),
-        ("POST", ["app-manifests", code, "conversions"]) => apps::conversion(st, code),
         (_, ["repos", owner, name, rest @ ..]) => {
             let repo = format!("{owner}/{name}");
             if let Err(e) = check_token(st, bearer(headers).as_deref(), &repo) {
@@ -346,20 +223,8 @@ fn api(
             };
             repo_api(&mut cx, rest)
         }
-        _ => err(StatusCode::NOT_FOUND, "Not Found"),
+        _ => not_found(),
     }
-}
-
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos(),
-    );
-    h.finish()
 }
 
 fn query_map(query: &str) -> HashMap<String, String> {
@@ -408,8 +273,7 @@ impl Cx<'_> {
 
     /// The bare repository, through git2.
     pub fn git(&self) -> Result<git2::Repository, Answer> {
-        super::gitops::open(self.bare)
-            .ok_or_else(|| err(StatusCode::CONFLICT, "Git Repository is empty."))
+        gitops::open(self.bare).ok_or_else(|| err(StatusCode::CONFLICT, "Git Repository is empty."))
     }
 }
 
@@ -421,15 +285,19 @@ pub fn num(s: &str) -> Result<u64, Answer> {
 fn repo_api(cx: &mut Cx<'_>, rest: &[&str]) -> Answer {
     match (cx.method, rest) {
         ("GET", []) => {
+            let default_branch = cx.r().default_branch.clone();
             return (
                 StatusCode::OK,
-                json!({ "full_name": cx.repo, "default_branch": "main" }),
+                json!({ "full_name": cx.repo, "default_branch": default_branch }),
             );
         }
         ("GET", ["contents", path @ ..]) => {
             let q = cx.query();
-            let reference = q.get("ref").map(String::as_str).unwrap_or("main");
-            return match repos::read_file(cx.bare, reference, &path.join("/")) {
+            let reference = match q.get("ref") {
+                Some(r) => r.clone(),
+                None => cx.r().default_branch.clone(),
+            };
+            return match gitops::read_file(cx.bare, &reference, &path.join("/")) {
                 Some(text) => (
                     StatusCode::OK,
                     json!({
@@ -462,7 +330,7 @@ fn graphql(st: &mut State, token: Option<&str>, body: Option<&Value>) -> Answer 
     if !query.contains("markPullRequestReadyForReview") {
         return (
             StatusCode::OK,
-            json!({ "errors": [{ "message": "the fake answers markPullRequestReadyForReview only" }] }),
+            json!({ "errors": [{ "message": "this forge answers markPullRequestReadyForReview only" }] }),
         );
     }
     let number: Option<u64> = node.strip_prefix("PR_").and_then(|n| n.parse().ok());

@@ -7,21 +7,20 @@ use serde_json::Value;
 
 use super::json::{association, diff_entry_json, pull_json, review_comment_json, review_json};
 use super::{Answer, Cx, not_found, num, unprocessable, unprocessable_simple, validation_failed};
-use crate::support::fake_github::gitops::{self, FileDiff};
-use crate::support::fake_github::{BOT_LOGIN, Pull, Repo, Review, ReviewComment};
-use crate::support::repos;
+use crate::forge::gitops::{self, FileDiff};
+use crate::forge::{BOT_LOGIN, Pull, Repo, Review, ReviewComment};
 
 /// Open pull requests follow their head branch, as on GitHub.
 pub fn refresh_heads(r: &mut Repo, bare: &Path) {
     for p in r.pulls.iter_mut().filter(|p| p.state == "open") {
-        if let Some(sha) = repos::branch_sha(bare, &p.head) {
+        if let Some(sha) = gitops::branch_sha(bare, &p.head) {
             p.head_sha = sha;
         }
     }
 }
 
 fn pull_answer(cx: &mut Cx<'_>, p: &Pull, status: StatusCode) -> Answer {
-    let base_sha = repos::branch_sha(cx.bare, &p.base);
+    let base_sha = gitops::branch_sha(cx.bare, &p.base);
     let labels = cx.r().labels.get(&p.number).cloned().unwrap_or_default();
     (status, pull_json(cx.repo, p, base_sha.as_deref(), &labels))
 }
@@ -149,10 +148,10 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                 .strip_prefix(&format!("{owner}:"))
                 .map(str::to_owned)
                 .unwrap_or(head);
-            let Some(head_sha) = repos::branch_sha(&bare, &head) else {
+            let Some(head_sha) = gitops::branch_sha(&bare, &head) else {
                 return Some(unprocessable("Validation Failed: head does not exist"));
             };
-            let Some(base_sha) = repos::branch_sha(&bare, &base) else {
+            let Some(base_sha) = gitops::branch_sha(&bare, &base) else {
                 return Some(unprocessable("Validation Failed: base does not exist"));
             };
             if cx
@@ -168,8 +167,10 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             let git = tri!(cx.git());
             // Unrelated histories (no merge base) are let through: GitHub refuses them, but
             // existing tests seed head branches as root commits.
-            let ahead = gitops::compare(&git, base_sha.parse().unwrap(), head_sha.parse().unwrap())
-                .map(|c| c.ahead_by);
+            let ahead = match (base_sha.parse(), head_sha.parse()) {
+                (Ok(b), Ok(h)) => gitops::compare(&git, b, h).map(|c| c.ahead_by),
+                _ => None,
+            };
             if ahead == Some(0) {
                 return Some(validation_failed(
                     "PullRequest",
@@ -181,10 +182,9 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             let draft = cx.body.and_then(|b| b["draft"].as_bool()).unwrap_or(false);
             let body = cx.field("body").unwrap_or_default();
             let r = cx.r();
-            r.next_number += 1;
             let p = Pull {
                 merged: false,
-                number: r.next_number,
+                number: r.next_number(),
                 title,
                 body,
                 head,
@@ -212,7 +212,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                 cx.field("base"),
             );
             if let Some(b) = &base
-                && repos::branch_sha(&bare, b).is_none()
+                && gitops::branch_sha(&bare, b).is_none()
             {
                 return Some(validation_failed("PullRequest", "base", "invalid", None));
             }
@@ -235,7 +235,9 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                     p.head
                 )));
             }
-            let q = r.pulls.iter_mut().find(|q| q.number == p.number).unwrap();
+            let Some(q) = r.pulls.iter_mut().find(|q| q.number == p.number) else {
+                return Some(not_found());
+            };
             q.title = title.unwrap_or(q.title.clone());
             q.body = text.unwrap_or(q.body.clone());
             q.state = state.unwrap_or(q.state.clone());

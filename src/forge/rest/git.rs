@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::json::{commit_json, diff_entry_json, ref_json, user_id};
 use super::{Answer, Cx, err, not_found, unprocessable, validation_failed};
-use crate::support::fake_github::gitops;
-use crate::support::fake_github::{BOT_LOGIN, Protection, Repo};
+use crate::forge::gitops;
+use crate::forge::{BOT_LOGIN, Protection, Repo};
 
 const API: &str = "https://api.github.com";
 
@@ -194,7 +194,7 @@ fn update_ref(cx: &mut Cx<'_>, full: &str) -> Answer {
 
 /// As GitHub does when a branch comes to contain an open pull request's head: the pull request
 /// is merged and closed, and the issues its body closes (`Closes #n`) are closed.
-pub fn merged_by_push(r: &mut super::super::Repo, git: &git2::Repository, branch: &str, tip: Oid) {
+pub fn merged_by_push(r: &mut Repo, git: &git2::Repository, branch: &str, tip: Oid) {
     let mut closes = Vec::new();
     for p in r
         .pulls
@@ -237,7 +237,7 @@ fn delete_ref(cx: &mut Cx<'_>, full: &str) -> Answer {
         return unprocessable("Reference does not exist");
     }
     if let Some(branch) = full.strip_prefix("refs/heads/") {
-        if branch == "main" {
+        if branch == cx.r().default_branch {
             return unprocessable("Cannot delete the default branch");
         }
         if cx

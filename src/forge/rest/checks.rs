@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::json::{bot, check_json};
 use super::{Answer, Cx, not_found, num, unprocessable};
-use crate::support::fake_github::{CheckRun, CommitStatus};
-use crate::support::repos;
+use crate::forge::gitops;
+use crate::forge::{CheckRun, CommitStatus};
 
 /// The annotations of a check-run `output`; GitHub refuses more than 50 in one request.
 fn take_annotations(output: Option<&Value>) -> Result<Vec<Value>, Answer> {
@@ -35,7 +35,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             let (Some(name), Some(sha)) = (cx.field("name"), cx.field("head_sha")) else {
                 return Some(unprocessable("name and head_sha are required"));
             };
-            if !repos::has_commit(cx.bare, &sha) {
+            if !gitops::has_commit(cx.bare, &sha) {
                 return Some(unprocessable(&format!("No commit found for SHA: {sha}")));
             }
             let status = cx.field("status").unwrap_or_else(|| "queued".into());
@@ -109,7 +109,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
         }
         ("GET", ["commits", reference @ .., "check-runs"]) => {
             let reference = reference.join("/");
-            let sha = repos::resolve(cx.bare, &reference).unwrap_or(reference);
+            let sha = gitops::resolve(cx.bare, &reference).unwrap_or(reference);
             let runs: Vec<Value> = cx
                 .r()
                 .check_runs
@@ -127,7 +127,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             let Some(state) = cx.field("state") else {
                 return Some(unprocessable("state is missing"));
             };
-            if !repos::has_commit(cx.bare, &sha) {
+            if !gitops::has_commit(cx.bare, &sha) {
                 return Some(unprocessable(&format!("No commit found for SHA: {sha}")));
             }
             let s = CommitStatus {

@@ -1,5 +1,6 @@
-//! What the fake computes from (and does to) the real bare repositories with git2: resolving
-//! refs, diffs per file as GitHub lists them, ahead/behind, ref updates and tag objects.
+//! What the forge computes from (and does to) the real bare repositories with git2: resolving
+//! refs, reading files, diffs per file as GitHub lists them, ahead/behind, ref updates and tag
+//! objects.
 
 use std::path::Path;
 
@@ -7,6 +8,50 @@ use git2::{Delta, DiffFindOptions, DiffOptions, ObjectType, Oid, Repository};
 
 pub fn open(bare: &Path) -> Option<Repository> {
     Repository::open_bare(bare).ok()
+}
+
+/// The branch HEAD names, if it names one.
+pub fn head_branch(repo: &Repository) -> Option<String> {
+    let head = repo.find_reference("HEAD").ok()?;
+    let target = head.symbolic_target()?;
+    target.strip_prefix("refs/heads/").map(str::to_owned)
+}
+
+/// The text of `path` at `reference` (a branch name or SHA) of bare repository `bare`.
+pub fn read_file(bare: &Path, reference: &str, path: &str) -> Option<String> {
+    let repo = open(bare)?;
+    let commit = repo
+        .revparse_single(&resolve(bare, reference)?)
+        .ok()?
+        .peel_to_commit()
+        .ok()?;
+    let entry = commit.tree().ok()?.get_path(Path::new(path)).ok()?;
+    let blob = entry.to_object(&repo).ok()?.peel_to_blob().ok()?;
+    Some(String::from_utf8_lossy(blob.content()).into_owned())
+}
+
+/// The commit `branch` of bare repository `bare` points at.
+pub fn branch_sha(bare: &Path, branch: &str) -> Option<String> {
+    let repo = open(bare)?;
+    let r = repo.find_reference(&format!("refs/heads/{branch}")).ok()?;
+    Some(r.peel_to_commit().ok()?.id().to_string())
+}
+
+/// A branch name or SHA, as a full SHA.
+pub fn resolve(bare: &Path, reference: &str) -> Option<String> {
+    branch_sha(bare, reference)
+        .or_else(|| has_commit(bare, reference).then(|| reference.to_owned()))
+}
+
+/// `sha` is a commit of bare repository `bare`.
+pub fn has_commit(bare: &Path, sha: &str) -> bool {
+    let Some(repo) = open(bare) else {
+        return false;
+    };
+    Oid::from_str(sha)
+        .ok()
+        .and_then(|oid| repo.find_commit(oid).ok())
+        .is_some()
 }
 
 /// A branch name, tag name, `heads/x`/`tags/x`, or (abbreviated) SHA, as a commit.
@@ -65,7 +110,9 @@ pub fn diff_files(repo: &Repository, from: Option<Oid>, to: Oid) -> Vec<FileDiff
     let _ = diff.find_similar(Some(DiffFindOptions::new().renames(true)));
     let mut out = Vec::new();
     for idx in 0..diff.deltas().len() {
-        let delta = diff.get_delta(idx).unwrap();
+        let Some(delta) = diff.get_delta(idx) else {
+            continue;
+        };
         let status = match delta.status() {
             Delta::Added => "added",
             Delta::Deleted => "removed",
@@ -98,10 +145,14 @@ pub fn diff_files(repo: &Repository, from: Option<Oid>, to: Oid) -> Vec<FileDiff
         if let Ok(Some(patch)) = git2::Patch::from_diff(&diff, idx) {
             let mut text = String::new();
             for h in 0..patch.num_hunks() {
-                let (hunk, n) = patch.hunk(h).unwrap();
+                let Ok((hunk, n)) = patch.hunk(h) else {
+                    continue;
+                };
                 text.push_str(&String::from_utf8_lossy(hunk.header()));
                 for l in 0..n {
-                    let line = patch.line_in_hunk(h, l).unwrap();
+                    let Ok(line) = patch.line_in_hunk(h, l) else {
+                        continue;
+                    };
                     let origin = line.origin();
                     if matches!(origin, '+' | '-' | ' ') {
                         text.push(origin);

@@ -6,8 +6,13 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Answer, State, err, rand_u64};
-use crate::support::fake_github::{FakeGitHub, user_json};
+use vibeloop::forge::rest::{Answer, err};
+
+use super::{Extras, FakeGitHub, user_json};
+
+fn rand_u64() -> u64 {
+    rand::random()
+}
 
 impl FakeGitHub {
     /// Makes `code` exchangeable once; returns what the exchange will answer (an App with the
@@ -17,9 +22,10 @@ impl FakeGitHub {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/keys/app.pem"),
         )
         .expect("tests/fixtures/keys/app.pem");
-        let mut st = self.state();
-        let id = st.app_id;
-        let n = st.next_id();
+        let (id, n) = {
+            let mut st = self.state();
+            (st.app_id, st.next_id())
+        };
         let slug = format!("vibeloop-{n}");
         let app = json!({
             "id": id,
@@ -30,8 +36,8 @@ impl FakeGitHub {
             "description": "",
             "external_url": "https://vibeloop.example.com",
             "html_url": format!("https://github.com/apps/{slug}"),
-            "created_at": super::now(),
-            "updated_at": super::now(),
+            "created_at": vibeloop::forge::rest::now(),
+            "updated_at": vibeloop::forge::rest::now(),
             "permissions": { "contents": "write", "issues": "write", "pull_requests": "write",
                              "checks": "write", "metadata": "read" },
             "events": ["issues", "issue_comment", "pull_request", "pull_request_review",
@@ -41,14 +47,16 @@ impl FakeGitHub {
             "webhook_secret": format!("{:016x}{:016x}{n:08x}", rand_u64(), rand_u64()),
             "pem": pem,
         });
-        st.manifest_codes.insert(code.to_owned(), app.clone());
+        self.extras()
+            .manifest_codes
+            .insert(code.to_owned(), app.clone());
         app
     }
 }
 
 /// `POST /app-manifests/{code}/conversions`
-pub fn conversion(st: &mut State, code: &str) -> Answer {
-    match st.manifest_codes.remove(code) {
+pub(super) fn conversion(x: &mut Extras, code: &str) -> Answer {
+    match x.manifest_codes.remove(code) {
         Some(app) => (StatusCode::CREATED, app),
         None => err(StatusCode::NOT_FOUND, "Not Found"),
     }

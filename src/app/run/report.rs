@@ -1,0 +1,260 @@
+//! The final report of `vibeloop run`, written from what the bot observed — the ticket's
+//! state, its checkpointed flow (plan, branches, red proof, gate results, the Critic's verdict,
+//! the merge and tag), its spend — never from a model's claims; and where to look at the change.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::follow::{Ending, clean};
+use crate::hive::flow::{Flow, Node};
+use crate::llm::budget::Spend;
+use crate::store::Store;
+use crate::store::tickets::Ticket;
+use crate::ticket::TaskState;
+
+/// Everything the report says.
+pub struct Report {
+    pub ticket: Ticket,
+    pub flow: Flow,
+    pub spent: Spend,
+    pub ending: Ending,
+    pub took: Duration,
+    /// The person's repository.
+    pub repo_path: PathBuf,
+    /// The scratch copy on the forge.
+    pub bare: PathBuf,
+    pub data_dir: PathBuf,
+    /// The Builder's change against the base it started from: files, lines added, removed.
+    pub diffstat: Option<(usize, usize, usize)>,
+}
+
+/// Files, lines added and lines removed from `base` to `head` in bare repository `bare`.
+fn diffstat(bare: &std::path::Path, base: &str, head: &str) -> Option<(usize, usize, usize)> {
+    let git = crate::forge::gitops::open(bare)?;
+    let (base, head) = (
+        git2::Oid::from_str(base).ok()?,
+        git2::Oid::from_str(head).ok()?,
+    );
+    let files = crate::forge::gitops::diff_files(&git, Some(base), head);
+    let (add, del) = files
+        .iter()
+        .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));
+    Some((files.len(), add, del))
+}
+
+impl Report {
+    /// Reads what the report needs from the run's store.
+    pub async fn gather(
+        store: &Store,
+        key: i64,
+        ending: Ending,
+        took: Duration,
+        paths: (PathBuf, PathBuf, PathBuf),
+    ) -> anyhow::Result<Self> {
+        let ticket = store
+            .ticket(key)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the run's ticket is gone from its database"))?;
+        let flow: Flow = store
+            .flow(key)
+            .await?
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        let mut spent = Spend::default();
+        for s in store.budget(key).await?.values() {
+            spent.add(s);
+        }
+        let (repo_path, bare, data_dir) = paths;
+        let diffstat = match (&flow.base_sha, &flow.builder) {
+            (Some(base), Some(w)) => diffstat(&bare, base, &w.sha),
+            _ => None,
+        };
+        Ok(Self {
+            diffstat,
+            ticket,
+            flow,
+            spent,
+            ending,
+            took,
+            repo_path,
+            bare,
+            data_dir,
+        })
+    }
+
+    /// The process exit code: 0 when the change is done or ready for a person's approval.
+    pub fn exit_code(&self) -> u8 {
+        match &self.ending {
+            Ending::Stopped(TaskState::Completed) | Ending::Waiting(_) => 0,
+            Ending::Interrupted => 130,
+            _ => 1,
+        }
+    }
+
+    /// Where the ticket ended, and what to do next if anything.
+    fn outcome(&self) -> (String, Option<&'static str>) {
+        let t = &self.ticket;
+        match &self.ending {
+            Ending::Stopped(TaskState::Completed) => (format!("{} completed", t.id), None),
+            Ending::Stopped(TaskState::Blocked) => (
+                format!("{} is blocked on questions", t.id),
+                Some("answer them in --goal and run again"),
+            ),
+            Ending::Stopped(TaskState::HumanNeeded) => (
+                format!("{} stopped: {}", t.id, TaskState::HumanNeeded),
+                Some("deal with what the report below says, then run again"),
+            ),
+            Ending::Stopped(state) => (format!("{} stopped: {state}", t.id), None),
+            Ending::Waiting(Node::AwaitPlanApproval) => (
+                format!("{} waits for the plan's approval", t.id),
+                Some("run again with --approve to go ahead with the plan"),
+            ),
+            Ending::Waiting(_) => (
+                format!("{} is ready and waits for approval", t.id),
+                Some("run again with --approve to also merge it into the scratch copy and tag it"),
+            ),
+            Ending::TimedOut => (
+                format!("{} was still {} when the time ran out", t.id, t.state),
+                Some("allow more with --timeout-minutes"),
+            ),
+            Ending::Interrupted => (format!("{} was interrupted while {}", t.id, t.state), None),
+        }
+    }
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
+fn took(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (t, flow) = (&self.ticket, &self.flow);
+        let (outcome, next) = self.outcome();
+        writeln!(f)?;
+        writeln!(f, "{outcome} ({})", took(self.took))?;
+        if let Some(next) = next {
+            writeln!(f, "  next: {next}")?;
+        }
+        // A waiting ticket's detail tells GitHub users how to approve; the line above tells this
+        // person.
+        let detail = t.detail.as_deref().filter(|d| !d.trim().is_empty());
+        if let Some(detail) = detail.filter(|_| !matches!(self.ending, Ending::Waiting(_))) {
+            for line in detail.lines().filter(|l| !l.trim().is_empty()).take(12) {
+                writeln!(f, "  {}", clean(line, 160))?;
+            }
+        }
+        for q in &flow.questions {
+            writeln!(f, "  ? {}", clean(q, 160))?;
+        }
+        if let Some(b) = &flow.blueprint {
+            writeln!(f, "plan:     {}", clean(&b.plan.title, 100))?;
+            for (i, step) in b.plan.steps.iter().enumerate() {
+                writeln!(f, "          {}. {}", i + 1, clean(&step.output, 100))?;
+            }
+        }
+        let files = |list: &[String]| {
+            let shown: Vec<String> = list.iter().take(6).map(|p| clean(p, 60)).collect();
+            let more = list.len().saturating_sub(shown.len());
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            format!("{}{more}", shown.join(", "))
+        };
+        if let Some(w) = &flow.breaker {
+            writeln!(
+                f,
+                "tests:    {} at {} ({})",
+                t.id.test_branch(),
+                short(&w.sha),
+                files(&w.files)
+            )?;
+        }
+        if let Some(v) = &flow.red_proof {
+            writeln!(f, "proof:    {}", clean(&v.describe(), 140))?;
+        }
+        if let Some(w) = &flow.builder {
+            let stat = self
+                .diffstat
+                .map(|(n, add, del)| format!(": {n} file(s), +{add} -{del}"))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "change:   {} at {}, attempt {}{stat} ({})",
+                t.id.feat_branch(),
+                short(&w.sha),
+                w.attempt,
+                files(&w.files)
+            )?;
+        }
+        if let Some(a) = flow.attempts.last() {
+            let gates: Vec<String> = a
+                .gates
+                .iter()
+                .map(|g| match (g.passed, g.result.as_str()) {
+                    (_, "skipped") => format!("- {}", g.gate),
+                    (true, result) => format!("✓ {} ({})", g.gate, clean(result, 60)),
+                    (false, result) => format!("✗ {} ({})", g.gate, clean(result, 60)),
+                })
+                .collect();
+            writeln!(f, "gates:    {}", gates.join(" · "))?;
+        }
+        if let Some(r) = &flow.critic {
+            let verdict = if r.approve {
+                "approved"
+            } else {
+                "asked for changes"
+            };
+            writeln!(
+                f,
+                "review:   the Critic {verdict}: {} ({} inline comment(s))",
+                clean(&r.summary, 120),
+                r.comments
+            )?;
+        }
+        if let Some(pr) = flow.pr {
+            writeln!(f, "pull:     #{pr} on the scratch copy")?;
+        }
+        if let Some(sha) = &flow.merged {
+            let tag = flow
+                .tag
+                .as_deref()
+                .map(|t| format!(", tagged {t}"))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "landed:   {} of the scratch copy at {}{tag}",
+                t.base_branch,
+                short(sha)
+            )?;
+        }
+        writeln!(f, "spent:    {}", self.spent.describe())?;
+        writeln!(f)?;
+        let repo = self.repo_path.display();
+        writeln!(f, "Nothing was pushed: {repo} is as it was.")?;
+        if flow.builder.is_some() {
+            let branch = match &flow.merged {
+                Some(_) => t.base_branch.clone(),
+                None => t.id.feat_branch(),
+            };
+            writeln!(
+                f,
+                "See the change:  git -C {repo} fetch {} {branch} && git -C {repo} diff {}...FETCH_HEAD",
+                self.bare.display(),
+                t.base_branch
+            )?;
+        }
+        writeln!(
+            f,
+            "The scratch copy, worktrees and timeline are in {}",
+            self.data_dir.display()
+        )
+    }
+}
