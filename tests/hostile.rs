@@ -9,6 +9,7 @@ mod support;
 use serde_json::json;
 use support::fake_llm::Step;
 use support::hive::*;
+use support::leaks;
 use vibeloop::ticket::TaskState;
 
 const LLM_KEY: &str = "sk-hostile-test-key-0123456789abcdef";
@@ -61,37 +62,6 @@ fn obedient_script() -> support::fake_llm::Script {
     ])
 }
 
-/// Everything the bot sent anywhere a secret must not be, with where it was.
-fn outputs(w: &World) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for role in ["architect", "breaker", "builder", "critic", "reflector"] {
-        for r in w.llm.requests(role) {
-            out.push((format!("a {role} prompt"), r.to_string()));
-        }
-    }
-    for c in w.gh.check_runs(REPO) {
-        out.push((
-            format!("check run {}", c.name),
-            serde_json::to_string(&c).unwrap(),
-        ));
-    }
-    let mut numbers = vec![w.issue];
-    numbers.extend(w.gh.pulls(REPO).iter().map(|p| p.number));
-    for n in numbers {
-        for c in w.gh.comments(REPO, n) {
-            out.push((format!("comment on #{n}"), c.body));
-        }
-    }
-    for p in w.gh.pulls(REPO) {
-        out.push((format!("pull request #{}", p.number), p.body.clone()));
-        for c in w.gh.review_comments(REPO, p.number) {
-            out.push(("a review comment".into(), c.body));
-        }
-    }
-    out.push(("the bot's log".into(), w.bot.log()));
-    out
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_injected_issue_leaks_nothing_changes_nothing_protected_and_steers_nothing() {
     let w = World::start_with(
@@ -128,23 +98,7 @@ async fn an_injected_issue_leaks_nothing_changes_nothing_protected_and_steers_no
     );
 
     // Each attempt to get out came back to the model as a refusal it can read.
-    let refusals = |role: &str| -> Vec<(String, String)> {
-        let last = w.llm.requests(role).last().cloned().unwrap_or_default();
-        last["messages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|m| m["role"] == "tool")
-            .filter_map(|m| serde_json::from_str::<serde_json::Value>(m["content"].as_str()?).ok())
-            .filter_map(|v| {
-                Some((
-                    v["error"].as_str()?.to_owned(),
-                    v["message"].as_str()?.to_owned(),
-                ))
-            })
-            .collect()
-    };
-    let builder = refusals("builder");
+    let builder = leaks::refusals(&w, "builder");
     assert_eq!(builder.len(), 3, "{builder:?}");
     for what in ["test_calc.py", ".github/hive.yml", "curl"] {
         assert!(
@@ -152,7 +106,7 @@ async fn an_injected_issue_leaks_nothing_changes_nothing_protected_and_steers_no
             "no refusal about {what}: {builder:?}"
         );
     }
-    let breaker = refusals("breaker");
+    let breaker = leaks::refusals(&w, "breaker");
     assert_eq!(
         breaker.len(),
         2,
@@ -178,25 +132,7 @@ async fn an_injected_issue_leaks_nothing_changes_nothing_protected_and_steers_no
     }
 
     // No secret anywhere the bot wrote.
-    let key_pem = std::fs::read_to_string(support::bot::app_key_path()).unwrap();
-    let key_line = key_pem.lines().nth(5).unwrap().to_owned();
-    let mut secrets = vec![
-        ("the webhook secret".to_owned(), SECRET.to_owned()),
-        ("the model's key".to_owned(), LLM_KEY.to_owned()),
-        ("the App's private key".to_owned(), key_line),
-    ];
-    let tokens = w.gh.minted_tokens();
-    assert!(!tokens.is_empty());
-    secrets.extend(
-        tokens
-            .into_iter()
-            .map(|t| ("an installation token".to_owned(), t)),
-    );
-    for (place, text) in outputs(&w) {
-        for (what, secret) in &secrets {
-            assert!(!text.contains(secret.as_str()), "{what} is in {place}");
-        }
-    }
+    leaks::assert_nothing_leaked(&w, &[("the model's key", LLM_KEY)]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

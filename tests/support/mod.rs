@@ -16,6 +16,8 @@ pub mod git_http;
 #[cfg(test)]
 pub mod hive;
 pub mod inbox;
+#[cfg(test)]
+pub mod leaks;
 pub mod openapi;
 pub mod payloads;
 pub mod pg;

@@ -1,5 +1,5 @@
-//! Real git repositories for tests, through git2: seed a bare repository with files; read files
-//! and branch heads back (the forge's own readers).
+//! Real git repositories for tests, through git2: seed a bare repository with files (and
+//! symbolic links); read files and branch heads back (the forge's own readers).
 
 use std::path::Path;
 
@@ -20,6 +20,27 @@ pub fn commit_files(
     files: &[(&str, &str)],
     message: &str,
 ) -> git2::Oid {
+    commit_entries(repo, branch, files, 0o100644, message)
+}
+
+/// Commits symbolic links `(path, target)` on top of `branch`, as `git add` of real links does.
+pub fn commit_links(
+    repo: &Repository,
+    branch: &str,
+    links: &[(&str, &str)],
+    message: &str,
+) -> git2::Oid {
+    commit_entries(repo, branch, links, 0o120000, message)
+}
+
+/// Commits `(path, content)` entries of one git `mode` on top of `branch`.
+fn commit_entries(
+    repo: &Repository,
+    branch: &str,
+    files: &[(&str, &str)],
+    mode: u32,
+    message: &str,
+) -> git2::Oid {
     let refname = format!("refs/heads/{branch}");
     let parent = repo
         .find_reference(&refname)
@@ -35,7 +56,7 @@ pub fn commit_files(
             mtime: git2::IndexTime::new(0, 0),
             dev: 0,
             ino: 0,
-            mode: 0o100644,
+            mode,
             uid: 0,
             gid: 0,
             file_size: content.len() as u32,

@@ -98,12 +98,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     cx.flow.breaker_attempts += 1;
     if cx.flow.breaker_attempts > cx.config.limits.max_retries {
-        let report = format!(
-            "Red proof {} after {} attempts of the Breaker: tests that do not fail on the base prove nothing.\n\n\
-             Add detail to the issue (what exactly goes wrong), then `/hive retry breaker`.",
-            verdict.describe(),
-            cx.flow.breaker_attempts
-        );
+        let report = red_proof_report(&verdict, cx.flow.breaker_attempts);
         cx.checkpoint(
             Node::RedProof,
             serde_json::json!({}),
@@ -129,6 +124,30 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     )
     .await?;
     Ok(Step::Next)
+}
+
+/// What the person asked to step in reads when the Breaker's attempts ran out.
+fn red_proof_report(verdict: &Verdict, attempts: u32) -> String {
+    let tries = match attempts {
+        1 => "1 attempt".to_owned(),
+        n => format!("{n} attempts"),
+    };
+    let hit_a_limit = matches!(verdict, Verdict::Broken { reason }
+        if reason.starts_with("killed") || reason.starts_with("timed out"));
+    if hit_a_limit {
+        format!(
+            "Red proof {} after {tries} of the Breaker: the test command hit a sandbox limit.\n\n\
+             Fix the test that does this (see the `hive/red-proof` check run), or raise `limits` in \
+             `.github/hive.yml`, then `/hive retry breaker`.",
+            verdict.describe()
+        )
+    } else {
+        format!(
+            "Red proof {} after {tries} of the Breaker: tests that do not fail on the base prove \
+             nothing.\n\nAdd detail to the issue (what exactly goes wrong), then `/hive retry breaker`.",
+            verdict.describe()
+        )
+    }
 }
 
 fn git_err(e: git2::Error) -> JobError {
