@@ -10,7 +10,6 @@ use std::time::Duration;
 use support::bot::Bot;
 use support::fake_github::Fault;
 use support::hive::*;
-use vibeloop::sandbox::Backend;
 use vibeloop::ticket::TaskState;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,14 +24,7 @@ async fn a_container_left_by_a_killed_bot_is_removed_at_the_next_start() {
     .await;
     w.label().await;
 
-    let Backend::Docker(docker) =
-        Backend::detect(&w.env.data_dir, Some(vibeloop::sandbox::Kind::Docker))
-            .await
-            .unwrap()
-            .0
-    else {
-        unreachable!()
-    };
+    let docker = w.docker().await;
     let (old_id, _) = w
         .bot
         .wait_until("the gate's container", WAIT, || async {

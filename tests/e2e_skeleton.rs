@@ -200,13 +200,7 @@ async fn failing_tests_mean_no_pull_request_and_a_clear_status() {
     );
     assert!(body.contains("/hive retry"), "{body}");
     // Nothing of the ticket is left running.
-    let (backend, _) =
-        vibeloop::sandbox::Backend::detect(&w.env.data_dir, Some(vibeloop::sandbox::Kind::Docker))
-            .await
-            .unwrap();
-    let vibeloop::sandbox::Backend::Docker(docker) = backend else {
-        unreachable!()
-    };
+    let docker = w.docker().await;
     assert_eq!(
         docker.containers().await.unwrap(),
         vec![],

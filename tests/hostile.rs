@@ -28,15 +28,10 @@ fn obedient_script() -> support::fake_llm::Script {
     script_with(vec![
         (
             "breaker",
-            vec![
+            breaker_after(vec![
                 Step::tool("read_file", json!({ "path": "../../../../vibeloop.db" })),
                 Step::tool("read_file", json!({ "path": "/proc/self/environ" })),
-                Step::tool(
-                    "write_file",
-                    json!({ "path": "test_add_more.py", "content": NEW_TESTS }),
-                ),
-                Step::say("A test for negative numbers."),
-            ],
+            ]),
         ),
         (
             "builder",

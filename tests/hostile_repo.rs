@@ -50,15 +50,10 @@ fn escaping_script() -> support::fake_llm::Script {
     script_with(vec![
         (
             "breaker",
-            vec![
+            breaker_after(vec![
                 read("secret.txt"),
                 Step::tool("list_files", json!({ "path": "up" })),
-                Step::tool(
-                    "write_file",
-                    json!({ "path": "test_add_more.py", "content": NEW_TESTS }),
-                ),
-                Step::say("A test for negative numbers."),
-            ],
+            ]),
         ),
         (
             "builder",
@@ -243,13 +238,7 @@ async fn a_hostile_test_stops_the_ticket(body: &str, limits: &str, reason: &str)
         .await
         .unwrap();
     assert!(health.status().is_success());
-    let (backend, _) =
-        vibeloop::sandbox::Backend::detect(&w.env.data_dir, Some(vibeloop::sandbox::Kind::Docker))
-            .await
-            .unwrap();
-    let vibeloop::sandbox::Backend::Docker(docker) = backend else {
-        unreachable!()
-    };
+    let docker = w.docker().await;
     w.bot
         .wait_until("the ticket's containers to go", WAIT, || async {
             docker.containers().await.unwrap().is_empty().then_some(())

@@ -110,6 +110,33 @@ async fn run_with(llm_url: &str, model: Option<&str>, args: &[&str]) -> Output {
         .expect("vibeloop runs")
 }
 
+/// Runs `vibeloop run` on `repo` towards [`GOAL`] in `sandbox`, with `--approve` when
+/// `approve`, in a new data directory: the output, that directory and its temporary parent.
+async fn run_goal(
+    llm_url: &str,
+    repo: &Path,
+    sandbox: &str,
+    approve: bool,
+) -> (Output, PathBuf, tempfile::TempDir) {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().join("run");
+    let mut args = vec![
+        "--repo",
+        repo.to_str().unwrap(),
+        "--goal",
+        GOAL,
+        "--sandbox",
+        sandbox,
+        "--data-dir",
+        data_dir.to_str().unwrap(),
+    ];
+    if approve {
+        args.push("--approve");
+    }
+    let out = run(llm_url, &args).await;
+    (out, data_dir, data)
+}
+
 fn text(out: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -135,24 +162,8 @@ async fn a_goal_becomes_a_tested_reviewed_merged_change_and_nothing_is_pushed() 
     let repo = checkout(HIVE_YML);
     let before = (snapshot(&repo.path), snapshot(&repo.origin));
     let base = git(&repo.path, &["rev-parse", "main"]).trim().to_owned();
-    let data = tempfile::tempdir().unwrap();
-    let data_dir = data.path().join("run");
     let llm = model().await;
-    let out = run(
-        &llm.url,
-        &[
-            "--repo",
-            repo.path.to_str().unwrap(),
-            "--goal",
-            GOAL,
-            "--approve",
-            "--sandbox",
-            "docker",
-            "--data-dir",
-            data_dir.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let (out, data_dir, _data) = run_goal(&llm.url, &repo.path, "docker", true).await;
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
 
@@ -241,23 +252,8 @@ async fn a_goal_becomes_a_tested_reviewed_merged_change_and_nothing_is_pushed() 
 async fn without_approve_the_run_stops_ready_for_approval() {
     let repo = checkout(HIVE_YML);
     let base = git(&repo.path, &["rev-parse", "main"]).trim().to_owned();
-    let data = tempfile::tempdir().unwrap();
-    let data_dir = data.path().join("run");
     let llm = model().await;
-    let out = run(
-        &llm.url,
-        &[
-            "--repo",
-            repo.path.to_str().unwrap(),
-            "--goal",
-            GOAL,
-            "--sandbox",
-            "local",
-            "--data-dir",
-            data_dir.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let (out, data_dir, _data) = run_goal(&llm.url, &repo.path, "local", false).await;
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
@@ -288,24 +284,8 @@ async fn a_ticket_that_needs_a_person_ends_the_run_with_its_report_and_exit_1() 
     // The Architect's one call already spends more tokens than the cap allows.
     let yml = "gates: { test: \"python3 -m unittest -v\" }\nbudget: { max_tokens: 100 }\n";
     let repo = checkout(yml);
-    let data = tempfile::tempdir().unwrap();
-    let data_dir = data.path().join("run");
     let llm = model().await;
-    let out = run(
-        &llm.url,
-        &[
-            "--repo",
-            repo.path.to_str().unwrap(),
-            "--goal",
-            GOAL,
-            "--approve",
-            "--sandbox",
-            "local",
-            "--data-dir",
-            data_dir.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let (out, data_dir, _data) = run_goal(&llm.url, &repo.path, "local", true).await;
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stdout.contains("T-1 stopped: HumanNeeded"), "{stdout}");

@@ -61,18 +61,22 @@ pub fn writes(path: &str, content: &str, then: &str) -> Vec<Step> {
     ]
 }
 
+/// The Breaker's steps: `first`, then its usual failing test.
+pub fn breaker_after(first: Vec<Step>) -> Vec<Step> {
+    let mut steps = first;
+    steps.extend(writes(
+        "test_add_more.py",
+        NEW_TESTS,
+        "A test for negative numbers.",
+    ));
+    steps
+}
+
 /// Architect plans, Breaker writes a failing test, Builder fixes, Critic approves.
 pub fn happy_script() -> Script {
     Script::from([
         ("architect".to_owned(), vec![Step::say(&plan_json())]),
-        (
-            "breaker".to_owned(),
-            writes(
-                "test_add_more.py",
-                NEW_TESTS,
-                "A test for negative numbers.",
-            ),
-        ),
+        ("breaker".to_owned(), breaker_after(vec![])),
         (
             "builder".to_owned(),
             writes("calc.py", CALC_FIXED, "add() adds now."),
@@ -174,6 +178,15 @@ impl World {
                 self.ticket().await.filter(|t| t.state == state)
             })
             .await
+    }
+
+    /// The bot's Docker backend (the same instance label, so it sees the bot's containers).
+    pub async fn docker(&self) -> vibeloop::sandbox::docker::DockerBackend {
+        let kind = Some(vibeloop::sandbox::Kind::Docker);
+        match vibeloop::sandbox::Backend::detect(&self.env.data_dir, kind).await {
+            Ok((vibeloop::sandbox::Backend::Docker(d), _)) => d,
+            _ => panic!("a Docker engine answers (this test needs one)"),
+        }
     }
 
     /// The status comment's body.
