@@ -285,7 +285,7 @@ async fn a_ticket_that_needs_a_person_ends_the_run_with_its_report_and_exit_1() 
     let yml = "gates: { test: \"python3 -m unittest -v\" }\nbudget: { max_tokens: 100 }\n";
     let repo = checkout(yml);
     let llm = model().await;
-    let (out, data_dir, _data) = run_goal(&llm.url, &repo.path, "local", true).await;
+    let (out, _, _data) = run_goal(&llm.url, &repo.path, "local", true).await;
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stdout.contains("T-1 stopped: HumanNeeded"), "{stdout}");
