@@ -1,6 +1,7 @@
 //! Sandbox benchmark: container start time; exec overhead against running the same ~1 s test
 //! run natively; worktree creation on the mirror against a fresh clone, on a generated
-//! repository of 10,000 files. Prints a table (see bench/README.md).
+//! repository of 10,000 files; how much a command filling the disk writes before the disk
+//! guard kills it. Prints a table (see bench/README.md).
 //!
 //! `cargo bench --bench sandbox [-- --files 10000 --runs 5]`
 
@@ -19,7 +20,7 @@ use vibeloop::sandbox::local::{LocalCommand, run as run_local};
 use vibeloop::sandbox::{Backend, Kind, SandboxSpec};
 use vibeloop::workspace::Workspace;
 
-fn median(mut v: Vec<Duration>) -> Duration {
+fn median<T: Ord + Copy>(mut v: Vec<T>) -> T {
     v.sort();
     v[v.len() / 2]
 }
@@ -175,6 +176,31 @@ async fn main() {
     .await
     .unwrap();
 
+    // 4. The disk guard: a command writing 4 MiB files without end, under a 64 MiB limit.
+    const LIMIT_MB: u64 = 64;
+    let fill = "python3 -c \"\nimport itertools\nfor i in itertools.count():\n    \
+        open(f'fill-{i}.bin', 'wb').write(bytes(4 << 20))\n\"";
+    let (mut written, mut killed_in) = (Vec::new(), Vec::new());
+    for n in 0..runs {
+        let dir = tmp.path().join(format!("fill{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut s = spec(&dir, 200 + n);
+        s.disk_mb = LIMIT_MB;
+        let sb = backend.start(&s).await.unwrap();
+        let t = Instant::now();
+        let out = sb.exec(fill, Duration::from_secs(120)).await.unwrap();
+        killed_in.push(t.elapsed());
+        assert!(out.killed.is_some(), "the guard did not stop it: {out:?}");
+        sb.stop().await;
+        let bytes: u64 = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+            .sum();
+        written.push(bytes >> 20);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     let start = median(starts);
     let (native, inside) = (median(native), median(inside));
     let (wt_t, clone_t) = (median(worktrees), median(clones));
@@ -203,5 +229,11 @@ async fn main() {
     println!(
         "| {files} files: first mirror fetch (once per repository) | {} | — |",
         ms(mirror)
+    );
+    println!(
+        "| disk guard, {LIMIT_MB} MiB limit: written when killed | {} MiB after {} | ≤ {} MiB |",
+        median(written),
+        ms(median(killed_in)),
+        2 * LIMIT_MB
     );
 }

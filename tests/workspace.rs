@@ -184,3 +184,43 @@ async fn fetch_and_push_need_a_valid_token() {
     .unwrap();
     assert_eq!(gh.branch_sha("acme/widgets", "feat/T-2"), None);
 }
+
+#[tokio::test]
+async fn an_agents_commit_leaves_out_new_files_its_tools_did_not_write() {
+    let (_dir, gh, ws, repo) = setup().await;
+    let token = SecretString::from(gh.mint_token(7));
+    tokio::task::spawn_blocking(move || {
+        let git = ws.sync_mirror(&repo, &token).unwrap();
+        let wt = ws.fresh_worktree(&repo, &git, "feat/T-2", "main").unwrap();
+        // The tools wrote NEW.py and deleted README.md; a command rewrote src/lib.py, and a
+        // test left junk behind, one file in .gitignore's way.
+        std::fs::write(wt.path.join(".gitignore"), "*.log\n").unwrap();
+        std::fs::write(wt.path.join("NEW.py"), "y = 2\n").unwrap();
+        std::fs::remove_file(wt.path.join("README.md")).unwrap();
+        std::fs::write(wt.path.join("src/lib.py"), "x = 2\n").unwrap();
+        std::fs::create_dir_all(wt.path.join("junk")).unwrap();
+        std::fs::write(wt.path.join("junk/fill-0.bin"), [0u8; 64]).unwrap();
+        std::fs::write(wt.path.join("run.log"), "log\n").unwrap();
+        let written = ["NEW.py", "README.md", "run.log", "gone.py"].map(String::from);
+        ws.commit_written(&wt, "T-2: change", &Author::default(), &written)
+            .unwrap()
+            .expect("a commit");
+        let g = git2::Repository::open(&wt.path).unwrap();
+        let tree = g.head().unwrap().peel_to_tree().unwrap();
+        let mut files = Vec::new();
+        tree.walk(git2::TreeWalkMode::PreOrder, |root, e| {
+            if e.kind() == Some(git2::ObjectType::Blob) {
+                files.push(format!("{root}{}", e.name().unwrap()));
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .unwrap();
+        files.sort();
+        assert_eq!(files, ["NEW.py", "src/lib.py"]);
+        let lib = tree.get_path(std::path::Path::new("src/lib.py")).unwrap();
+        let blob = lib.to_object(&g).unwrap().peel_to_blob().unwrap();
+        assert_eq!(blob.content(), b"x = 2\n");
+    })
+    .await
+    .unwrap();
+}

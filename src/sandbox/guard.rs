@@ -2,6 +2,10 @@
 //! the worktree (the bot's data directory) and trips when the command's writes take more than
 //! its limit (`limits.disk_mb`) or leave that disk nearly full. A repository whose tests fill
 //! the disk must not fill the bot's: the sandbox kills the command and says why.
+//!
+//! Free space is all it reads, so it cannot tell whose writes took it: on a busy disk, other
+//! writers count against the command too. A per-worktree quota (XFS project quotas) would be
+//! exact; this needs no file-system setup and errs on the side of the bot's disk.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -339,6 +339,39 @@ impl Workspace {
         let git = Repository::open(&wt.path)?;
         let mut index = git.index()?;
         index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
+        Self::commit_index(&git, index, message, author)
+    }
+
+    /// Commits an agent's work: changes to tracked files and deletions, and of the new files
+    /// only those in `written` (what its tools wrote; `.gitignore` respected). Whatever else a
+    /// command left in the worktree — caches, build output, a test's junk — stays out.
+    pub fn commit_written(
+        &self,
+        wt: &Worktree,
+        message: &str,
+        author: &Author,
+        written: &[String],
+    ) -> Result<Option<CommitSha>, WorkspaceError> {
+        let git = Repository::open(&wt.path)?;
+        let mut index = git.index()?;
+        for rel in written {
+            let path = Path::new(rel);
+            let is_file = std::fs::symlink_metadata(wt.path.join(path))
+                .is_ok_and(|m| m.is_file() || m.file_type().is_symlink());
+            if is_file && !git.is_path_ignored(path)? {
+                index.add_path(path)?;
+            }
+        }
+        Self::commit_index(&git, index, message, author)
+    }
+
+    /// Stages changes and deletions of tracked files on top of `index`, then commits it.
+    fn commit_index(
+        git: &Repository,
+        mut index: git2::Index,
+        message: &str,
+        author: &Author,
+    ) -> Result<Option<CommitSha>, WorkspaceError> {
         index.update_all(["*"], None)?;
         index.write()?;
         let tree_id = index.write_tree()?;

@@ -84,11 +84,13 @@ pub(super) async fn drop_scratch(cx: &Ctx<'_, '_>, name: &str) {
     }
 }
 
-/// Commits the worktree (if it changed) and pushes its branch; the branch's head.
+/// Commits an agent's work in the worktree (if it changed: tracked files, and the new files
+/// in `written`) and pushes its branch; the branch's head.
 pub(super) async fn commit_push(
     cx: &Ctx<'_, '_>,
     wt: &Worktree,
     message: String,
+    written: Vec<String>,
 ) -> Result<CommitSha, JobError> {
     let token = cx.run.client.token().await?;
     let (author, repo, wt) = (
@@ -97,7 +99,7 @@ pub(super) async fn commit_push(
         wt.clone(),
     );
     git(cx, move |ws, g| {
-        ws.commit_all(&wt, &message, &author)?;
+        ws.commit_written(&wt, &message, &author, &written)?;
         let head = g
             .find_branch(&wt.branch, git2::BranchType::Local)?
             .get()
@@ -180,6 +182,7 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                 cx.run.ticket.issue_number,
                 r.outcome.summary.trim()
             ),
+            r.written.clone(),
         )
         .await?;
         cx.flow.breaker = Some(Work {
@@ -208,7 +211,7 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             cx.run.ticket.issue_number,
             r.outcome.summary.trim()
         );
-        let sha = commit_push(cx, wt, msg).await?;
+        let sha = commit_push(cx, wt, msg, r.written.clone()).await?;
         cx.flow.builder = Some(Work {
             attempt: cx.flow.attempt,
             sha: sha.to_string(),
