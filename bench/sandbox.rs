@@ -231,9 +231,9 @@ async fn main() {
         ms(mirror)
     );
     println!(
-        "| disk guard, {LIMIT_MB} MiB limit: written when killed | {} MiB after {} | ≤ {} MiB |",
+        "| disk guard, {LIMIT_MB} MiB limit: written when killed | {} MiB after {} | ≤ {} MiB (limit + the 256 MiB reserve) |",
         median(written),
         ms(median(killed_in)),
-        2 * LIMIT_MB
+        LIMIT_MB + 256
     );
 }
