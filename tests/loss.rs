@@ -4,7 +4,8 @@
 //! delivery is stored once, the stored ones are exactly the acknowledged ones, and each was
 //! processed once.
 //!
-//! `VIBELOOP_LOSS_DELIVERIES` sets how many (10,000 by default).
+//! Run on SQLite and on PostgreSQL. `VIBELOOP_LOSS_DELIVERIES` sets how many (10,000 by
+//! default).
 
 mod support;
 
@@ -20,11 +21,22 @@ const SENDERS: usize = 16;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deliveries_survive_sigkills_stored_as_acknowledged_and_processed_once() {
+    loss("SQLite", vec![]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_postgres_too_deliveries_survive_sigkills_stored_once_and_processed_once() {
+    let url = support::pg::fresh_database().await;
+    loss("PostgreSQL", vec![("DATABASE_URL".into(), url)]).await;
+}
+
+/// Sends the deliveries to a bot on the database `extra` names, killing it meanwhile.
+async fn loss(database: &str, extra: Vec<(String, String)>) {
     let total: usize = std::env::var("VIBELOOP_LOSS_DELIVERIES")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(10_000);
-    let mut w = World::start(happy_script(), &calc(HIVE_YML)).await;
+    let mut w = World::start_with(happy_script(), &calc(HIVE_YML), extra).await;
     let url = format!("{}/webhook", w.bot.url);
     let body = Arc::new(payloads::example("ping/payload.json"));
     let signature = payloads::sign(SECRET, &body);
@@ -133,7 +145,7 @@ async fn deliveries_survive_sigkills_stored_as_acknowledged_and_processed_once()
     assert!(twice.is_empty(), "processed more than once: {twice:?}");
     let retried = acked.values().filter(|n| **n > 0).count();
     println!(
-        "{total} deliveries, {kills} SIGKILLs, {retried} sent again after no answer, all acknowledged in {:.1} s",
+        "{database}: {total} deliveries, {kills} SIGKILLs, {retried} sent again after no answer, all acknowledged in {:.1} s",
         took.as_secs_f64()
     );
     store.close().await;
