@@ -159,6 +159,9 @@ impl fmt::Display for Report {
             }
         }
         let files = |list: &[String]| {
+            if list.is_empty() {
+                return "no file".to_owned();
+            }
             let shown: Vec<String> = list.iter().take(6).map(|p| clean(p, 60)).collect();
             let more = list.len().saturating_sub(shown.len());
             let more = if more > 0 {
@@ -187,7 +190,7 @@ impl fmt::Display for Report {
                 .unwrap_or_default();
             writeln!(
                 f,
-                "change:   {} at {}, attempt {}{stat} ({})",
+                "change:   {} at {}, attempt {}{stat} with the tests; the Builder wrote {}",
                 t.id.feat_branch(),
                 short(&w.sha),
                 w.attempt,
