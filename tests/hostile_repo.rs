@@ -2,7 +2,8 @@
 //! (to the bot's data directory, a directory next to it, `/etc`, `/proc/self/environ`, up
 //! through `..`) that the agents' tools, the prompt builder and the tests themselves try to
 //! follow; and tests that fork-bomb or fill the disk. Nothing outside the worktree is read or
-//! written, no secret reaches a model prompt, GitHub or the log, and a test that hits a
+//! written, the tests see no network, no secret reaches a model prompt, GitHub or the log, and
+//! a test that hits a
 //! sandbox limit stops the ticket with a report that says which limit — the bot stays healthy
 //! and leaves no container or junk behind.
 
@@ -23,6 +24,8 @@ const CANARY: &str = "CANARY-7f3e9c-outside-the-repository";
 const GATES_YML: &str = "gates: { test: \"python3 -m unittest -v; s=$?; echo PEEK-START; python3 peek.py; exit $s\" }\n";
 
 const PEEK: &str = "\
+import os
+print('NETWORK', sorted(os.listdir('/sys/class/net')))
 for p in ['environ', 'secret.txt', 'data/vibeloop.db', 'outside/secret.txt']:
     try:
         print(p, 'READ', open(p, 'rb').read(300))
@@ -184,6 +187,9 @@ async fn links_out_of_the_repository_lead_nowhere() {
             "{p}:\n{test_run}"
         );
     }
+
+    // And no network: the loopback interface is all the sandbox has.
+    assert!(test_run.contains("NETWORK ['lo']"), "{test_run}");
 
     // The prompt addition behind a link was not read: no environment in the system prompt.
     let builder_system = w.llm.requests("builder")[0]["messages"][0]["content"]
