@@ -64,9 +64,10 @@ impl DeliveryWriter {
                         }
                     }
                     Err(e) => {
-                        let msg = e.to_string();
+                        let (message, reason) = (e.to_string(), e.passing_reason());
                         for reply in replies {
-                            let _ = reply.send(Err(StoreError::Invalid(msg.clone())));
+                            let message = message.clone();
+                            let _ = reply.send(Err(StoreError::Shared { message, reason }));
                         }
                     }
                 }

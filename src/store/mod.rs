@@ -65,6 +65,12 @@ pub enum StoreError {
     Db(#[from] sqlx::Error),
     #[error("{0}")]
     Invalid(String),
+    /// One failure shared by several callers (a group commit's), with its passing reason.
+    #[error("{message}")]
+    Shared {
+        message: String,
+        reason: Option<&'static str>,
+    },
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -74,15 +80,18 @@ impl StoreError {
     /// that is a passing condition: its disk is full, it is locked, or it does not answer.
     pub fn passing_reason(&self) -> Option<&'static str> {
         let code = match self {
+            StoreError::Shared { reason, .. } => return *reason,
             StoreError::Db(sqlx::Error::Database(d)) => d.code().map(|c| c.into_owned()),
-            StoreError::Db(
-                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
-            ) => {
+            // No connection came free in time: every one is waiting on a lock (SQLite) or on
+            // a server that is overloaded or gone.
+            StoreError::Db(sqlx::Error::PoolTimedOut) => {
+                return Some("the database is busy or does not answer");
+            }
+            StoreError::Db(sqlx::Error::PoolClosed | sqlx::Error::Io(_)) => {
                 return Some("the database does not answer");
             }
             _ => None,
         };
-        // A batch's error reaches each of its callers as text, so the words count too.
         let text = self.to_string();
         // SQLite: SQLITE_FULL (13), SQLITE_BUSY (5, 517), SQLITE_LOCKED (6); PostgreSQL:
         // disk_full (53100), and the 57P0x family when the server shuts down.
@@ -271,6 +280,30 @@ mod tests {
         );
         assert_eq!(sqlite_dir("sqlite://c.db"), None);
         assert_eq!(sqlite_dir("sqlite::memory:"), None);
+    }
+
+    #[test]
+    fn passing_conditions_are_named_and_survive_a_shared_batch_error() {
+        let timed_out = StoreError::Db(sqlx::Error::PoolTimedOut);
+        assert_eq!(
+            timed_out.passing_reason(),
+            Some("the database is busy or does not answer")
+        );
+        // What each caller of a failed group commit gets keeps the reason.
+        let shared = StoreError::Shared {
+            message: timed_out.to_string(),
+            reason: timed_out.passing_reason(),
+        };
+        assert_eq!(shared.passing_reason(), timed_out.passing_reason());
+        assert_eq!(shared.to_string(), timed_out.to_string());
+        let locked = StoreError::Invalid("error returned from database: database is locked".into());
+        assert_eq!(locked.passing_reason(), Some("the database is locked"));
+        let full = StoreError::Invalid("No space left on device (os error 28)".into());
+        assert_eq!(full.passing_reason(), Some("the bot's disk is full"));
+        assert_eq!(
+            StoreError::Invalid("no such row".into()).passing_reason(),
+            None
+        );
     }
 
     #[test]
