@@ -1,7 +1,7 @@
 //! Faults of the bot's own database, end to end: a SQLite file locked by another process. A
-//! short lock delays deliveries and loses none; a lock longer than the bot will wait gets a 503
-//! with the reason (GitHub marks the delivery failed and it is redelivered), and the redelivery
-//! is stored once.
+//! short lock delays deliveries and loses none; a lock longer than the bot will wait (8 s, as
+//! GitHub gives up at 10) gets a 503 with the reason (GitHub marks the delivery failed and it is
+//! redelivered), and the delivery is stored and processed once.
 
 mod support;
 
@@ -73,12 +73,9 @@ async fn a_lock_longer_than_the_wait_gets_503_and_the_redelivery_is_stored_once(
     let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let refused = payloads::send_with(&w.bot.url, &h, &body, &id).await;
     assert_eq!(refused.status, 503, "{}", refused.text);
-    // SQLITE_BUSY, or under load no free connection (the others wait on the same lock).
+    // GitHub waits 10 s at most: the bot answers at its own 8 s, before SQLite's busy timeout.
     assert!(
-        (refused.text.contains("(the database is locked)")
-            || refused
-                .text
-                .contains("(the database is busy or does not answer)"))
+        refused.text.contains("(the database is busy)")
             && refused.text.contains("redeliver it later"),
         "{}\nthe bot's error: {:?}",
         refused.text,
@@ -90,8 +87,10 @@ async fn a_lock_longer_than_the_wait_gets_503_and_the_redelivery_is_stored_once(
     );
     unlock(held).await;
 
+    // The refused copy stayed queued and may have been stored once the lock went: the
+    // redelivery then finds it.
     let again = payloads::send_with(&w.bot.url, &h, &body, &id).await;
-    assert_eq!(again.status, 202, "{}", again.text);
+    assert!([200, 202].contains(&again.status), "{}", again.text);
     let d = w.handled(&again).await;
     assert_eq!(d.status, "processed");
     let twice = payloads::send_with(&w.bot.url, &h, &body, &id).await;

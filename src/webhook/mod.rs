@@ -21,8 +21,8 @@ use tokio::sync::Notify;
 use tracing::{Instrument as _, info, info_span, warn};
 
 use crate::ids::DeliveryId;
-use crate::store::Store;
 use crate::store::deliveries::{DeliveryWriter, NewDelivery, Stored};
+use crate::store::{Store, StoreError};
 
 /// GitHub caps payloads at 25 MB; we refuse anything larger.
 pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
@@ -99,6 +99,11 @@ async fn receive(State(ingress): State<Ingress>, headers: HeaderMap, body: Bytes
     answer
 }
 
+/// GitHub gives up on a delivery after 10 s. The bot answers before that, with a reason, when
+/// the database keeps a delivery waiting; the delivery may still be stored, and its redelivery
+/// then finds it ("already received").
+const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(8);
+
 async fn answer(ingress: Ingress, headers: &HeaderMap, body: Bytes) -> Reply {
     let checked = (|| {
         let event = header(headers, "x-github-event")?;
@@ -139,7 +144,18 @@ async fn answer(ingress: Ingress, headers: &HeaderMap, body: Bytes) -> Reply {
             ignored,
         };
         let action = new.action.clone();
-        match ingress.deliveries.store(new).await {
+        let stored = tokio::time::timeout(ANSWER_WITHIN, ingress.deliveries.store(new))
+            .await
+            .unwrap_or_else(|_| {
+                Err(StoreError::Shared {
+                    message: format!(
+                        "the database kept the delivery waiting over {} s",
+                        ANSWER_WITHIN.as_secs()
+                    ),
+                    reason: Some("the database is busy"),
+                })
+            });
+        match stored {
             Ok(Stored::New) => {
                 if ignored.is_none() {
                     ingress.jobs_queued.notify_one();
