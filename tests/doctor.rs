@@ -131,14 +131,6 @@ fn models_file(dir: &Path, base: &str) -> PathBuf {
     path
 }
 
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn key_text(path: &Path) -> String {
     let pem = std::fs::read_to_string(path).unwrap();
     // A line from the middle of the key: base64 of its secret part.
@@ -220,7 +212,7 @@ async fn a_broken_setup_says_what_to_fix_and_prints_no_secret() {
     let models = models_file(dir.path(), &llm.url);
     let stranger =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/keys/stranger.pem");
-    let nowhere = format!("http://127.0.0.1:{}/v1", closed_port());
+    let nowhere = format!("http://127.0.0.1:{}/v1", support::free_port());
     let d = doctor(&[
         ("VIBELOOP_DATA_DIR", data.to_str().unwrap()),
         ("GITHUB_WEBHOOK_SECRET", WEBHOOK_SECRET),

@@ -213,6 +213,14 @@ impl Repo {
         self.last_number += 1;
         self.last_number
     }
+
+    /// Puts `label` on issue or pull request `n`, after its others (once, as GitHub does).
+    pub fn add_label(&mut self, n: u64, label: &str) {
+        let have = self.labels.entry(n).or_default();
+        if !have.iter().any(|l| l == label) {
+            have.push(label.to_owned());
+        }
+    }
 }
 
 /// An installation token the forge minted.

@@ -318,18 +318,6 @@ impl Store {
         Ok(n)
     }
 
-    /// True while a job for `(kind, key)` is queued (due now or later) or running.
-    pub async fn job_live(&self, kind: JobKind, key: &str) -> Result<bool> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) FROM jobs WHERE kind = $1 AND key = $2 AND status IN ('queued', 'running')",
-        )
-        .bind(kind.as_str())
-        .bind(key)
-        .fetch_one(self.reader())
-        .await?;
-        Ok(row.get::<i64, _>(0) > 0)
-    }
-
     /// Number of jobs by status, for health pages and tests.
     pub async fn job_counts(&self) -> Result<Vec<(String, i64)>> {
         let rows = sqlx::query("SELECT status, COUNT(*) FROM jobs GROUP BY status ORDER BY status")

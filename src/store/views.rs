@@ -5,6 +5,7 @@
 use serde::Serialize;
 use sqlx::Row as _;
 
+use super::jobs::JobKind;
 use super::{Result, Store};
 
 /// One timeline row.
@@ -29,6 +30,19 @@ pub struct QueuedJob {
     pub run_after: i64,
     pub lease_owner: Option<String>,
     pub last_error: Option<String>,
+}
+
+fn queued_job(r: &sqlx::any::AnyRow) -> QueuedJob {
+    QueuedJob {
+        id: r.get(0),
+        kind: r.get(1),
+        key: r.get(2),
+        status: r.get(3),
+        attempts: r.get(4),
+        run_after: r.get(5),
+        lease_owner: r.get(6),
+        last_error: r.get(7),
+    }
 }
 
 fn event(r: &sqlx::any::AnyRow) -> Event {
@@ -77,18 +91,19 @@ impl Store {
         .bind(limit)
         .fetch_all(self.reader())
         .await?;
-        Ok(rows
-            .iter()
-            .map(|r| QueuedJob {
-                id: r.get(0),
-                kind: r.get(1),
-                key: r.get(2),
-                status: r.get(3),
-                attempts: r.get(4),
-                run_after: r.get(5),
-                lease_owner: r.get(6),
-                last_error: r.get(7),
-            })
-            .collect())
+        Ok(rows.iter().map(queued_job).collect())
+    }
+
+    /// The job for `(kind, key)` while it is queued (due now or later) or running.
+    pub async fn live_job(&self, kind: JobKind, key: &str) -> Result<Option<QueuedJob>> {
+        let row = sqlx::query(
+            "SELECT id, kind, key, status, attempts, run_after, lease_owner, last_error FROM jobs \
+             WHERE kind = $1 AND key = $2 AND status IN ('queued', 'running') LIMIT 1",
+        )
+        .bind(kind.as_str())
+        .bind(key)
+        .fetch_optional(self.reader())
+        .await?;
+        Ok(row.as_ref().map(queued_job))
     }
 }

@@ -45,18 +45,10 @@ pub fn app_public_key() -> String {
     .unwrap()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Bot {
     /// Starts `vibeloop serve` and waits until `/healthz` answers.
     pub async fn start(env: &BotEnv) -> Bot {
-        Self::start_on(env, free_port()).await
+        Self::start_on(env, crate::support::free_port()).await
     }
 
     /// Kills the bot (if it still runs) and starts it again on the same address, as a

@@ -43,11 +43,7 @@ impl Browser {
             .iter()
             .find_map(|n| which(n))
             .expect("no chromium on PATH: install Debian's chromium package (.ci/run does)");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = super::free_port();
         let driver = Command::new(driver_bin)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())

@@ -41,11 +41,7 @@ where
 impl Cuttable {
     /// A TCP proxy on a free local port in front of `upstream` (`host:port`).
     pub async fn tcp(upstream: &str) -> Cuttable {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = super::free_port();
         let link = Link::Tcp {
             port,
             upstream: upstream.to_owned(),

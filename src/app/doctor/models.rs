@@ -63,8 +63,7 @@ pub(crate) async fn check_routes(
             )];
         }
     };
-    let file = models_file;
-    let yaml = file.and_then(|(_, text)| serde_yaml_ng::from_str(text).ok());
+    let yaml = models_file.and_then(|(_, text)| serde_yaml_ng::from_str(text).ok());
     let single = groups.len() == 1;
     let probes = groups.iter().map(|(roles, route)| {
         let name = if single {
@@ -72,7 +71,10 @@ pub(crate) async fn check_routes(
         } else {
             format!("{NAME} ({})", roles.join(", "))
         };
-        let sources = sources(file.map(|(p, _)| p.as_path()).zip(yaml.as_ref()), roles[0]);
+        let sources = sources(
+            models_file.map(|(p, _)| p.as_path()).zip(yaml.as_ref()),
+            roles[0],
+        );
         probe(&http, name, route, sources)
     });
     join_all(probes).await

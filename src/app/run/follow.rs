@@ -8,7 +8,7 @@ use serde_json::Value;
 
 pub use crate::agent::events::summarize as clean;
 use crate::hive::Hive;
-use crate::hive::flow::{Flow, Node};
+use crate::hive::flow::Node;
 use crate::hive::intervene::{Person, intervene};
 use crate::store::jobs::JobKind;
 use crate::store::views::Event;
@@ -57,7 +57,14 @@ pub async fn follow(
                 println!("[{}] {line}", elapsed(clock));
             }
         }
-        if let Some(error) = retry_error(hive, &job).await?
+        let live = store.live_job(JobKind::Ticket, &job).await?;
+        // A queued job that has an error waits to run again after a failed attempt.
+        let retrying = live
+            .as_ref()
+            .filter(|j| j.status == "queued")
+            .and_then(|j| j.last_error.as_deref())
+            .map(|e| clean(e, 300));
+        if let Some(error) = retrying
             && last_error.as_ref() != Some(&error)
         {
             println!(
@@ -70,17 +77,13 @@ pub async fn follow(
             .ticket(key)
             .await?
             .ok_or_else(|| anyhow::anyhow!("the run's ticket is gone from its database"))?;
-        if !store.job_live(JobKind::Ticket, &job).await? {
+        if live.is_none() {
             let stopped = ticket.state.is_final()
                 || matches!(ticket.state, TaskState::HumanNeeded | TaskState::Blocked);
             if stopped {
                 return Ok(Ending::Stopped(ticket.state));
             }
-            let flow: Flow = store
-                .flow(key)
-                .await?
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default();
+            let flow = crate::hive::flow::load(store, key).await?;
             let waits = matches!(flow.next, Node::AwaitApproval | Node::AwaitPlanApproval);
             if waits && !approve {
                 return Ok(Ending::Waiting(flow.next));
@@ -118,19 +121,14 @@ pub async fn follow(
     }
 }
 
-/// The error of the ticket's last failed attempt while its job waits to run again.
-async fn retry_error(hive: &Hive, job: &str) -> anyhow::Result<Option<String>> {
-    let jobs = hive.store.queued_jobs(100).await?;
-    Ok(jobs
-        .into_iter()
-        .find(|j| j.kind == JobKind::Ticket.as_str() && j.key == job && j.status == "queued")
-        .and_then(|j| j.last_error)
-        .map(|e| clean(&e, 300)))
-}
-
 /// `m:ss` since `clock`.
 pub fn elapsed(clock: Instant) -> String {
-    let s = clock.elapsed().as_secs();
+    minutes(clock.elapsed())
+}
+
+/// `d` as `m:ss`.
+pub fn minutes(d: Duration) -> String {
+    let s = d.as_secs();
     format!("{}:{:02}", s / 60, s % 60)
 }
 

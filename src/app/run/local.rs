@@ -177,7 +177,7 @@ pub async fn start(
         .add_issue(src.repo.as_str(), title, body)
         .context("the scratch repository is not on the forge")?;
     if let Some(r) = forge.state().repos.get_mut(src.repo.as_str()) {
-        r.labels.insert(issue, vec![label.to_owned()]);
+        r.add_label(issue, label);
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::follow::{Ending, clean};
+use super::follow::{Ending, clean, minutes};
 use crate::hive::flow::{Flow, Node};
 use crate::llm::budget::Spend;
 use crate::store::Store;
@@ -25,7 +25,8 @@ pub struct Report {
     /// The scratch copy on the forge.
     pub bare: PathBuf,
     pub data_dir: PathBuf,
-    /// The Builder's change against the base it started from: files, lines added, removed.
+    /// The change (the Builder's work with the tests) against its base: files, lines added,
+    /// removed.
     pub diffstat: Option<(usize, usize, usize)>,
 }
 
@@ -56,11 +57,7 @@ impl Report {
             .ticket(key)
             .await?
             .ok_or_else(|| anyhow::anyhow!("the run's ticket is gone from its database"))?;
-        let flow: Flow = store
-            .flow(key)
-            .await?
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default();
+        let flow = crate::hive::flow::load(store, key).await?;
         let mut spent = Spend::default();
         for s in store.budget(key).await?.values() {
             spent.add(s);
@@ -127,17 +124,12 @@ fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)
 }
 
-fn took(d: Duration) -> String {
-    let s = d.as_secs();
-    format!("{}:{:02}", s / 60, s % 60)
-}
-
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (t, flow) = (&self.ticket, &self.flow);
         let (outcome, next) = self.outcome();
         writeln!(f)?;
-        writeln!(f, "{outcome} ({})", took(self.took))?;
+        writeln!(f, "{outcome} ({})", minutes(self.took))?;
         if let Some(next) = next {
             writeln!(f, "  next: {next}")?;
         }

@@ -139,11 +139,8 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             let Some(wanted) = wanted.filter(|w| !w.is_empty()) else {
                 return Some(validation_failed("Label", "labels", "missing_field", None));
             };
-            let have = r.labels.entry(n).or_default();
             for l in wanted {
-                if !have.contains(&l) {
-                    have.push(l);
-                }
+                r.add_label(n, &l);
             }
             (StatusCode::OK, labels_json(&repo, r, n))
         }

@@ -139,13 +139,19 @@ impl Ctx<'_, '_> {
     }
 }
 
+/// The ticket's stored flow; a fresh one when it has none yet (or an unreadable one).
+pub async fn load(store: &crate::store::Store, key: i64) -> crate::store::Result<Flow> {
+    Ok(store
+        .flow(key)
+        .await?
+        .and_then(|v| serde_json::from_value::<Flow>(v).ok())
+        .unwrap_or_default())
+}
+
 /// Runs the ticket from its stored flow until it waits, stops or completes.
 pub(super) async fn drive(run: &mut TicketRun<'_>, config: HiveConfig) -> Result<(), JobError> {
     let key = run.ticket.key;
-    let stored = run.hive.store.flow(key).await?;
-    let flow = stored
-        .and_then(|v| serde_json::from_value::<Flow>(v).ok())
-        .unwrap_or_default();
+    let flow = load(&run.hive.store, key).await?;
     let ledger = Ledger::new(config.budget, run.hive.store.budget(key).await?);
     let mut cx = Ctx {
         run,

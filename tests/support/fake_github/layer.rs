@@ -225,10 +225,7 @@ async fn control_label(s: &Shared, rest: &str) -> Response<Body> {
             let r = st.repos.get_mut(&repo)?;
             let issue = r.issues.get(&n)?.clone();
             // Stored like a label put on through the web page: GitHub lists it on the issue.
-            let labels = r.labels.entry(n).or_default();
-            if !labels.iter().any(|l| l == label) {
-                labels.push((*label).to_owned());
-            }
+            r.add_label(n, label);
             Some((r.installation, issue))
         });
         issue.filter(|_| has_webhook)

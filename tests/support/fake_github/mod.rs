@@ -215,10 +215,7 @@ impl FakeGitHub {
         let (installation, issue) = {
             let mut st = self.state();
             let r = st.repos.get_mut(repo).expect("repo added");
-            let labels = r.labels.entry(number).or_default();
-            if !labels.iter().any(|l| l == label) {
-                labels.push(label.to_owned());
-            }
+            r.add_label(number, label);
             (r.installation, r.issues[&number].clone())
         };
         let body = crate::support::payloads::issues_labeled(
