@@ -1,10 +1,10 @@
 //! Landing an approved change, end to end: the rebase onto a base branch that moved on (clean,
 //! a formatting-only conflict settled by the formatter — strategy A —, a real conflict sent back
-//! to the Builder — strategy C), branch protection, and two tickets of one repository at once.
+//! to the Builder — strategy C), a merge GitHub refuses, and two tickets of one repository at
+//! once. Landing under branch protection is in `e2e_land.rs`.
 
 mod support;
 
-use support::fake_github::Protection;
 use support::fake_llm::Step;
 use support::hive::*;
 use vibeloop::ticket::TaskState;
@@ -42,17 +42,28 @@ async fn a_base_that_moved_elsewhere_is_rebased_onto_cleanly() {
         strategies(&w).await.is_empty(),
         "a clean rebase needs no strategy"
     );
-    // The gates ran again on the rebased commit, which is what main points at now.
-    let main = w.gh.branch_sha(REPO, "main").unwrap();
-    let on_main: Vec<_> =
+    // The gates ran again on the rebased commit, the pull request's head, which GitHub's
+    // rebase then put on main (committed anew, on the new base, with the same tree).
+    let head = w.gh.branch_sha(REPO, "feat/T-1").unwrap();
+    let on_head: Vec<_> =
         w.gh.check_runs(REPO)
             .into_iter()
-            .filter(|c| c.head_sha == main)
+            .filter(|c| c.head_sha == head)
             .map(|c| c.name)
             .collect();
     assert!(
-        on_main.contains(&"hive/test".to_owned()) && on_main.contains(&"hive/security".to_owned()),
-        "{on_main:?}"
+        on_head.contains(&"hive/test".to_owned()) && on_head.contains(&"hive/security".to_owned()),
+        "{on_head:?}"
+    );
+    let git = git2::Repository::open_bare(w.gh.bare_path(REPO)).unwrap();
+    let commit = |b: &str| {
+        git.find_commit(git2::Oid::from_str(&w.gh.branch_sha(REPO, b).unwrap()).unwrap())
+            .unwrap()
+    };
+    assert_eq!(commit("main").tree_id(), commit("feat/T-1").tree_id());
+    assert_eq!(
+        commit("main").parent_ids().collect::<Vec<_>>(),
+        commit("feat/T-1").parent_ids().collect::<Vec<_>>()
     );
 }
 
@@ -132,34 +143,47 @@ async fn a_real_conflict_sends_the_builder_back_to_the_current_base() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn branch_protection_decides_and_the_status_says_why() {
+async fn a_merge_github_refuses_asks_a_person_and_a_retry_lands_it() {
     let w = World::start(happy_script(), &calc(AUTO_YML)).await;
-    // The gates the bot runs satisfy protection; a check only people run does not, yet.
-    w.gh.protect(
-        REPO,
-        "main",
-        Protection::checks(&["hive/test", "hive/security", "ci/external"]),
-    );
+    // The repository turned rebase merges off; `merge.method` says `rebase` (the default).
+    w.gh.state()
+        .repos
+        .get_mut(REPO)
+        .unwrap()
+        .forbidden_methods
+        .insert("rebase".into());
     w.label().await;
     let t = w.wait_state(TaskState::HumanNeeded).await;
     let why = t.detail.unwrap_or_default();
     assert!(
-        why.contains("GitHub refused to move `main`") && why.contains("required status checks"),
+        why.contains(
+            "GitHub refused to merge #2: Rebase merges are not allowed on this repository."
+        ) && why.contains("Set `merge.method` in `.github/hive.yml`"),
         "{why}"
     );
-    assert!(w.status_comment().contains("Branch protection decides"));
+    assert!(w.status_comment().contains("Rebase merges are not allowed"));
     assert_eq!(
         w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
         Some(CALC_BUGGY)
     );
 
-    // The external check passes on the rebased commit; /hive retry lands it.
+    // The admin allows it again; /hive retry lands it.
+    w.gh.state()
+        .repos
+        .get_mut(REPO)
+        .unwrap()
+        .forbidden_methods
+        .clear();
     let rebased = w.gh.branch_sha(REPO, "feat/T-1").unwrap();
-    w.gh.set_status(REPO, &rebased, "ci/external", "success");
     let id = w.say("/hive retry").await;
     assert!(w.reply_to(id).await.contains("try again"));
     w.wait_state(TaskState::Completed).await;
-    assert_eq!(w.gh.branch_sha(REPO, "main").unwrap(), rebased);
+    assert!(w.gh.pull(REPO, 2).unwrap().merged);
+    assert_eq!(
+        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
+        Some(CALC_FIXED)
+    );
+    assert_eq!(w.gh.branch_sha(REPO, "feat/T-1").unwrap(), rebased);
     assert_eq!(
         tasks_of(&w.llm, "builder").len(),
         1,

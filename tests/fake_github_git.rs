@@ -139,7 +139,7 @@ async fn protected_branches_need_their_checks_and_refuse_force_and_delete() {
     refused(
         update(&next).await,
         422,
-        "Changes must be made through a pull request.",
+        "Protected branch update failed for refs/heads/main. Changes must be made through a pull request.",
     );
     w.gh.unprotect(REPO, "main");
     assert_eq!(update(&next).await.0, 200);

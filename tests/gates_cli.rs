@@ -17,6 +17,10 @@ policy:
 ";
 
 fn checkout() -> tempfile::TempDir {
+    checkout_with(HIVE_YML)
+}
+
+fn checkout_with(hive_yml: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let repo = git2::Repository::init(dir.path()).unwrap();
     let files = [
@@ -25,7 +29,7 @@ fn checkout() -> tempfile::TempDir {
             "test_calc.py",
             "import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
         ),
-        (".github/hive.yml", HIVE_YML),
+        (".github/hive.yml", hive_yml),
     ];
     for (path, text) in files {
         std::fs::create_dir_all(dir.path().join(path).parent().unwrap()).unwrap();
@@ -80,7 +84,8 @@ fn a_clean_checkout_passes_and_a_bad_change_fails_with_findings() {
     let dir = checkout();
     let (code, out) = gates(dir.path(), &["--sandbox", "docker"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("5 of 5 gates passed"), "{out}");
+    // Skipped is not passed: typecheck and build have no command here.
+    assert!(out.contains("3 passed, 2 skipped, 0 failed"), "{out}");
 
     // Uncommitted: an unused import (flake8 F401) and an eval call (banned by policy).
     std::fs::write(
@@ -140,11 +145,27 @@ fn one_gate_on_local_processes_and_bad_arguments() {
     let dir = checkout();
     let (code, out) = gates(dir.path(), &["--sandbox", "local", "--gate", "test"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("1 of 1 gates passed"), "{out}");
+    assert!(out.contains("1 passed, 0 skipped, 0 failed"), "{out}");
     let (code, out) = gates(dir.path(), &["--gate", "style"]);
     assert_ne!(code, 0);
     assert!(out.contains("--gate \"style\""), "{out}");
     let (code, out) = gates(dir.path(), &["--base", "no-such-branch"]);
     assert_ne!(code, 0);
     assert!(out.contains("no-such-branch"), "{out}");
+}
+
+#[test]
+fn without_a_test_command_nothing_was_tested_and_the_exit_code_says_so() {
+    let dir = checkout_with("gates:\n  lint: python3 -m py_compile calc.py\n");
+    let (code, out) = gates(dir.path(), &["--sandbox", "local"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("2 passed, 3 skipped, 0 failed"), "{out}");
+    assert!(
+        out.contains("the test gate has no command, so nothing was tested")
+            && out.contains("gates.test"),
+        "{out}"
+    );
+    // Asking for another gate alone is not a claim that anything was tested.
+    let (code, out) = gates(dir.path(), &["--sandbox", "local", "--gate", "lint"]);
+    assert_eq!(code, 0, "{out}");
 }

@@ -30,7 +30,12 @@ async fn setup(token_ttl: Duration) -> (tempfile::TempDir, FakeGitHub, GitHubApp
         app_id: APP_ID,
         private_key_pem: std::fs::read_to_string(app_key_path()).unwrap().into(),
     };
-    let app = GitHubApp::new(&creds, &url::Url::parse(&gh.url).unwrap()).unwrap();
+    let app = GitHubApp::new(
+        &creds,
+        &url::Url::parse(&gh.url).unwrap(),
+        &url::Url::parse(&format!("{}/graphql", gh.url)).unwrap(),
+    )
+    .unwrap();
     (dir, gh, app)
 }
 
@@ -304,7 +309,12 @@ async fn a_jwt_signed_with_a_key_github_does_not_know_gets_no_token() {
         app_id: APP_ID,
         private_key_pem: std::fs::read_to_string(key).unwrap().into(),
     };
-    let stranger = GitHubApp::new(&creds, &url::Url::parse(&gh.url).unwrap()).unwrap();
+    let stranger = GitHubApp::new(
+        &creds,
+        &url::Url::parse(&gh.url).unwrap(),
+        &url::Url::parse(&format!("{}/graphql", gh.url)).unwrap(),
+    )
+    .unwrap();
     let err = stranger
         .repo(InstallationId(7), &repo("acme/widgets"))
         .await
@@ -321,4 +331,79 @@ async fn a_jwt_signed_with_a_key_github_does_not_know_gets_no_token() {
         .map(|r| r.status)
         .collect();
     assert_eq!(statuses, [401]);
+}
+
+/// GitHub Enterprise Server: the REST root is `https://HOST/api/v3` and GraphQL lives at
+/// `https://HOST/api/graphql`, beside it. A front server puts the fake GitHub at those two
+/// places (as a GHES host would) and records which paths the client asked for.
+#[tokio::test]
+async fn on_enterprise_server_graphql_is_asked_at_api_graphql() {
+    use axum::body::{Body, Bytes};
+    use axum::http::{HeaderMap, Method, Uri};
+    let (_dir, gh, _) = setup(Duration::from_secs(3600)).await;
+    gh.push_commit("acme/widgets", "feature", &[("a.txt", "a\n")], "A");
+    let pr = gh.open_pull("acme/widgets", "alice", "feature", "main", "A draft");
+    gh.state().repos.get_mut("acme/widgets").unwrap().pulls[0].draft = true;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (upstream, log) = (gh.url.clone(), seen.clone());
+    let front = axum::Router::new().fallback(
+        move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+            let (upstream, log) = (upstream.clone(), log.clone());
+            async move {
+                let path = uri.path().to_owned();
+                log.lock().unwrap().push(path.clone());
+                let inner = match (path.strip_prefix("/api/v3"), path.as_str()) {
+                    (Some(rest), _) => rest.to_owned(),
+                    (None, "/api/graphql") => "/graphql".to_owned(),
+                    _ => {
+                        return axum::http::Response::builder()
+                            .status(404)
+                            .body(Body::empty())
+                            .unwrap();
+                    }
+                };
+                let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+                let mut req =
+                    reqwest::Client::new().request(method, format!("{upstream}{inner}{query}"));
+                for (k, v) in headers.iter().filter(|(k, _)| *k != "host") {
+                    req = req.header(k, v);
+                }
+                let answer = req.body(body).send().await.unwrap();
+                let status = answer.status();
+                let bytes = answer.bytes().await.unwrap();
+                axum::http::Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .body(Body::from(bytes))
+                    .unwrap()
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, front).await.unwrap() });
+
+    let api = url::Url::parse(&format!("{host}/api/v3")).unwrap();
+    let graphql = vibeloop::config::default_graphql_url(&api);
+    assert_eq!(graphql.as_str(), format!("{host}/api/graphql"));
+    let creds = AppCredentials {
+        app_id: APP_ID,
+        private_key_pem: std::fs::read_to_string(app_key_path()).unwrap().into(),
+    };
+    let app = GitHubApp::new(&creds, &api, &graphql).unwrap();
+    let client = widgets(&app).await;
+    client.mark_ready(pr).await.unwrap();
+    assert!(!gh.pull("acme/widgets", pr).unwrap().draft);
+    let paths = seen.lock().unwrap().clone();
+    assert!(paths.contains(&"/api/graphql".to_owned()), "{paths:?}");
+    assert!(
+        !paths.iter().any(|p| p.ends_with("/api/v3/graphql")),
+        "{paths:?}"
+    );
+    assert!(
+        paths
+            .iter()
+            .all(|p| p.starts_with("/api/v3/") || p == "/api/graphql"),
+        "{paths:?}"
+    );
 }

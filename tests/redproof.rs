@@ -97,7 +97,12 @@ async fn the_verdict_is_a_check_run() {
         app_id: 5,
         private_key_pem: std::fs::read_to_string(app_key_path()).unwrap().into(),
     };
-    let app = vibeloop::github::GitHubApp::new(&creds, &url::Url::parse(&gh.url).unwrap()).unwrap();
+    let app = vibeloop::github::GitHubApp::new(
+        &creds,
+        &url::Url::parse(&gh.url).unwrap(),
+        &url::Url::parse(&format!("{}/graphql", gh.url)).unwrap(),
+    )
+    .unwrap();
     let client = app
         .repo(
             vibeloop::ids::InstallationId(9),

@@ -187,7 +187,7 @@ async fn registers_the_app_and_writes_its_credentials_to_a_private_env_file() {
     assert_eq!(
         manifest["default_permissions"],
         json!({ "contents": "write", "issues": "write", "pull_requests": "write",
-                "checks": "write", "metadata": "read" })
+                "checks": "write", "statuses": "read", "metadata": "read" })
     );
     // `installation` and `installation_repositories` reach every App without subscribing, and
     // GitHub refuses a manifest that lists them ("Default events unsupported").
@@ -199,7 +199,8 @@ async fn registers_the_app_and_writes_its_credentials_to_a_private_env_file() {
             "pull_request",
             "pull_request_review",
             "check_run",
-            "check_suite"
+            "check_suite",
+            "status"
         ])
     );
 

@@ -79,20 +79,26 @@ async fn a_pull_request_merged_by_hand_while_the_bot_was_down_completes_its_tick
     let tags_before = w.gh.tags(REPO).len();
 
     w.bot.kill();
-    w.gh.merge_by_hand(REPO, pr, false).await;
+    let merged = w.gh.merge_by_hand(REPO, pr, false).await;
     w.bot.restart(&w.env).await;
 
     let done = w.wait_state(TaskState::Completed).await;
     assert_eq!(done.key, t.key);
     assert!(
-        w.status_comment()
-            .contains(&format!("Pull request #{pr} was merged on GitHub by hand")),
+        w.status_comment().contains(&format!(
+            "Pull request #{pr} was merged on GitHub by @maintainer"
+        )),
         "{}",
         w.status_comment()
     );
-    // The bot neither merged again nor tagged a snapshot of someone else's merge.
+    // The bot did not merge again; it tagged the snapshot on the maintainer's merge commit.
     assert_eq!(w.gh.pulls(REPO).iter().filter(|p| p.merged).count(), 1);
-    assert_eq!(w.gh.tags(REPO).len(), tags_before);
+    let tags = w.gh.tags(REPO);
+    assert_eq!(tags.len(), tags_before + 2, "{tags:?}");
+    assert!(
+        tags.contains(&("auto-v0.0.1".to_owned(), merged)),
+        "{tags:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -224,3 +224,68 @@ async fn an_agents_commit_leaves_out_new_files_its_tools_did_not_write() {
     .await
     .unwrap();
 }
+
+/// A push with a lease moves the remote branch only from the head the bot expects; a commit a
+/// person pushed meanwhile is left where it is, and the refusal names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_with_a_lease_never_overwrites_a_head_it_did_not_expect() {
+    let (_dir, gh, ws, repo) = setup().await;
+    let token = SecretString::from(gh.mint_token(7));
+    let theirs = gh.push_commit("acme/widgets", "feat/T-1", &[("a.txt", "a\n")], "Bot's");
+    let (ws2, repo2, token2, expected) = (ws.clone(), repo.clone(), token.clone(), theirs.clone());
+    let ours = tokio::task::spawn_blocking(move || {
+        let git = ws2.sync_mirror(&repo2, &token2).unwrap();
+        let base = git
+            .find_reference("refs/remotes/origin/feat/T-1")
+            .unwrap()
+            .peel_to_commit()
+            .unwrap();
+        let tree = base.tree().unwrap();
+        let sig = git2::Signature::now("vibeloop[bot]", "bot@example.com").unwrap();
+        let ours = git
+            .commit(None, &sig, &sig, "Rebased", &tree, &[&base])
+            .unwrap();
+        ws2.set_branch(&git, "feat/T-1", ours).unwrap();
+        let lease = git2::Oid::from_str(&expected).unwrap();
+        ws2.push_with_lease(&repo2, "feat/T-1", Some(lease), &token2)
+            .unwrap();
+        ours
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        gh.branch_sha("acme/widgets", "feat/T-1"),
+        Some(ours.to_string())
+    );
+
+    // A person pushes; the bot's next push with its old lease is refused and changes nothing.
+    let person = gh.push_commit("acme/widgets", "feat/T-1", &[("b.txt", "b\n")], "Person's");
+    let (ws2, repo2, token2) = (ws.clone(), repo.clone(), token.clone());
+    let refused = tokio::task::spawn_blocking(move || {
+        ws2.push_with_lease(&repo2, "feat/T-1", Some(ours), &token2)
+    })
+    .await
+    .unwrap();
+    match refused {
+        Err(WorkspaceError::LeaseBroken {
+            found, expected, ..
+        }) => {
+            assert_eq!((found, expected), (person.clone(), ours.to_string()));
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    assert_eq!(gh.branch_sha("acme/widgets", "feat/T-1"), Some(person));
+    // A lease on "no such branch" refuses an existing one too.
+    let (ws2, repo2, token2) = (ws.clone(), repo.clone(), token.clone());
+    let new_branch = tokio::task::spawn_blocking(move || {
+        let git = ws2.sync_mirror(&repo2, &token2).unwrap();
+        ws2.set_branch(&git, "feat/T-1", ours).unwrap();
+        ws2.push_with_lease(&repo2, "feat/T-1", None, &token2)
+    })
+    .await
+    .unwrap();
+    assert!(
+        matches!(new_branch, Err(WorkspaceError::LeaseBroken { .. })),
+        "{new_branch:?}"
+    );
+}

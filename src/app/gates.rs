@@ -1,7 +1,8 @@
 //! `vibeloop gates`: runs the repository's gates on a local checkout exactly as the bot would —
 //! the config read from the base, the working tree (uncommitted changes included) snapshot as a
 //! commit, checked out in a scratch directory, gates run in a sandbox — and prints a table or
-//! JSON. Exit code 0 only when every gate passes. The checkout itself is not modified.
+//! JSON. Exit code 0 only when no gate fails and the test gate ran (a skipped gate is reported as
+//! skipped, never as passed). The checkout itself is not modified.
 
 use std::path::Path;
 
@@ -82,7 +83,15 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     } else {
         print!("{}", table(&results));
     }
-    Ok(if results.iter().all(GateResult::passed) {
+    let tested = results.iter().any(|r| r.gate == "test" && !r.is_skipped());
+    let only_others = !only.is_empty() && !only.contains(&"test");
+    if !tested && !only_others {
+        eprintln!(
+            "error: the test gate has no command, so nothing was tested; set `gates.test` in {CONFIG_PATH} (e.g. `gates: {{ test: \"python3 -m pytest -q\" }}`)"
+        );
+        return Ok(1);
+    }
+    Ok(if results.iter().all(GateResult::ok) {
         0
     } else {
         1
@@ -175,7 +184,7 @@ fn table(results: &[GateResult]) -> String {
             cmd
         ));
     }
-    for r in results.iter().filter(|r| !r.passed()) {
+    for r in results.iter().filter(|r| !r.ok()) {
         s.push_str(&format!("\n{}: {}\n", r.gate, r.describe()));
         for a in r.annotations.iter().take(20) {
             s.push_str(&format!("  {}:{}: {}\n", a.path, a.start_line, a.message));
@@ -186,7 +195,6 @@ fn table(results: &[GateResult]) -> String {
             }
         }
     }
-    let passed = results.iter().filter(|r| r.passed()).count();
-    s.push_str(&format!("\n{passed} of {} gates passed\n", results.len()));
+    s.push_str(&format!("\n{}\n", crate::gates::tally(results)));
     s
 }

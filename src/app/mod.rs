@@ -184,7 +184,11 @@ async fn build_hive(
     };
     Ok(Arc::new(Hive {
         store: store.clone(),
-        github: Arc::new(GitHubApp::new(creds, &config.github_api_url)?),
+        github: Arc::new(GitHubApp::new(
+            creds,
+            &config.github_api_url,
+            &config.github_graphql_url,
+        )?),
         workspace: Workspace::new(&config.data_dir, &config.github_git_url),
         models: Arc::new(router(&config.llm)?),
         prompts: crate::agent::prompts::Prompts::new(config.llm.prompts_dir.clone()),

@@ -112,6 +112,10 @@ pub struct ServeArgs {
     /// host without `/api/v3` for GitHub Enterprise, else the API URL]
     #[arg(long, env = "GITHUB_GIT_URL")]
     pub github_git_url: Option<String>,
+    /// GitHub's GraphQL endpoint [default: beside the API URL: `https://api.github.com/graphql`,
+    /// `https://HOST/api/graphql` for GitHub Enterprise's `https://HOST/api/v3`]
+    #[arg(long, env = "GITHUB_GRAPHQL_URL")]
+    pub github_graphql_url: Option<String>,
     #[command(flatten)]
     pub llm: llm::LlmArgs,
     /// Where gate commands run: `auto` (Docker when an engine answers, else local), `docker` or
@@ -145,6 +149,7 @@ pub struct ServeConfig {
     pub webhook_secrets: Vec<SecretString>,
     pub github_api_url: url::Url,
     pub github_git_url: url::Url,
+    pub github_graphql_url: url::Url,
     pub llm: llm::LlmConfig,
     pub workers: usize,
     /// `None` for auto-detection.
@@ -204,6 +209,18 @@ fn default_git_url(api: &url::Url) -> url::Url {
     git
 }
 
+/// The GraphQL endpoint that goes with a REST root: `…/graphql` beside `api.github.com`, and
+/// `/api/graphql` for an Enterprise Server's `/api/v3` (beside the REST root, not under it).
+pub fn default_graphql_url(api: &url::Url) -> url::Url {
+    let mut url = api.clone();
+    let path = api.path().trim_end_matches('/');
+    match path.strip_suffix("/api/v3") {
+        Some(host_root) => url.set_path(&format!("{host_root}/api/graphql")),
+        None => url.set_path(&format!("{path}/graphql")),
+    }
+    url
+}
+
 impl ServeConfig {
     pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
         let listen = args.listen.trim().parse().map_err(|_| {
@@ -233,6 +250,10 @@ impl ServeConfig {
         let github_git_url = match &args.github_git_url {
             Some(url) => parse_url("GITHUB_GIT_URL", url)?,
             None => default_git_url(&github_api_url),
+        };
+        let github_graphql_url = match &args.github_graphql_url {
+            Some(url) => parse_url("GITHUB_GRAPHQL_URL", url)?,
+            None => default_graphql_url(&github_api_url),
         };
         let workers: usize = args
             .workers
@@ -265,6 +286,7 @@ impl ServeConfig {
             webhook_secrets: secrets,
             github_api_url,
             github_git_url,
+            github_graphql_url,
             llm: args.llm.config()?,
             workers,
             sandbox,
@@ -415,6 +437,35 @@ mod tests {
         assert_eq!(git("https://api.github.com"), "https://github.com/");
         assert_eq!(git("https://ghe.example/api/v3"), "https://ghe.example/");
         assert_eq!(git("http://127.0.0.1:9000"), "http://127.0.0.1:9000/");
+    }
+
+    #[test]
+    fn graphql_sits_beside_the_rest_root() {
+        let g = |api: &str| default_graphql_url(&url::Url::parse(api).unwrap()).to_string();
+        assert_eq!(
+            g("https://api.github.com"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            g("https://ghe.example/api/v3"),
+            "https://ghe.example/api/graphql"
+        );
+        assert_eq!(
+            g("https://ghe.example/api/v3/"),
+            "https://ghe.example/api/graphql"
+        );
+        assert_eq!(g("http://127.0.0.1:9000"), "http://127.0.0.1:9000/graphql");
+        let a = args(&[
+            "--github-webhook-secret",
+            "s",
+            "--github-graphql-url",
+            "https://ghe.example/graphql-proxy",
+        ]);
+        let c = ServeConfig::from_args(&a).unwrap();
+        assert_eq!(
+            c.github_graphql_url.as_str(),
+            "https://ghe.example/graphql-proxy"
+        );
     }
 
     #[test]

@@ -57,6 +57,8 @@ impl Default for Review {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Merge {
+    /// How GitHub lands the pull request.
+    pub method: MergeMethod,
     /// Formatter run when a rebase conflicts only in whitespace or formatting (strategy A),
     /// e.g. `black .`; without one such conflicts fall to the next strategy.
     pub formatter: Option<String>,
@@ -65,6 +67,30 @@ pub struct Merge {
     pub resolve_with_model: bool,
     /// `/hive reset` may force-push the base instead of committing a revert.
     pub allow_force_reset: bool,
+}
+
+/// `merge.method`: GitHub's pull-request merge (`rebase`, `squash`, `merge`: what branch
+/// protection allows), or moving the base branch itself (`fast-forward`: only where the base
+/// does not require pull requests).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum MergeMethod {
+    #[default]
+    Rebase,
+    Squash,
+    Merge,
+    FastForward,
+}
+
+impl MergeMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeMethod::Rebase => "rebase",
+            MergeMethod::Squash => "squash",
+            MergeMethod::Merge => "merge",
+            MergeMethod::FastForward => "fast-forward",
+        }
+    }
 }
 
 impl Default for HiveConfig {

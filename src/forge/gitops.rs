@@ -284,3 +284,65 @@ pub fn tags(repo: &Repository) -> Vec<(String, String)> {
     out.sort();
     out
 }
+
+/// How a pull request lands on its base (`merge_method` of `PUT …/pulls/{n}/merge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LandMethod {
+    /// A merge commit with the base and the head as parents.
+    Merge,
+    /// One new commit on the base with the merged tree.
+    Squash,
+    /// Each commit of the head replayed on the base, committed anew.
+    Rebase,
+}
+
+/// Lands `head` on `base` by `method`: the new tip of the base, or `None` when the two conflict
+/// (GitHub's "not mergeable"). `message` is used by merge and squash; a rebase keeps each
+/// commit's own. `by` is the author of a merge or squash commit; `committer` commits them all
+/// (GitHub's web-flow identity), so even a rebase that could fast-forward makes new commits.
+pub fn land(
+    repo: &Repository,
+    base: Oid,
+    head: Oid,
+    method: LandMethod,
+    message: &str,
+    by: &git2::Signature<'_>,
+    committer: &git2::Signature<'_>,
+) -> Result<Option<Oid>, git2::Error> {
+    let base_c = repo.find_commit(base)?;
+    let head_c = repo.find_commit(head)?;
+    if method == LandMethod::Rebase {
+        let mut walk = repo.revwalk()?;
+        walk.push(head)?;
+        walk.hide(base)?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+        let mut onto = base_c;
+        for oid in walk {
+            let c = repo.find_commit(oid?)?;
+            if c.parent_count() > 1 {
+                // GitHub cannot rebase merge commits either.
+                return Ok(None);
+            }
+            let mut index = repo.cherrypick_commit(&c, &onto, 0, None)?;
+            if index.has_conflicts() {
+                return Ok(None);
+            }
+            let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+            let message = c.message().unwrap_or_default();
+            let new = repo.commit(None, &c.author(), committer, message, &tree, &[&onto])?;
+            onto = repo.find_commit(new)?;
+        }
+        return Ok(Some(onto.id()));
+    }
+    let mut index = repo.merge_commits(&base_c, &head_c, None)?;
+    if index.has_conflicts() {
+        return Ok(None);
+    }
+    let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+    let parents: Vec<&git2::Commit<'_>> = match method {
+        LandMethod::Merge => vec![&base_c, &head_c],
+        _ => vec![&base_c],
+    };
+    repo.commit(None, by, committer, message, &tree, &parents)
+        .map(Some)
+}

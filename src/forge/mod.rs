@@ -22,6 +22,10 @@
 //!   `REQUEST_CHANGES` on them are GitHub's 422 (`"Can not approve your own pull request"`).
 //! * `draft` is set on create only; `PATCH …/pulls/{n}` ignores it as GitHub does (ready for
 //!   review is a GraphQL mutation, `markPullRequestReadyForReview`, the one GraphQL call served).
+//! * `PUT …/pulls/{n}/merge` answers as GitHub does (405 with its reasons, 409 when `sha` is not
+//!   the head); a review counts toward required approvals when it is its author's latest
+//!   approving or change-requesting review, the author holds `write` or more, and is not the
+//!   pull request's author.
 //! * protected-branch refusals use GitHub's push wording: `Required status check "X" is
 //!   expected.` (missing or pending) / `is failing.`, `N of M required status checks are
 //!   expected.`, `Cannot force-push to this protected branch`, `Cannot change this locked
@@ -68,6 +72,10 @@ pub struct Pull {
     pub user: String,
     /// Its head landed on its base.
     pub merged: bool,
+    /// The commit its landing put on the base (the merge, squash or last rebased commit).
+    pub merge_commit_sha: Option<String>,
+    /// Who landed it.
+    pub merged_by: Option<String>,
 }
 
 /// A pull request review.
@@ -151,6 +159,8 @@ pub struct Protection {
     pub lock_branch: bool,
     pub allow_force_pushes: bool,
     pub allow_deletions: bool,
+    /// "Require branches to be up to date before merging" (`required_status_checks.strict`).
+    pub strict: bool,
 }
 
 impl Protection {
@@ -178,6 +188,22 @@ impl Protection {
             ..Self::default()
         }
     }
+
+    /// The rule most real `main` branches have: pull requests only, `approvals` approving
+    /// reviews, the `checks` passing on the head, and (when `strict`) the head up to date.
+    pub fn like_main(approvals: u32, checks: &[&str], strict: bool) -> Self {
+        Self {
+            strict,
+            ..Self::pull_requests_only(approvals).with_checks(checks)
+        }
+    }
+
+    fn with_checks(self, names: &[&str]) -> Self {
+        Self {
+            required_checks: names.iter().map(|s| (*s).to_owned()).collect(),
+            ..self
+        }
+    }
 }
 
 /// One repository's issues, pull requests and the rest; its git objects live in the bare
@@ -203,6 +229,8 @@ pub struct Repo {
     pub statuses: Vec<CommitStatus>,
     /// branch → its protection rule.
     pub protections: BTreeMap<String, Protection>,
+    /// Merge methods the repository's settings turn off (`merge`, `squash`, `rebase`).
+    pub forbidden_methods: BTreeSet<String>,
     /// The last issue or pull request number given out.
     last_number: u64,
 }

@@ -97,9 +97,14 @@ impl GateResult {
         }
     }
 
-    /// Passed or skipped: nothing to hold the change back.
-    pub fn passed(&self) -> bool {
+    /// Passed or skipped: nothing holds the change back. A skipped gate did not pass — it
+    /// checked nothing — and every report says so; see [`GateResult::skipped`].
+    pub fn ok(&self) -> bool {
         matches!(self.status, Status::Passed | Status::Skipped)
+    }
+
+    pub fn is_skipped(&self) -> bool {
+        self.status == Status::Skipped
     }
 
     pub fn conclusion(&self) -> Conclusion {
@@ -129,6 +134,15 @@ impl GateResult {
             (_, None) => format!("failed{findings}"),
         }
     }
+}
+
+/// "2 passed, 2 skipped, 1 failed": how a set of gates went, skipped apart from passed.
+pub fn tally(results: &[GateResult]) -> String {
+    let count = |f: &dyn Fn(&GateResult) -> bool| results.iter().filter(|r| f(r)).count();
+    let passed = count(&|r| r.status == Status::Passed);
+    let skipped = count(&|r| r.is_skipped());
+    let failed = results.len() - passed - skipped;
+    format!("{passed} passed, {skipped} skipped, {failed} failed")
 }
 
 /// Errors of a gate run (the gates' own failures are results, not errors).

@@ -11,7 +11,9 @@
 
 pub mod api;
 pub mod checks;
+mod graphql;
 pub mod hooks;
+pub mod merge;
 pub mod pulls;
 pub mod refs;
 
@@ -86,10 +88,16 @@ pub struct GitHubApp {
     clients: Mutex<HashMap<(InstallationId, RepoName), Arc<Octocrab>>>,
     /// Collaborator permissions looked up lately: `(repo, user) → (permission, when)`.
     permissions: Mutex<HashMap<(RepoName, String), (String, std::time::Instant)>>,
+    graphql: Arc<graphql::GraphQl>,
 }
 
 impl GitHubApp {
-    pub fn new(creds: &AppCredentials, api_url: &url::Url) -> anyhow::Result<Self> {
+    /// The App's client for the REST API at `api_url` and the GraphQL endpoint `graphql_url`.
+    pub fn new(
+        creds: &AppCredentials,
+        api_url: &url::Url,
+        graphql_url: &url::Url,
+    ) -> anyhow::Result<Self> {
         let key = jsonwebtoken::EncodingKey::from_rsa_pem(
             creds.private_key_pem.expose_secret().as_bytes(),
         )?;
@@ -104,6 +112,7 @@ impl GitHubApp {
             app,
             clients: Mutex::new(HashMap::new()),
             permissions: Mutex::new(HashMap::new()),
+            graphql: Arc::new(graphql::GraphQl::new(graphql_url.clone())?),
         })
     }
 
@@ -137,6 +146,7 @@ impl GitHubApp {
             crab,
             repo: repo.clone(),
             installation,
+            graphql: self.graphql.clone(),
         };
         client.token().await?;
         Ok(client)
@@ -173,6 +183,7 @@ pub struct RepoClient {
     crab: Arc<Octocrab>,
     pub(crate) repo: RepoName,
     installation: InstallationId,
+    graphql: Arc<graphql::GraphQl>,
 }
 
 /// Whether a request may be sent again after an unclear failure.

@@ -1,6 +1,6 @@
 //! Pull-request work beyond opening one: updating its description, reviews with inline
 //! comments (found again by a hidden marker before posting, so a resumed step posts once),
-//! and marking a draft ready for review (GraphQL: REST cannot).
+//! and marking a draft ready for review (GraphQL: REST cannot; see [`super::graphql`]).
 
 use http::Method;
 use serde::Deserialize;
@@ -122,20 +122,16 @@ impl RepoClient {
         if !pr.draft {
             return Ok(());
         }
-        let query = json!({
-            "query": "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }",
-            "variables": { "id": pr.node_id },
-        });
-        let answer: serde_json::Value = self
-            .send(Method::POST, "/graphql", Some(&query), Idempotent::Yes)
+        let token = self.token().await?;
+        let mutation = "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }";
+        self.graphql
+            .query(
+                &token,
+                "markPullRequestReadyForReview",
+                mutation,
+                json!({ "id": pr.node_id }),
+            )
             .await?;
-        match answer.get("errors") {
-            Some(errors) => Err(GitHubError::Api {
-                status: http::StatusCode::OK,
-                what: "markPullRequestReadyForReview".into(),
-                message: errors.to_string(),
-            }),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }

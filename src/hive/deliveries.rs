@@ -16,7 +16,7 @@ use crate::store::jobs::Job;
 use crate::store::jobs::JobKind;
 use crate::store::tickets::{NewTicket, Opened};
 use crate::ticket::TicketId;
-use crate::webhook::event::{self, ChecksRerequested, Event, IssueLabeled};
+use crate::webhook::event::{self, CheckCompleted, ChecksRerequested, Event, IssueLabeled};
 
 /// Processes the delivery of a `delivery` job, recording its outcome and ending the job in one
 /// transaction.
@@ -49,6 +49,7 @@ pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
                 ("processed", format!("installation {id} removed"))
             }
             Ok(Event::ChecksRerequested(r)) => rerequested(hive, &r).await?,
+            Ok(Event::CheckCompleted(c)) => check_completed(hive, &c).await?,
             Ok(Event::Comment(c)) => match client_for(hive, c.installation, &c.repo).await? {
                 Ok(client) => super::steer::on_comment(hive, &client, &c).await?,
                 Err(why) => why,
@@ -199,6 +200,34 @@ async fn issue_edited(
         return Ok(("processed", format!("{} plans again after the edit", t.id)));
     }
     Ok(("processed", format!("{} has the edited issue", t.id)))
+}
+
+/// A check completed (or a status was set) on a ticket's branch: a landing that waits for the
+/// required checks on that commit tries again.
+async fn check_completed(
+    hive: &Hive,
+    c: &CheckCompleted,
+) -> Result<(&'static str, String), JobError> {
+    let Some(id) = c.branches.iter().find_map(|b| TicketId::from_branch(b)) else {
+        return Ok(("ignored", format!("{} is not on a Vibeloop branch", c.name)));
+    };
+    let Some(t) = hive.store.ticket_by_number(&c.repo, id.0).await? else {
+        return Ok(("ignored", format!("{} has no ticket {id}", c.repo)));
+    };
+    let flow = super::flow::load(&hive.store, t.key).await?;
+    let waits = flow.waiting == Some(super::flow::Wait::Checks)
+        && flow.rebased.as_deref() == Some(c.head_sha.as_str());
+    if t.state.is_final() || !waits {
+        return Ok((
+            "ignored",
+            format!("{id} does not wait for checks on this commit"),
+        ));
+    }
+    super::steer::signal(hive, &t, "recheck", &serde_json::json!({}), "github").await?;
+    Ok((
+        "processed",
+        format!("{} completed: {id} tries to merge again", c.name),
+    ))
 }
 
 /// A re-run asked on GitHub: queue the gates again for the commit.

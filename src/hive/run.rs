@@ -50,21 +50,47 @@ impl TicketRun<'_> {
         Ok(())
     }
 
+    /// Moves the ticket to `to` with `detail` (why it waits, or how it ended), *after* the
+    /// status comment says so: whoever sees the new state — the dashboard, the API, a test —
+    /// finds the report on GitHub already. A run that dies between the two finds the comment
+    /// right on its next try and moves the state then.
+    pub(super) async fn settle(
+        &mut self,
+        to: TaskState,
+        detail: &str,
+        extras: &Extras<'_>,
+    ) -> Result<(), JobError> {
+        let from = self.ticket.state;
+        let path = from.path_to(to).ok_or_else(|| {
+            JobError::Permanent(format!("a ticket cannot go from {from} to {to}"))
+        })?;
+        self.ticket.state = to;
+        self.ticket.detail = Some(detail.to_owned());
+        self.publish(extras).await?;
+        let store = &self.hive.store;
+        if path.is_empty() {
+            store.set_ticket_detail(self.ticket.key, detail).await?;
+        }
+        let mut at = from;
+        for (i, step) in path.iter().enumerate() {
+            let last = i + 1 == path.len();
+            store
+                .move_ticket(self.ticket.key, at, *step, last.then_some(detail))
+                .await?;
+            at = *step;
+        }
+        Ok(())
+    }
+
     /// Stops the run for a person to decide (HumanNeeded), saying why on the issue.
-    pub(super) async fn needs_human(&mut self, reason: &str) -> Result<(), JobError> {
-        self.hive
-            .store
-            .move_ticket(
-                self.ticket.key,
-                self.ticket.state,
-                TaskState::HumanNeeded,
-                Some(reason),
-            )
-            .await?;
-        self.ticket.state = TaskState::HumanNeeded;
-        self.ticket.detail = Some(reason.to_owned());
+    pub(super) async fn needs_human(
+        &mut self,
+        reason: &str,
+        extras: &Extras<'_>,
+    ) -> Result<(), JobError> {
+        self.settle(TaskState::HumanNeeded, reason, extras).await?;
         self.sweep_containers().await;
-        self.publish(&Extras::default()).await
+        Ok(())
     }
 
     /// Removes whatever container of this ticket is left (each step stops its own; this
@@ -78,19 +104,9 @@ impl TicketRun<'_> {
 
     /// Ends the run as Failed, saying why on the issue.
     pub(super) async fn fail(&mut self, reason: &str, extras: &Extras<'_>) -> Result<(), JobError> {
-        self.hive
-            .store
-            .move_ticket(
-                self.ticket.key,
-                self.ticket.state,
-                TaskState::Failed,
-                Some(reason),
-            )
-            .await?;
-        self.ticket.state = TaskState::Failed;
-        self.ticket.detail = Some(reason.to_owned());
+        self.settle(TaskState::Failed, reason, extras).await?;
         self.sweep_containers().await;
-        self.publish(extras).await
+        Ok(())
     }
 
     pub(super) async fn event(&self, kind: &str, data: serde_json::Value) {
@@ -175,28 +191,27 @@ pub async fn fail_ticket(hive: &Arc<Hive>, key: &str, reason: &str) {
         return;
     }
     let why = format!("Stopped by an error: {reason}\n\nRelabel the issue to try again.");
+    // Said on the issue first where GitHub answers, as `settle` does; the state moves anyway.
+    if let Ok(client) = hive.github.repo(ticket.installation_id, &ticket.repo).await {
+        let mut run = TicketRun {
+            hive,
+            client,
+            ticket: ticket.clone(),
+            spent: None,
+        };
+        run.sweep_containers().await;
+        run.ticket.state = TaskState::Failed;
+        run.ticket.detail = Some(why.clone());
+        if let Err(e) = run.publish(&Extras::default()).await {
+            warn!(error = %e, "cannot update the status comment");
+        }
+    }
     if let Err(e) = hive
         .store
         .move_ticket(key, ticket.state, TaskState::Failed, Some(&why))
         .await
     {
         warn!(error = %e, "cannot mark the ticket failed");
-        return;
-    }
-    let Ok(client) = hive.github.repo(ticket.installation_id, &ticket.repo).await else {
-        return;
-    };
-    if let Ok(Some(ticket)) = hive.store.ticket(key).await {
-        let mut run = TicketRun {
-            hive,
-            client,
-            ticket,
-            spent: None,
-        };
-        run.sweep_containers().await;
-        if let Err(e) = run.publish(&Extras::default()).await {
-            warn!(error = %e, "cannot update the status comment");
-        }
     }
 }
 

@@ -73,12 +73,7 @@ pub fn render(t: &Ticket, extras: &Extras<'_>) -> String {
         (Some(n), None) => s.push_str(&format!("| Pull request | #{n} |\n")),
         _ => {}
     }
-    for g in extras
-        .gates
-        .unwrap_or_default()
-        .iter()
-        .filter(|g| !g.passed())
-    {
+    for g in extras.gates.unwrap_or_default().iter().filter(|g| !g.ok()) {
         s.push_str(&format!(
             "\n<details><summary><code>hive/{}</code>: {}</summary>\n\n",
             g.gate,

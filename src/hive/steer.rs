@@ -36,7 +36,7 @@ pub(super) async fn on_comment(
     if found.is_empty() {
         return Ok(("ignored", "no /hive command".into()));
     }
-    let ticket = ticket_of(hive, &c.repo, c.number, c.is_pull_request).await?;
+    let ticket = ticket_of(hive, client, c.number, c.is_pull_request).await?;
     let mut done = Vec::new();
     for f in found {
         let source = format!("comment:{}#{}", c.comment_id, f.line);
@@ -46,17 +46,42 @@ pub(super) async fn on_comment(
     Ok(("processed", done.join("; ")))
 }
 
-/// The ticket an issue or pull request belongs to.
+/// The ticket an issue or pull request belongs to. A pull request is known by its stored number,
+/// or — in the moment after the bot opened it, before the number is stored — by its head
+/// branch, `feat/T-n`.
 async fn ticket_of(
     hive: &Hive,
-    repo: &RepoName,
+    client: &RepoClient,
     number: u64,
     is_pull_request: bool,
 ) -> Result<Option<Ticket>, JobError> {
-    if is_pull_request {
-        return Ok(hive.store.ticket_by_pr(repo, number).await?);
+    let repo = client.repo();
+    if !is_pull_request {
+        return Ok(hive.store.ticket_for_issue(repo, number).await?);
     }
-    Ok(hive.store.ticket_for_issue(repo, number).await?)
+    if let Some(t) = hive.store.ticket_by_pr(repo, number).await? {
+        return Ok(Some(t));
+    }
+    let head = client.pull(number).await?.head.branch;
+    by_branch(hive, repo, &head, number).await
+}
+
+/// The ticket whose Builder branch is `branch` and whose pull request is not yet stored (or is
+/// `number`).
+async fn by_branch(
+    hive: &Hive,
+    repo: &RepoName,
+    branch: &str,
+    number: u64,
+) -> Result<Option<Ticket>, JobError> {
+    let Some(id) = crate::ticket::TicketId::from_branch(branch) else {
+        return Ok(None);
+    };
+    if branch != id.feat_branch() {
+        return Ok(None);
+    }
+    let t = hive.store.ticket_by_number(repo, id.0).await?;
+    Ok(t.filter(|t| t.pr_number.is_none_or(|n| n == number)))
 }
 
 /// Runs one command line: permission, record, reaction, signal, reply.
@@ -252,7 +277,11 @@ pub(super) async fn on_review(
     if r.state != "approved" {
         return Ok(("ignored", format!("review {}", r.state)));
     }
-    let Some(t) = hive.store.ticket_by_pr(&r.repo, r.number).await? else {
+    let t = match hive.store.ticket_by_pr(&r.repo, r.number).await? {
+        Some(t) => Some(t),
+        None => by_branch(hive, &r.repo, &r.head_branch, r.number).await?,
+    };
+    let Some(t) = t else {
         return Ok((
             "ignored",
             format!("#{} is not a Vibeloop pull request", r.number),

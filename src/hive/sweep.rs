@@ -110,22 +110,11 @@ struct Label {
     name: String,
 }
 
-#[derive(Debug, Deserialize)]
-struct Pull {
-    state: String,
-    #[serde(default)]
-    merged: bool,
-}
-
 /// Compares one open ticket with GitHub and signals what changed; what it did, if anything.
 pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static str>, JobError> {
-    let flow = hive.store.flow(t.key).await?.unwrap_or_default();
-    let landing = matches!(
-        flow.get("next").and_then(|n| n.as_str()),
-        Some("merge" | "snapshot" | "done")
-    );
-    if landing || flow.get("merged").is_some_and(|m| !m.is_null()) {
-        // The bot is merging it: GitHub closes the issue and the pull request on its own.
+    let flow = crate::hive::flow::load(&hive.store, t.key).await?;
+    if flow.merged.is_some() {
+        // Landed, and the bot knows: GitHub closes the issue and the pull request on its own.
         return Ok(None);
     }
     let client = match hive.github.repo(t.installation_id, &t.repo).await {
@@ -140,23 +129,25 @@ pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static
     let (owner, name) = (t.repo.owner(), t.repo.name());
     // The pull request first: merging it closes the issue too, and that is a landing, not a stop.
     if let Some(pr) = t.pr_number {
-        let pull: Pull = client
-            .send(
-                Method::GET,
-                &format!("/repos/{owner}/{name}/pulls/{pr}"),
-                None,
-                Idempotent::Yes,
-            )
-            .await?;
+        let pull = client.pull(pr).await?;
         if pull.merged {
-            let data = serde_json::json!({ "pr": pr });
+            // The bot's own landing, whose answer was lost, is recorded as the bot's.
+            let by = pull
+                .merged_by
+                .map(|u| u.login)
+                .filter(|login| !login.ends_with("[bot]"));
+            let data = serde_json::json!({ "pr": pr, "sha": pull.merge_commit_sha, "by": by });
             super::steer::signal(hive, t, "landed", &data, "github").await?;
-            return Ok(Some("merged by hand"));
+            return Ok(Some("merged on GitHub"));
         }
         if pull.state == "closed" {
             let why = format!("pull request #{pr} was closed on GitHub");
             stop(hive, t, &why).await?;
             return Ok(Some("pull request closed"));
+        }
+        if flow.waiting.is_some() {
+            // A review or a check event may have been missed: the landing tries again.
+            super::steer::signal(hive, t, "recheck", &serde_json::json!({}), "github").await?;
         }
     }
     let issue: Issue = client

@@ -101,6 +101,33 @@ impl TaskState {
         )
     }
 
+    /// The states to pass through from `self` to `to`, `to` included and `self` not: the
+    /// shortest legal way (breadth-first over the table). Empty when `self == to`; `None` when
+    /// no legal way leads there.
+    pub fn path_to(self, to: TaskState) -> Option<Vec<TaskState>> {
+        let mut prev: std::collections::HashMap<TaskState, TaskState> = Default::default();
+        let mut queue = std::collections::VecDeque::from([self]);
+        while let Some(s) = queue.pop_front() {
+            if s == to {
+                let mut out = Vec::new();
+                let mut at = to;
+                while at != self {
+                    out.push(at);
+                    at = prev[&at];
+                }
+                out.reverse();
+                return Some(out);
+            }
+            for n in TaskState::ALL {
+                if s.can_move_to(n) && n != self && !prev.contains_key(&n) {
+                    prev.insert(n, s);
+                    queue.push_back(n);
+                }
+            }
+        }
+        None
+    }
+
     /// True for states no worker acts on until a person does something.
     pub fn is_final(self) -> bool {
         matches!(self, Completed | Failed)

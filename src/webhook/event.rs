@@ -2,6 +2,7 @@
 //! hive acts on, in [`Event`]. A payload octocrab cannot parse (a new action GitHub added, say)
 //! is an [`Unparsed`] error: stored, logged, never a crash.
 
+use octocrab::models::webhook_events::payload::CommitState as StatusState;
 use octocrab::models::webhook_events::payload::{
     CheckRunWebhookEventAction, CheckSuiteWebhookEventAction, InstallationWebhookEventAction,
     IssueCommentWebhookEventAction, IssuesWebhookEventAction, PullRequestReviewWebhookEventAction,
@@ -20,6 +21,7 @@ pub const HANDLED_EVENTS: &[&str] = &[
     "pull_request_review",
     "check_run",
     "check_suite",
+    "status",
     "installation",
     "installation_repositories",
     "ping",
@@ -73,6 +75,9 @@ pub enum Event {
     ReviewSubmitted(ReviewEvent),
     /// A button on one of our check runs was pressed (`check_run.requested_action`).
     ButtonPressed(ButtonEvent),
+    /// A check run completed, or a commit status was set, on a commit (a landing that waits
+    /// for required checks tries again).
+    CheckCompleted(CheckCompleted),
     /// An issue closed or unlabelled, or a pull request closed (merged or not): a ticket on
     /// it may have to stop or complete. `number` is the issue's or the pull request's.
     TicketChanged {
@@ -113,6 +118,8 @@ pub struct ReviewEvent {
     /// `approved`, `commented`, `changes_requested`…
     pub state: String,
     pub commit: Option<String>,
+    /// The pull request's head branch (a bot branch names its ticket).
+    pub head_branch: String,
 }
 
 /// `check_run.requested_action`.
@@ -138,6 +145,19 @@ pub struct IssueLabeled {
     pub label: String,
     pub default_branch: String,
     pub sender: String,
+}
+
+/// `check_run.completed`, or a `status` that is no longer pending.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckCompleted {
+    pub repo: RepoName,
+    pub installation: Option<InstallationId>,
+    /// The check's or the status's name.
+    pub name: String,
+    pub head_sha: String,
+    /// Branches whose head is the commit, where GitHub says (the check suite's branch, or a
+    /// status's `branches`).
+    pub branches: Vec<String>,
 }
 
 /// A re-run request.
@@ -266,6 +286,7 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                     .and_then(|v| v.as_str().map(str::to_lowercase))
                     .unwrap_or_default(),
                 commit: p.review.commit_id,
+                head_branch: p.pull_request.head.ref_field.clone(),
             }))
         }
         WebhookEventPayload::CheckRun(p)
@@ -302,6 +323,37 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                     .pointer("/check_suite/head_branch")
                     .and_then(|v| v.as_str())
                     .map(str::to_owned),
+            }))
+        }
+        WebhookEventPayload::CheckRun(p) if p.action == CheckRunWebhookEventAction::Completed => {
+            let run = &p.check_run;
+            let text = |k: &str| run.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+            Ok(Event::CheckCompleted(CheckCompleted {
+                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
+                installation,
+                name: text("name").unwrap_or_default(),
+                head_sha: text("head_sha").unwrap_or_default(),
+                branches: run
+                    .pointer("/check_suite/head_branch")
+                    .and_then(|v| v.as_str())
+                    .map(|b| vec![b.to_owned()])
+                    .unwrap_or_default(),
+            }))
+        }
+        WebhookEventPayload::Status(p) => {
+            if p.state == StatusState::Pending {
+                return Ok(Event::NotActionable("status is pending".into()));
+            }
+            Ok(Event::CheckCompleted(CheckCompleted {
+                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
+                installation,
+                name: p.context.clone(),
+                head_sha: p.sha.clone(),
+                branches: p
+                    .branches
+                    .iter()
+                    .filter_map(|b| b.get("name")?.as_str().map(str::to_owned))
+                    .collect(),
             }))
         }
         WebhookEventPayload::PullRequest(p)
@@ -410,6 +462,39 @@ mod tests {
             (r.check_run, r.head_branch.as_deref()),
             (None, Some("changes"))
         );
+    }
+
+    #[test]
+    fn completed_checks_and_statuses_parse() {
+        let e = parse("check_run", &fixture("check_run/completed.payload.json")).unwrap();
+        let Event::CheckCompleted(c) = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(c.head_sha, "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+        assert_eq!(c.branches, ["changes"]);
+        // GitHub's documented `status` payload (the collection has no example of it).
+        let status = serde_json::json!({
+            "id": 1, "sha": "ec26c3e57ca3a959ca5aad62de7213c562f8c821", "name": "acme/widgets",
+            "target_url": null, "avatar_url": null, "context": "ci/legacy", "description": null,
+            "state": "success", "commit": {}, "created_at": "2026-11-24T12:00:00Z",
+            "updated_at": "2026-11-24T12:00:00Z",
+            "branches": [{ "name": "feat/T-3", "commit": { "sha": "ec26c3e" }, "protected": false }],
+            "repository": serde_json::from_slice::<serde_json::Value>(&fixture("check_run/completed.payload.json")).unwrap()["repository"],
+        });
+        let e = parse("status", status.to_string().as_bytes()).unwrap();
+        let Event::CheckCompleted(c) = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            (c.name.as_str(), c.branches.as_slice()),
+            ("ci/legacy", &["feat/T-3".to_owned()][..])
+        );
+        let mut pending = status.clone();
+        pending["state"] = "pending".into();
+        assert!(matches!(
+            parse("status", pending.to_string().as_bytes()).unwrap(),
+            Event::NotActionable(_)
+        ));
     }
 
     #[test]

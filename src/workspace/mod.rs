@@ -36,6 +36,15 @@ pub enum WorkspaceError {
     MissingBranch(String),
     #[error("the remote refused {reference}: {message}")]
     PushRejected { reference: String, message: String },
+    /// A push with a lease found the remote branch elsewhere than expected (someone pushed).
+    #[error(
+        "{branch} is at {found} on the remote, not at {expected} as last pushed; not overwritten"
+    )]
+    LeaseBroken {
+        branch: String,
+        expected: String,
+        found: String,
+    },
 }
 
 /// Who commits: the app's bot account.
@@ -398,6 +407,28 @@ impl Workspace {
         self.push_refspec(repo, &format!("+{refname}:{refname}"), token)
     }
 
+    /// Moves the remote's `branch` to the mirror's branch of that name only if the remote is
+    /// still at `expected` (`None`: the branch must not exist there): git's force-with-lease,
+    /// checked against what the remote advertises during the push itself. Anything else is
+    /// [`WorkspaceError::LeaseBroken`] and the remote is left as it is.
+    pub fn push_with_lease(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+        expected: Option<git2::Oid>,
+        token: &SecretString,
+    ) -> Result<(), WorkspaceError> {
+        let refname = format!("refs/heads/{branch}");
+        self.mirror_lock(repo).hold(|| {
+            self.push_locked(
+                repo,
+                &format!("+{refname}:{refname}"),
+                Some((&refname, expected)),
+                token,
+            )
+        })
+    }
+
     /// Pushes `commit` to branch `branch` of the remote as a fast-forward only (the remote
     /// refuses anything else, as it should for a branch people own).
     pub fn push_fast_forward(
@@ -424,19 +455,23 @@ impl Workspace {
         token: &SecretString,
     ) -> Result<(), WorkspaceError> {
         self.mirror_lock(repo)
-            .hold(|| self.push_refspec_locked(repo, refspec, token))
+            .hold(|| self.push_locked(repo, refspec, None, token))
     }
 
-    fn push_refspec_locked(
+    /// One push; with `lease` = `(remote ref, expected)`, refused unless the remote ref is at
+    /// `expected` as the remote advertises it.
+    fn push_locked(
         &self,
         repo: &RepoName,
         refspec: &str,
+        lease: Option<(&str, Option<git2::Oid>)>,
         token: &SecretString,
     ) -> Result<(), WorkspaceError> {
         let git = Repository::open_bare(self.mirror_path(repo))?;
         let mut remote = git.find_remote("origin")?;
         let rejected = std::cell::RefCell::new(None);
-        {
+        let broken = std::cell::RefCell::new(None);
+        let pushed = {
             let mut cb = callbacks(Some(token));
             cb.push_update_reference(|reference, status| {
                 if let Some(message) = status {
@@ -444,10 +479,38 @@ impl Workspace {
                 }
                 Ok(())
             });
+            if let Some((name, expected)) = lease {
+                let broken = &broken;
+                cb.push_negotiation(move |updates| {
+                    let want = expected.unwrap_or_else(git2::Oid::zero);
+                    for u in updates.iter().filter(|u| u.dst_refname() == Some(name)) {
+                        if u.src() != want {
+                            *broken.borrow_mut() = Some(u.src());
+                            return Err(git2::Error::from_str("the lease is broken"));
+                        }
+                    }
+                    Ok(())
+                });
+            }
             let mut opts = PushOptions::new();
             opts.remote_callbacks(cb);
-            remote.push(&[refspec], Some(&mut opts))?;
+            remote.push(&[refspec], Some(&mut opts))
+        };
+        if let (Some(found), Some((name, expected))) = (broken.into_inner(), lease) {
+            let sha = |o: git2::Oid| {
+                if o.is_zero() {
+                    "nothing".to_owned()
+                } else {
+                    o.to_string()
+                }
+            };
+            return Err(WorkspaceError::LeaseBroken {
+                branch: name.trim_start_matches("refs/heads/").to_owned(),
+                expected: sha(expected.unwrap_or_else(git2::Oid::zero)),
+                found: sha(found),
+            });
         }
+        pushed?;
         if let Some((reference, message)) = rejected.into_inner() {
             return Err(WorkspaceError::PushRejected { reference, message });
         }

@@ -1,5 +1,6 @@
 //! Git's smart-HTTP protocol for the fake GitHub, served by git's own CGI program
-//! `git http-backend` over the bare repositories under one root.
+//! `git http-backend` over the bare repositories under one root, with protected branches
+//! refusing pushes as GitHub does (a `pre-receive` hook).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -17,7 +18,64 @@ fn http_backend() -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("git-http-backend")
 }
 
-/// Runs one smart-HTTP request through `git http-backend`.
+/// How a protected branch refuses pushes, as GitHub's `GH006` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushRule {
+    /// "Changes must be made through a pull request."
+    PullRequestsOnly,
+    /// "Cannot change this locked branch"
+    Locked,
+    /// "Cannot force-push to this protected branch"
+    NoForce,
+}
+
+/// The `pre-receive` hook that enforces [`PushRule`]s, given as `FAKE_PROTECTED` =
+/// `branch=pr|locked|noforce …`, with GitHub's words.
+const PRE_RECEIVE: &str = r#"#!/bin/sh
+status=0
+zero=0000000000000000000000000000000000000000
+while read old new ref; do
+    branch=${ref#refs/heads/}
+    [ "$branch" = "$ref" ] && continue
+    for rule in $FAKE_PROTECTED; do
+        [ "${rule%%=*}" = "$branch" ] || continue
+        why=""
+        case "${rule#*=}" in
+            pr) why="Changes must be made through a pull request." ;;
+            locked) why="Cannot change this locked branch" ;;
+            noforce)
+                if [ "$new" = "$zero" ]; then why="Cannot delete this protected branch"
+                elif [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then
+                    why="Cannot force-push to this protected branch"
+                fi ;;
+        esac
+        if [ -n "$why" ]; then
+            echo "error: GH006: Protected branch update failed for $ref." >&2
+            echo "error: $why" >&2
+            status=1
+        fi
+    done
+done
+exit $status
+"#;
+
+/// A directory holding the protection hook (written once per process).
+fn hooks_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("vibeloop-fake-hooks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("hooks dir");
+        let hook = dir.join("pre-receive");
+        std::fs::write(&hook, PRE_RECEIVE).expect("hook written");
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        dir
+    })
+}
+
+/// Runs one smart-HTTP request through `git http-backend`; pushes to the branches in
+/// `protected` are refused as their rule says.
+#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     root: &Path,
     method: &str,
@@ -26,6 +84,7 @@ pub async fn serve(
     headers: &HeaderMap,
     body: bytes::Bytes,
     user: &str,
+    protected: &[(String, PushRule)],
 ) -> Response<Body> {
     let header = |name: &str| {
         headers
@@ -49,9 +108,26 @@ pub async fn serve(
         .env("REMOTE_USER", user)
         .env("REMOTE_ADDR", "127.0.0.1")
         // Pushes over HTTP are off unless enabled; the fake checks tokens itself.
-        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_COUNT", "2")
         .env("GIT_CONFIG_KEY_0", "http.receivepack")
         .env("GIT_CONFIG_VALUE_0", "true")
+        .env("GIT_CONFIG_KEY_1", "core.hooksPath")
+        .env("GIT_CONFIG_VALUE_1", hooks_dir())
+        .env(
+            "FAKE_PROTECTED",
+            protected
+                .iter()
+                .map(|(b, r)| {
+                    let how = match r {
+                        PushRule::PullRequestsOnly => "pr",
+                        PushRule::Locked => "locked",
+                        PushRule::NoForce => "noforce",
+                    };
+                    format!("{b}={how}")
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

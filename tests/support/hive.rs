@@ -291,7 +291,10 @@ impl World {
             .wait_until("the approval prompt", WAIT, || async {
                 self.ticket().await.filter(|t| {
                     t.state == TaskState::AwaitingVerification
-                        && t.detail.as_deref().unwrap_or("").contains("/hive approve")
+                        && t.detail
+                            .as_deref()
+                            .unwrap_or("")
+                            .contains("The Critic approves.")
                 })
             })
             .await

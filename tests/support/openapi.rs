@@ -11,11 +11,8 @@ fn outside_subset(r: &Recorded) -> bool {
     let segs: Vec<&str> = r.path.trim_matches('/').split('/').collect();
     matches!(
         (r.method.as_str(), segs.as_slice()),
-        // reactions/create-for-issue, pulls/list
+        // reactions/create-for-issue
         ("POST", ["repos", _, _, "issues", _, "reactions"])
-            | ("GET", ["repos", _, _, "pulls"])
-            // pulls/list-reviews: no request body, path parameters only.
-            | ("GET", ["repos", _, _, "pulls", _, "reviews"])
             // GraphQL: ready-for-review has no REST operation.
             | ("POST", ["graphql"])
             // apps/list-webhook-deliveries and apps/redeliver-webhook-delivery (the sweep):

@@ -131,6 +131,57 @@ pub fn check_run_rerequested(
     serde_json::to_vec(&v).unwrap()
 }
 
+/// `check_run.completed` of another App's check `name` on `sha` (of `branch`), from GitHub's
+/// example.
+pub fn check_run_completed(
+    repo: &str,
+    installation: u64,
+    name: &str,
+    sha: &str,
+    branch: &str,
+    conclusion: &str,
+) -> Vec<u8> {
+    let mut v: Value =
+        serde_json::from_slice(&example("check_run/completed.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    let c = &mut v["check_run"];
+    c["name"] = json!(name);
+    c["head_sha"] = json!(sha);
+    c["status"] = json!("completed");
+    c["conclusion"] = json!(conclusion);
+    c["external_id"] = json!("");
+    c["check_suite"]["head_sha"] = json!(sha);
+    c["check_suite"]["head_branch"] = json!(branch);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `status`: commit status `context` = `state` on `sha`, the head of `branches`. The collection
+/// has no example of this event; it is built on the repository and sender of the
+/// `check_run.completed` example, with the fields GitHub documents for it.
+pub fn status(
+    repo: &str,
+    installation: u64,
+    sha: &str,
+    context: &str,
+    state: &str,
+    branches: &[String],
+) -> Vec<u8> {
+    let base: Value = serde_json::from_slice(&example("check_run/completed.payload.json")).unwrap();
+    let mut v = json!({
+        "id": 6_805_126_730u64, "sha": sha, "name": repo, "target_url": null, "avatar_url": null,
+        "context": context, "description": null, "state": state,
+        "commit": { "sha": sha, "url": format!("https://api.github.com/repos/{repo}/commits/{sha}") },
+        "branches": branches
+            .iter()
+            .map(|b| json!({ "name": b, "commit": { "sha": sha }, "protected": false }))
+            .collect::<Vec<_>>(),
+        "created_at": "2026-11-24T12:00:00Z", "updated_at": "2026-11-24T12:00:00Z",
+        "repository": base["repository"], "sender": base["sender"],
+    });
+    retarget(&mut v, repo, Some(installation));
+    serde_json::to_vec(&v).unwrap()
+}
+
 /// `check_suite.rerequested` for `branch` at `sha`, from GitHub's example.
 pub fn check_suite_rerequested(repo: &str, installation: u64, sha: &str, branch: &str) -> Vec<u8> {
     let mut v: Value =
@@ -378,16 +429,26 @@ pub fn issues_closed(repo: &str, installation: u64, number: u64, labels: &[Strin
     serde_json::to_vec(&v).unwrap()
 }
 
-/// `pull_request.closed` for pull request `number` of `repo` (merged or not), from GitHub's
-/// example.
-pub fn pull_request_closed(repo: &str, installation: u64, number: u64, merged: bool) -> Vec<u8> {
+/// `pull_request.closed` for pull request `number` of `repo`, merged (as `(merge commit, by)`)
+/// or not, from GitHub's example.
+pub fn pull_request_closed(
+    repo: &str,
+    installation: u64,
+    number: u64,
+    merged: Option<(&str, &str)>,
+) -> Vec<u8> {
     let mut v: Value =
         serde_json::from_slice(&example("pull_request/closed.payload.json")).unwrap();
     retarget(&mut v, repo, Some(installation));
     v["number"] = json!(number);
-    v["pull_request"]["number"] = json!(number);
-    v["pull_request"]["merged"] = json!(merged);
-    v["pull_request"]["state"] = json!("closed");
+    let p = &mut v["pull_request"];
+    p["number"] = json!(number);
+    p["merged"] = json!(merged.is_some());
+    p["state"] = json!("closed");
+    if let Some((sha, by)) = merged {
+        p["merge_commit_sha"] = json!(sha);
+        p["merged_by"] = vibeloop::forge::json::user_json(by);
+    }
     serde_json::to_vec(&v).unwrap()
 }
 

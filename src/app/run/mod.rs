@@ -80,7 +80,11 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let jobs_queued = Arc::new(Notify::new());
     let hive = Arc::new(Hive {
         store: store.clone(),
-        github: Arc::new(GitHubApp::new(&local.creds, &local.api_url)?),
+        github: Arc::new(GitHubApp::new(
+            &local.creds,
+            &local.api_url,
+            &crate::config::default_graphql_url(&local.api_url),
+        )?),
         workspace: Workspace::new(&data_dir, &local.git_url),
         models: Arc::new(router),
         prompts: crate::agent::prompts::Prompts::new(llm.prompts_dir.clone()),

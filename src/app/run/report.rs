@@ -193,10 +193,10 @@ impl fmt::Display for Report {
             let gates: Vec<String> = a
                 .gates
                 .iter()
-                .map(|g| match (g.passed, g.result.as_str()) {
-                    (_, "skipped") => format!("- {}", g.gate),
-                    (true, result) => format!("✓ {} ({})", g.gate, clean(result, 60)),
-                    (false, result) => format!("✗ {} ({})", g.gate, clean(result, 60)),
+                .map(|g| match (g.skipped || g.result == "skipped", g.passed) {
+                    (true, _) => format!("- {} (skipped)", g.gate),
+                    (false, true) => format!("✓ {} ({})", g.gate, clean(&g.result, 60)),
+                    (false, false) => format!("✗ {} ({})", g.gate, clean(&g.result, 60)),
                 })
                 .collect();
             writeln!(f, "gates:    {}", gates.join(" · "))?;

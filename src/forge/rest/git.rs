@@ -58,8 +58,14 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
     })
 }
 
-/// Why `protection` refuses moving its branch to `sha`, in GitHub's words; `None` allows it.
-pub fn refusal(p: &Protection, r: &Repo, sha: &str, fast_forward: bool) -> Option<String> {
+/// Why `protection` refuses moving `branch` to `sha`, in GitHub's words; `None` allows it.
+pub fn refusal(
+    p: &Protection,
+    r: &Repo,
+    branch: &str,
+    sha: &str,
+    fast_forward: bool,
+) -> Option<String> {
     if p.lock_branch {
         return Some("Cannot change this locked branch".into());
     }
@@ -67,9 +73,21 @@ pub fn refusal(p: &Protection, r: &Repo, sha: &str, fast_forward: bool) -> Optio
         return Some("Cannot force-push to this protected branch".into());
     }
     if p.require_pull_request {
-        return Some("Changes must be made through a pull request.".into());
+        return Some(format!(
+            "Protected branch update failed for refs/heads/{branch}. Changes must be made through a pull request."
+        ));
     }
+    missing_checks(p, r, sha, true)
+}
+
+/// What the rule's required checks lack on `sha`, in GitHub's words; `None` when they all passed.
+/// With `up_to_date` false (a strict rule and a head behind its base), every check counts as
+/// expected, as GitHub shows them then.
+pub fn missing_checks(p: &Protection, r: &Repo, sha: &str, up_to_date: bool) -> Option<String> {
     let state = |name: &str| -> &str {
+        if !up_to_date {
+            return "expected";
+        }
         let run = r
             .check_runs
             .iter()
@@ -177,7 +195,7 @@ fn update_ref(cx: &mut Cx<'_>, full: &str) -> Answer {
         if let Some(why) = r
             .protections
             .get(branch)
-            .and_then(|p| refusal(p, r, &peel(new).to_string(), fast_forward))
+            .and_then(|p| refusal(p, r, branch, &peel(new).to_string(), fast_forward))
         {
             return unprocessable(&why);
         }
@@ -195,29 +213,42 @@ fn update_ref(cx: &mut Cx<'_>, full: &str) -> Answer {
 /// As GitHub does when a branch comes to contain an open pull request's head: the pull request
 /// is merged and closed, and the issues its body closes (`Closes #n`) are closed.
 pub fn merged_by_push(r: &mut Repo, git: &git2::Repository, branch: &str, tip: Oid) {
-    let mut closes = Vec::new();
-    for p in r
+    let landed: Vec<u64> = r
         .pulls
-        .iter_mut()
+        .iter()
         .filter(|p| p.state == "open" && p.base == branch)
-    {
-        let Ok(head) = Oid::from_str(&p.head_sha) else {
-            continue;
-        };
-        if head == tip || git.graph_descendant_of(tip, head).unwrap_or(false) {
-            p.state = "closed".into();
-            p.merged = true;
-            for word in ["Closes #", "closes #", "Fixes #", "fixes #"] {
-                for part in p.body.split(word).skip(1) {
-                    if let Ok(n) = part
-                        .chars()
-                        .take_while(char::is_ascii_digit)
-                        .collect::<String>()
-                        .parse::<u64>()
-                    {
-                        closes.push(n);
-                    }
-                }
+        .filter(|p| {
+            Oid::from_str(&p.head_sha).is_ok_and(|head| {
+                head == tip || git.graph_descendant_of(tip, head).unwrap_or(false)
+            })
+        })
+        .map(|p| p.number)
+        .collect();
+    for n in landed {
+        close_as_merged(r, n, &tip.to_string(), None);
+    }
+}
+
+/// Marks pull request `n` merged as `sha` (by `by`, when known) and closes the issues its body
+/// closes (`Closes #n`, `Fixes #n`).
+pub fn close_as_merged(r: &mut Repo, n: u64, sha: &str, by: Option<&str>) {
+    let Some(p) = r.pulls.iter_mut().find(|p| p.number == n) else {
+        return;
+    };
+    p.state = "closed".into();
+    p.merged = true;
+    p.merge_commit_sha = Some(sha.to_owned());
+    p.merged_by = by.map(str::to_owned);
+    let mut closes = Vec::new();
+    for word in ["Closes #", "closes #", "Fixes #", "fixes #"] {
+        for part in p.body.split(word).skip(1) {
+            if let Ok(n) = part
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse::<u64>()
+            {
+                closes.push(n);
             }
         }
     }
@@ -369,7 +400,7 @@ fn protection_json(repo: &str, branch: &str, p: &Protection) -> Value {
     });
     if !p.required_checks.is_empty() {
         v["required_status_checks"] = json!({
-            "url": format!("{url}/required_status_checks"), "strict": false,
+            "url": format!("{url}/required_status_checks"), "strict": p.strict,
             "contexts": p.required_checks,
             "checks": p.required_checks.iter().map(|c| json!({ "context": c, "app_id": null })).collect::<Vec<_>>(),
             "contexts_url": format!("{url}/required_status_checks/contexts"),

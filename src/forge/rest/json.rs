@@ -91,7 +91,9 @@ pub fn pull_json(repo: &str, p: &Pull, base_sha: Option<&str>, labels: &[String]
         "labels": labels.iter().map(|l| label_json(repo, l)).collect::<Vec<_>>(),
         "head": { "ref": p.head, "sha": p.head_sha, "label": format!("{owner}:{}", p.head), "user": user_json(owner) },
         "base": { "ref": p.base, "sha": base_sha, "label": format!("{owner}:{}", p.base), "user": user_json(owner) },
-        "draft": p.draft, "merged": p.merged, "mergeable": null, "merged_at": null, "closed_at": null,
+        "draft": p.draft, "merged": p.merged, "mergeable": null, "merged_at": p.merged.then(now),
+        "closed_at": (p.state == "closed").then(now), "merge_commit_sha": p.merge_commit_sha,
+        "merged_by": p.merged_by.as_deref().map(user_json),
         "created_at": now(), "updated_at": now(), "author_association": "NONE",
     })
 }

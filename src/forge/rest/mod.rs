@@ -1,7 +1,7 @@
 //! The forge's HTTP side: one handler routes by path segments, checks auth as GitHub does and
 //! answers with GitHub's JSON. Repository routes live in the submodules: [`issues`] (issues,
 //! comments, labels, reactions, collaborators), [`checks`] (check runs, statuses), [`pulls`]
-//! (pull requests, files, reviews) and [`git`] (refs, tags, protection, commits, compare); the
+//! (pull requests, files, reviews), [`merge`] (landing one) and [`git`] (refs, tags, protection, commits, compare); the
 //! App's own routes (installations, tokens) are in [`app`].
 
 /// Unwraps `Result<T, Answer>` inside a route returning `Option<Answer>`.
@@ -19,6 +19,7 @@ mod checks;
 pub mod git;
 mod issues;
 pub mod json;
+mod merge;
 mod pulls;
 
 use std::collections::HashMap;

@@ -184,6 +184,8 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             let r = cx.r();
             let p = Pull {
                 merged: false,
+                merge_commit_sha: None,
+                merged_by: None,
                 number: r.next_number(),
                 title,
                 body,
@@ -196,6 +198,14 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             };
             r.pulls.push(p.clone());
             pull_answer(cx, &p, StatusCode::CREATED)
+        }
+        ("PUT", ["pulls", n, "merge"]) => super::merge::merge(cx, tri!(num(n))),
+        ("GET", ["pulls", n, "merge"]) => {
+            let n = tri!(num(n));
+            match cx.r().pulls.iter().find(|p| p.number == n) {
+                Some(p) if p.merged => (StatusCode::NO_CONTENT, Value::Null),
+                _ => not_found(),
+            }
         }
         ("GET", ["pulls", n]) => {
             let p = tri!(find(cx, n));

@@ -212,6 +212,7 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             r.outcome.summary.trim()
         );
         let sha = commit_push(cx, wt, msg, r.written.clone()).await?;
+        cx.flow.pushed = Some(sha.to_string());
         cx.flow.builder = Some(Work {
             attempt: cx.flow.attempt,
             sha: sha.to_string(),

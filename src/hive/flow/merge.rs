@@ -1,9 +1,9 @@
-//! Landing an approved change: `rebase` replays it onto the current base as one commit (a
-//! conflict is solved by the formatter when it is only whitespace — strategy A —, by a model in
-//! a `merge-resolve-tmp` worktree when the repository allows — B —, or sent back to the tail of
-//! the queue — C); `regate` runs every gate on the new commit; `merge` fast-forwards the base
-//! through the API, so branch protection applies; `snapshot` tags `auto-vX.Y.Z`, moves
-//! `LATEST_STABLE` and completes the ticket.
+//! Getting an approved change ready to land: `rebase` replays it onto the current base as one
+//! commit (a conflict is solved by the formatter when it is only whitespace — strategy A —, by a
+//! model in a `merge-resolve-tmp` worktree when the repository allows — B —, or sent back to the
+//! tail of the queue — C) and pushes it to the pull request's branch with a lease; `regate` runs
+//! every gate on exactly that commit, whose check runs branch protection reads. Landing it is
+//! [`super::land`]'s.
 
 use std::time::Duration;
 
@@ -11,12 +11,10 @@ use super::code::{git, sync};
 use super::state::{Node, enter_node};
 use super::{Ctx, Step};
 use crate::agent::heal::Finding;
-use crate::github::GitHubError;
 use crate::hive::JobError;
 use crate::hive::verify::{Verification, run_gates};
 use crate::ids::CommitSha;
 use crate::store::jobs::JobKind;
-use crate::ticket::{MemoryStability, TaskState};
 use crate::workspace::{Conflict, Squashed};
 
 const MAX_REQUEUES: u32 = 3;
@@ -80,17 +78,20 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             }
         }
     };
-    let (branch, repo, token) = (
-        id.feat_branch(),
-        cx.run.ticket.repo.clone(),
-        cx.run.client.token().await?,
-    );
-    let r = oid(rebased.as_str())?;
-    git(cx, move |ws, g| {
-        ws.set_branch(g, &branch, r)?;
-        ws.push(&repo, &branch, &token)
-    })
-    .await?;
+    let expected = cx
+        .flow
+        .pushed
+        .clone()
+        .or_else(|| cx.flow.builder.as_ref().map(|w| w.sha.clone()));
+    if let Err(found) = push_with_lease(cx, &rebased, expected.as_deref()).await? {
+        let report = format!(
+            "Someone pushed to `{}` (now `{}`) since the bot's last push, and the bot does not overwrite people's commits. Look at the branch, then `/hive retry` (or merge the pull request yourself).",
+            id.feat_branch(),
+            &found[..found.len().min(7)]
+        );
+        return cx.needs_human(&report).await;
+    }
+    cx.flow.pushed = Some(rebased.to_string());
     cx.flow.rebased = Some(rebased.to_string());
     cx.flow.base_sha = Some(tip.to_string());
     cx.flow.next = Node::Regate;
@@ -98,6 +99,55 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     cx.checkpoint(Node::Rebase, serde_json::json!({ "head": head }), out)
         .await?;
     Ok(Step::Next)
+}
+
+/// Moves `feat/T-n` on GitHub to `sha` if it is still at `expected` (the bot's last push), or at
+/// another commit the bot wrote (a push whose checkpoint a crash lost); `Err` is the head a
+/// person put there, left as it is.
+async fn push_with_lease(
+    cx: &mut Ctx<'_, '_>,
+    sha: &CommitSha,
+    expected: Option<&str>,
+) -> Result<Result<(), String>, JobError> {
+    let branch = cx.run.ticket.id.feat_branch();
+    let mut expected = expected.map(oid).transpose()?;
+    for _ in 0..2 {
+        let (b, repo, token, new) = (
+            branch.clone(),
+            cx.run.ticket.repo.clone(),
+            cx.run.client.token().await?,
+            oid(sha.as_str())?,
+        );
+        let pushed = git(cx, move |ws, g| {
+            ws.set_branch(g, &b, new)?;
+            Ok(ws.push_with_lease(&repo, &b, expected, &token))
+        })
+        .await?;
+        let found = match pushed {
+            Ok(()) => return Ok(Ok(())),
+            Err(crate::workspace::WorkspaceError::LeaseBroken { found, .. }) => found,
+            Err(e) => return Err(e.into()),
+        };
+        sync(cx).await?;
+        let bot = cx.run.hive.author.email.clone();
+        let ours = match git2::Oid::from_str(&found) {
+            Ok(f) => {
+                git(cx, move |_, g| {
+                    Ok(g.find_commit(f)
+                        .is_ok_and(|c| c.author().email() == Some(bot.as_str())))
+                })
+                .await?
+            }
+            Err(_) => false,
+        };
+        if !ours {
+            return Ok(Err(found));
+        }
+        expected = Some(oid(&found)?);
+    }
+    Err(JobError::Transient(format!(
+        "{branch} kept moving while the bot pushed"
+    )))
 }
 
 /// Strategy A (formatting-only conflicts and a formatter) or B (a model merges); `None` for C.
@@ -270,7 +320,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let gates = run_gates(cx.run, &cx.config, v).await;
     super::code::drop_scratch(cx, "regate").await;
     let gates = gates?;
-    if gates.iter().all(|g| g.passed()) {
+    if gates.iter().all(|g| g.ok()) {
         cx.flow.next = Node::Merge;
         cx.checkpoint(
             Node::Regate,
@@ -282,7 +332,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     cx.flow.findings = gates
         .iter()
-        .filter(|g| !g.passed())
+        .filter(|g| !g.ok())
         .map(|g| {
             Finding::new(
                 &format!("gate_{}", g.gate),
@@ -313,187 +363,9 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     Ok(Step::Next)
 }
 
-/// Merge: fast-forward the base through the API.
-pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
-    enter_node(cx).await?;
-    let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default())
-        .map_err(|_| JobError::Permanent("merge without a rebased commit".into()))?;
-    let base_branch = cx
-        .config
-        .base
-        .clone()
-        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
-    let reference = format!("heads/{base_branch}");
-    if cx.run.client.get_ref(&reference).await?.as_deref() != Some(sha.as_str()) {
-        match cx.run.client.update_ref(&reference, &sha, false).await {
-            Ok(()) => {}
-            Err(GitHubError::Api {
-                status, message, ..
-            }) if status.as_u16() == 422 => {
-                if message.contains("fast forward") {
-                    // The base moved since the rebase: rebase again.
-                    cx.flow.next = Node::Rebase;
-                    cx.checkpoint(
-                        Node::Merge,
-                        serde_json::json!({ "sha": sha.as_str() }),
-                        serde_json::json!({ "moved": true }),
-                    )
-                    .await?;
-                    return Ok(Step::Next);
-                }
-                let report = format!(
-                    "GitHub refused to move `{base_branch}` to `{}`: {message}\n\nBranch protection decides; satisfy it (or merge the pull request yourself), then `/hive retry`.",
-                    sha.short()
-                );
-                cx.checkpoint(
-                    Node::Merge,
-                    serde_json::json!({ "sha": sha.as_str() }),
-                    serde_json::json!({ "refused": message }),
-                )
-                .await?;
-                return cx.needs_human(&report).await;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    cx.flow.merged = Some(sha.to_string());
-    cx.flow.next = Node::Snapshot;
-    cx.checkpoint(
-        Node::Merge,
-        serde_json::json!({ "sha": sha.as_str() }),
-        serde_json::json!({ "merged": true }),
-    )
-    .await?;
-    Ok(Step::Next)
-}
-
-/// The next `auto-vX.Y.Z` after the highest one in `tags` (a patch bump).
-pub(super) fn next_version(tags: &[(String, String)]) -> String {
-    let best = tags
-        .iter()
-        .filter_map(|(name, _)| {
-            let v = name.strip_prefix("auto-v")?;
-            let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
-            Some((parts.next()??, parts.next()??, parts.next()??))
-        })
-        .max();
-    let (major, minor, patch) = best.map(|(a, b, c)| (a, b, c + 1)).unwrap_or((0, 0, 1));
-    format!("auto-v{major}.{minor}.{patch}")
-}
-
-/// Snapshot: tag, move `LATEST_STABLE`, complete.
-pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
-    let sha = CommitSha::parse(cx.flow.merged.as_deref().unwrap_or_default())
-        .map_err(|_| JobError::Permanent("snapshot without a merge".into()))?;
-    if cx.flow.tag.is_none() {
-        sync(cx).await?;
-        let tags = git(cx, |ws, g| ws.tags(g)).await?;
-        let tag = match tags
-            .iter()
-            .find(|(name, at)| name.starts_with("auto-v") && at == sha.as_str())
-        {
-            Some((name, _)) => name.clone(),
-            None => {
-                let mut tag = next_version(&tags);
-                while !cx
-                    .run
-                    .client
-                    .create_ref(&format!("tags/{tag}"), &sha)
-                    .await?
-                {
-                    if cx
-                        .run
-                        .client
-                        .get_ref(&format!("tags/{tag}"))
-                        .await?
-                        .as_deref()
-                        == Some(sha.as_str())
-                    {
-                        break;
-                    }
-                    tag = next_version(&[(tag.clone(), String::new())]);
-                }
-                tag
-            }
-        };
-        cx.flow.tag = Some(tag);
-    }
-    if !cx.run.client.create_ref("tags/LATEST_STABLE", &sha).await? {
-        cx.run
-            .client
-            .update_ref("tags/LATEST_STABLE", &sha, true)
-            .await?;
-    }
-    cx.run
-        .hive
-        .store
-        .promote_memory(cx.run.ticket.key, MemoryStability::Canonical)
-        .await?;
-    cx.flow.next = Node::Done;
-    let tag = cx.flow.tag.clone().unwrap_or_default();
-    cx.checkpoint(
-        Node::Snapshot,
-        serde_json::json!({ "sha": sha.as_str() }),
-        serde_json::json!({ "tag": tag }),
-    )
-    .await?;
-    super::state::enter(cx, TaskState::Completed).await?;
-    cx.note(format!("Merged as `{}`, tagged `{tag}`.", sha.short()))
-        .await?;
-    cx.book().await?;
-    cx.publish().await?;
-    cleanup(cx).await;
-    Ok(Step::Stop)
-}
-
-/// Removes the ticket's worktrees and containers (when it ends, or on abort and reset).
-pub(super) async fn cleanup(cx: &mut Ctx<'_, '_>) {
-    let id = cx.run.ticket.id;
-    let repo = cx.run.ticket.repo.clone();
-    let branches = [id.feat_branch(), id.test_branch()];
-    let _ = git(cx, move |ws, _| {
-        for b in &branches {
-            let _ = ws.drop_worktree(&repo, b);
-        }
-        Ok(())
-    })
-    .await;
-    if let Err(e) = cx
-        .run
-        .hive
-        .sandbox
-        .remove_ticket(cx.run.ticket.repo.as_str(), &id.to_string())
-        .await
-    {
-        tracing::warn!(error = %e, "cannot remove the ticket's containers");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions_bump_the_patch() {
-        let t = |names: &[&str]| {
-            names
-                .iter()
-                .map(|n| (n.to_string(), String::new()))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(next_version(&[]), "auto-v0.0.1");
-        assert_eq!(
-            next_version(&t(&[
-                "auto-v0.0.1",
-                "auto-v0.0.10",
-                "auto-v0.0.9",
-                "v9.9.9",
-                "auto-vx"
-            ])),
-            "auto-v0.0.11"
-        );
-        assert_eq!(next_version(&t(&["auto-v1.2.3"])), "auto-v1.2.4");
-    }
 
     #[test]
     fn whitespace_only_conflicts_are_formatting() {

@@ -11,6 +11,7 @@
 //! a signal queues it again.
 
 mod code;
+mod land;
 mod merge;
 mod plan;
 mod proof;
@@ -28,7 +29,7 @@ use super::status::Extras;
 use crate::config::repo::HiveConfig;
 use crate::llm::budget::Ledger;
 use crate::ticket::TaskState;
-pub use state::{Flow, Node};
+pub use state::{Flow, Node, Wait};
 pub use summary::status_section;
 
 /// What a node tells the driver.
@@ -121,10 +122,26 @@ impl Ctx<'_, '_> {
         self.run.publish(&extras).await
     }
 
+    /// Moves the ticket to `to`, a state where it waits for people or ends, with `detail`: the
+    /// spend is saved and the status comment (with the flow's plan and attempts) says so first.
+    pub(super) async fn settle(
+        &mut self,
+        to: TaskState,
+        detail: impl Into<String>,
+    ) -> Result<(), JobError> {
+        self.book().await?;
+        let extras = Extras {
+            flow: Some(&self.flow),
+            ..Extras::default()
+        };
+        self.run.settle(to, &detail.into(), &extras).await
+    }
+
     /// Stops for a person: HumanNeeded with a report, and the `hive:needs-human` label.
     pub(super) async fn needs_human(&mut self, report: &str) -> Result<Step, JobError> {
         self.book().await?;
-        // Labelled before the state moves, so whoever sees HumanNeeded also sees the label.
+        // Labelled, then reported, then the state moves: whoever sees HumanNeeded also sees
+        // the label and the report.
         if let Err(e) = self
             .run
             .client
@@ -133,8 +150,11 @@ impl Ctx<'_, '_> {
         {
             tracing::warn!(error = %e, "cannot label the issue");
         }
-        self.run.needs_human(report).await?;
-        self.publish().await?;
+        let extras = Extras {
+            flow: Some(&self.flow),
+            ..Extras::default()
+        };
+        self.run.needs_human(report, &extras).await?;
         Ok(Step::Stop)
     }
 }
@@ -178,8 +198,8 @@ pub(super) async fn drive(run: &mut TicketRun<'_>, config: HiveConfig) -> Result
             Node::AwaitApproval => review::await_approval(&mut cx).await?,
             Node::Rebase => merge::rebase(&mut cx).await?,
             Node::Regate => merge::regate(&mut cx).await?,
-            Node::Merge => merge::merge(&mut cx).await?,
-            Node::Snapshot => merge::snapshot(&mut cx).await?,
+            Node::Merge => land::merge(&mut cx).await?,
+            Node::Snapshot => land::snapshot(&mut cx).await?,
             Node::Done => return Ok(()),
         };
         if let Step::Stop = step {

@@ -13,9 +13,16 @@ use crate::ticket::TaskState;
 use crate::ticket::plan::{Blueprint, lint_ambiguity, validate_plan};
 use crate::workspace::Worktree;
 
+/// Why a repository without a test command gets no work done.
+pub(super) const NO_TEST_COMMAND: &str = "`.github/hive.yml` has no `gates.test` command, so nothing the agents write could be tested, and no model was asked. Add one (for example `gates: { test: \"python3 -m pytest -q\" }`), then `/hive retry`.";
+
 /// Plan: the Architect, healed.
 pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
+    if cx.config.gates.test.is_none() {
+        // Nothing the agents write could be tested: say so before any model is paid.
+        return cx.needs_human(NO_TEST_COMMAND).await;
+    }
     cx.publish().await?;
     let worktree = super::code::scratch(cx, "plan", None).await?;
     let outcome = plan_in(cx, &worktree).await;
@@ -189,12 +196,6 @@ async fn blocked(cx: &mut Ctx<'_, '_>, questions: &[String]) -> Result<Step, Job
         .client
         .upsert_marked_comment(cx.run.ticket.issue_number, &marker, None, &body)
         .await?;
-    super::state::enter(cx, TaskState::Blocked).await?;
-    cx.note(format!(
-        "{} open question(s) on the issue.",
-        questions.len()
-    ))
-    .await?;
     cx.flow.next = Node::PlanCheck;
     cx.checkpoint(
         Node::PlanCheck,
@@ -202,7 +203,8 @@ async fn blocked(cx: &mut Ctx<'_, '_>, questions: &[String]) -> Result<Step, Job
         serde_json::json!({ "blocked": questions }),
     )
     .await?;
-    cx.publish().await?;
+    let detail = format!("{} open question(s) on the issue.", questions.len());
+    cx.settle(TaskState::Blocked, detail).await?;
     Ok(Step::Stop)
 }
 
@@ -218,9 +220,10 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
         .await?;
         return Ok(Step::Next);
     }
-    super::state::enter(cx, TaskState::Blocked).await?;
-    cx.note("The plan waits for approval: comment `/hive approve` to start the work.")
-        .await?;
-    cx.publish().await?;
+    cx.settle(
+        TaskState::Blocked,
+        "The plan waits for approval: comment `/hive approve` to start the work.",
+    )
+    .await?;
     Ok(Step::Stop)
 }

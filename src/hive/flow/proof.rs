@@ -44,7 +44,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     .await?;
     let Some(test_command) = cx.config.gates.test.clone() else {
         drop_scratch(cx, "redproof").await;
-        return cx.needs_human("`.github/hive.yml` has no `gates.test` command, so the tests cannot be run. Add one, then `/hive retry`.").await;
+        return cx.needs_human(super::plan::NO_TEST_COMMAND).await;
     };
     let spec = crate::hive::verify::sandbox_spec(cx.run, &cx.config, &wt, "redproof", true);
     let started = std::time::Instant::now();
@@ -195,6 +195,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         }
         Merged::Clean(sha) => {
             super::code::push(cx, &wt).await?;
+            cx.flow.pushed = Some(sha.to_string());
             sha
         }
     };
@@ -241,7 +242,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     let findings = gates
         .iter()
-        .filter(|g| !g.passed())
+        .filter(|g| !g.ok())
         .flat_map(|g| {
             let mut f: Vec<Finding> = g
                 .annotations

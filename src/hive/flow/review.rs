@@ -372,8 +372,26 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
         .await?;
         return Ok(Step::Next);
     }
-    super::state::enter(cx, TaskState::AwaitingVerification).await?;
-    cx.note("The Critic approves. To merge, someone with write permission comments `/hive approve` or approves the pull request.").await?;
-    cx.publish().await?;
+    // Said in advance when the base's protection is readable: what GitHub will want.
+    let base = cx
+        .config
+        .base
+        .clone()
+        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
+    let rule = match cx.run.client.branch_rule(&base).await {
+        Ok(rule) => rule,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the base branch's protection");
+            None
+        }
+    };
+    let detail = match rule.filter(|r| r.required_approvals > 0) {
+        Some(r) => format!(
+            "The Critic approves. `{base}` needs {}: approve the pull request with a review (someone with write access), and the bot merges it.",
+            r.describe().unwrap_or_default()
+        ),
+        None => "The Critic approves. To merge, someone with write permission comments `/hive approve` or approves the pull request.".to_owned(),
+    };
+    cx.settle(TaskState::AwaitingVerification, detail).await?;
     Ok(Step::Stop)
 }

@@ -9,8 +9,9 @@ use crate::agent::heal::Finding;
 use crate::gates::GateResult;
 use crate::gates::redproof::Verdict;
 use crate::hive::JobError;
+use crate::ids::CommitSha;
+use crate::ticket::TaskState;
 use crate::ticket::plan::Blueprint;
-use crate::ticket::{TaskState, check_transition};
 
 /// The nodes, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -70,7 +71,11 @@ pub struct Work {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateLine {
     pub gate: String,
+    /// Nothing held the change back: passed, or skipped.
     pub passed: bool,
+    /// It had no command (or was turned off): it checked nothing.
+    #[serde(default)]
+    pub skipped: bool,
     pub result: String,
 }
 
@@ -91,7 +96,7 @@ impl Attempt {
     pub fn from_gates(n: u32, sha: &str, tree: &str, gates: &[GateResult]) -> Self {
         let mut failing: Vec<String> = gates
             .iter()
-            .filter(|g| !g.passed())
+            .filter(|g| !g.ok())
             .map(|g| {
                 let mut places: Vec<String> = g
                     .annotations
@@ -110,7 +115,8 @@ impl Attempt {
                 .iter()
                 .map(|g| GateLine {
                     gate: g.gate.to_owned(),
-                    passed: g.passed(),
+                    passed: g.ok(),
+                    skipped: g.is_skipped(),
                     result: g.describe(),
                 })
                 .collect(),
@@ -172,17 +178,33 @@ pub struct Flow {
     pub rebased: Option<String>,
     /// Times the merge was sent back to the queue's tail (conflict strategy C).
     pub requeues: u32,
+    /// Rebases because GitHub refused to land the change (the head or the base moved).
+    pub relands: u32,
+    /// What the landing waits for, when GitHub said a review or a check is missing.
+    pub waiting: Option<Wait>,
+    /// The head the bot last pushed to `feat/T-n` (the lease of its next push).
+    pub pushed: Option<String>,
+    /// The commit the landing put on the base.
     pub merged: Option<String>,
+    /// Who merged the pull request, when a person did it on GitHub.
+    pub merged_by: Option<String>,
     pub tag: Option<String>,
+}
+
+/// What a landing waits for before GitHub lets it merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Wait {
+    /// An approving review by someone with write access.
+    Review,
+    /// Required checks to pass on the head.
+    Checks,
 }
 
 /// Moves the ticket to `target` along legal transitions (the shortest path in the table).
 pub(super) async fn enter(cx: &mut Ctx<'_, '_>, target: TaskState) -> Result<(), JobError> {
     let from = cx.run.ticket.state;
-    if from == target {
-        return Ok(());
-    }
-    let path = path(from, target).ok_or_else(|| {
+    let path = from.path_to(target).ok_or_else(|| {
         JobError::Permanent(format!("a ticket cannot go from {from} to {target}"))
     })?;
     for step in path {
@@ -196,31 +218,6 @@ pub(super) async fn enter(cx: &mut Ctx<'_, '_>, target: TaskState) -> Result<(),
         cx.run.ticket.detail = None;
     }
     Ok(())
-}
-
-/// The states to pass through from `from` to `to` (excluding `from`), by breadth-first search.
-fn path(from: TaskState, to: TaskState) -> Option<Vec<TaskState>> {
-    let mut prev: std::collections::HashMap<TaskState, TaskState> = Default::default();
-    let mut queue = std::collections::VecDeque::from([from]);
-    while let Some(s) = queue.pop_front() {
-        if s == to {
-            let mut out = vec![to];
-            let mut at = to;
-            while let Some(p) = prev.get(&at).copied().filter(|p| *p != from) {
-                out.push(p);
-                at = p;
-            }
-            out.reverse();
-            return Some(out);
-        }
-        for n in TaskState::ALL {
-            if check_transition(s, n).is_ok() && n != from && !prev.contains_key(&n) {
-                prev.insert(n, s);
-                queue.push_back(n);
-            }
-        }
-    }
-    None
 }
 
 /// Moves the ticket to the state of the node about to run.
@@ -256,31 +253,40 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                     w if w.is_empty() => format!("Aborted by @{}.", s.author),
                     w => format!("Stopped: {w}. Relabel the issue to start again."),
                 };
-                cx.run.fail(&why, &Default::default()).await?;
-                super::merge::cleanup(cx).await;
+                cx.settle(TaskState::Failed, why).await?;
+                super::land::cleanup(cx).await;
                 let last = signals.last().map(|s| s.id).unwrap_or(s.id);
                 let flow = serde_json::to_value(&cx.flow).unwrap_or_default();
                 cx.run.hive.store.consume_signals(key, last, &flow).await?;
                 return Ok(Step::Stop);
             }
-            "landed" => {
-                // Merged on GitHub by hand: the work is done, by other means.
-                enter(cx, TaskState::Completed).await?;
-                cx.flow.next = Node::Done;
-                let pr = s
-                    .data
-                    .get("pr")
-                    .and_then(|v| v.as_u64())
-                    .unwrap_or_default();
-                cx.note(format!("Pull request #{pr} was merged on GitHub by hand."))
-                    .await?;
-                cx.publish().await?;
-                super::merge::cleanup(cx).await;
-                let last = signals.last().map(|s| s.id).unwrap_or(s.id);
-                let flow = serde_json::to_value(&cx.flow).unwrap_or_default();
-                cx.run.hive.store.consume_signals(key, last, &flow).await?;
-                return Ok(Step::Stop);
+            // The pull request was merged on GitHub: by the bot's own landing (already
+            // recorded), or by a person — then the snapshot tags what their merge put on the base.
+            "landed" if cx.flow.merged.is_none() => {
+                let sha = text("sha");
+                if CommitSha::parse(&sha).is_err() {
+                    let pr = s
+                        .data
+                        .get("pr")
+                        .and_then(|v| v.as_u64())
+                        .unwrap_or_default();
+                    let detail = format!("Pull request #{pr} was merged on GitHub by hand.");
+                    cx.flow.next = Node::Done;
+                    cx.settle(TaskState::Completed, detail).await?;
+                    super::land::cleanup(cx).await;
+                    let last = signals.last().map(|s| s.id).unwrap_or(s.id);
+                    let flow = serde_json::to_value(&cx.flow).unwrap_or_default();
+                    cx.run.hive.store.consume_signals(key, last, &flow).await?;
+                    return Ok(Step::Stop);
+                }
+                cx.flow.merged = Some(sha);
+                cx.flow.merged_by = Some(text("by")).filter(|b| !b.is_empty());
+                cx.flow.waiting = None;
+                cx.flow.next = Node::Snapshot;
+                resume = true;
             }
+            // A check completed or the sweep looked again: a landing that waits tries again.
+            "recheck" if cx.flow.waiting.is_some() => resume = true,
             "feedback" => cx
                 .flow
                 .feedback
@@ -383,16 +389,21 @@ mod tests {
     #[test]
     fn paths_go_through_legal_states_only() {
         assert_eq!(
-            path(Pending, InProgress),
+            Pending.path_to(InProgress),
             Some(vec![Preparing, Validating, InProgress])
         );
-        assert_eq!(path(HumanNeeded, InProgress), Some(vec![InProgress]));
+        assert_eq!(HumanNeeded.path_to(InProgress), Some(vec![InProgress]));
         assert_eq!(
-            path(Failed, InProgress),
+            Failed.path_to(InProgress),
             Some(vec![Pending, Preparing, Validating, InProgress])
         );
-        assert_eq!(path(Blocked, Preparing), Some(vec![Preparing]));
-        assert_eq!(path(Completed, Pending), None);
+        assert_eq!(Blocked.path_to(Preparing), Some(vec![Preparing]));
+        assert_eq!(
+            Preparing.path_to(HumanNeeded),
+            Some(vec![Validating, HumanNeeded])
+        );
+        assert_eq!(Completed.path_to(Completed), Some(vec![]));
+        assert_eq!(Completed.path_to(Pending), None);
     }
 
     #[test]

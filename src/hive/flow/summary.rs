@@ -83,7 +83,11 @@ pub fn status_section(f: &Flow) -> String {
             let cells: Vec<&str> = a
                 .gates
                 .iter()
-                .map(|g| if g.passed { "✅" } else { "❌" })
+                .map(|g| match (g.skipped, g.passed) {
+                    (true, _) => "➖ skipped",
+                    (false, true) => "✅",
+                    (false, false) => "❌",
+                })
                 .collect();
             let cells = if cells.is_empty() {
                 vec!["❌ (tests conflict)"]

@@ -44,14 +44,21 @@ impl FakeGitHub {
         Some(self.send_webhook("issues", &body).await)
     }
 
-    /// A maintainer merges pull request `pr` by hand (its base fast-forwarded to its head, as
-    /// GitHub's "Rebase and merge" of an up-to-date branch does); `pull_request.closed` is sent
-    /// when `notify`.
-    pub async fn merge_by_hand(&self, repo: &str, pr: u64, notify: bool) -> Option<Sent> {
-        let installation = {
+    /// A maintainer merges pull request `pr` by hand with GitHub's "Create a merge commit"
+    /// (protection aside, as an admin may); `pull_request.closed` is sent when `notify`.
+    /// Returns the merge commit.
+    pub async fn merge_by_hand(&self, repo: &str, pr: u64, notify: bool) -> String {
+        self.merge_by_hand_as(repo, pr, "maintainer", notify).await
+    }
+
+    /// [`Self::merge_by_hand`] by `user`.
+    pub async fn merge_by_hand_as(&self, repo: &str, pr: u64, user: &str, notify: bool) -> String {
+        let (installation, sha) = {
+            let bare = self.bare_path(repo);
             let mut st = self.state();
-            let git = gitops::open(&self.bare_path(repo)).expect("bare repository");
+            let git = gitops::open(&bare).expect("bare repository");
             let r = st.repos.get_mut(repo).expect("repo added");
+            vibeloop::forge::rest::refresh_heads(r, &bare);
             let p = r
                 .pulls
                 .iter()
@@ -59,21 +66,37 @@ impl FakeGitHub {
                 .expect("pull request")
                 .clone();
             let head = git2::Oid::from_str(&p.head_sha).unwrap();
+            let base = gitops::resolve_commit(&git, &p.base).unwrap();
+            let who =
+                git2::Signature::now(user, &format!("{user}@users.noreply.github.com")).unwrap();
+            let web = git2::Signature::now("GitHub", "noreply@github.com").unwrap();
+            let message = format!("Merge pull request #{pr} from {}\n\n{}", p.head, p.title);
+            let merged = gitops::land(
+                &git,
+                base,
+                head,
+                gitops::LandMethod::Merge,
+                &message,
+                &who,
+                &web,
+            )
+            .unwrap()
+            .expect("the pull request merges cleanly");
             gitops::set_ref(
                 &git,
                 &format!("refs/heads/{}", p.base),
-                head,
+                merged,
                 "merged by hand",
             )
             .unwrap();
-            vibeloop::forge::rest::git::merged_by_push(r, &git, &p.base, head);
-            r.installation
+            vibeloop::forge::rest::git::close_as_merged(r, pr, &merged.to_string(), Some(user));
+            (r.installation, merged.to_string())
         };
-        if !notify {
-            return None;
+        if notify {
+            let body = payloads::pull_request_closed(repo, installation, pr, Some((&sha, user)));
+            self.send_webhook("pull_request", &body).await;
         }
-        let body = payloads::pull_request_closed(repo, installation, pr, true);
-        Some(self.send_webhook("pull_request", &body).await)
+        sha
     }
 
     /// Closes pull request `pr` unmerged; `pull_request.closed` is sent when `notify`.
@@ -92,7 +115,7 @@ impl FakeGitHub {
         if !notify {
             return None;
         }
-        let body = payloads::pull_request_closed(repo, installation, pr, false);
+        let body = payloads::pull_request_closed(repo, installation, pr, None);
         Some(self.send_webhook("pull_request", &body).await)
     }
 }

@@ -89,6 +89,8 @@ impl FakeGitHub {
         let number = r.next_number();
         r.pulls.push(Pull {
             merged: false,
+            merge_commit_sha: None,
+            merged_by: None,
             number,
             title: title.into(),
             body: String::new(),

@@ -114,7 +114,9 @@ async fn intercept(AxState(s): AxState<Shared>, req: Request, next: Next) -> Res
             None => next.run(Request::from_parts(parts, Body::from(body))).await,
         },
     };
-    if let Some(f) = fault.as_ref().filter(|f| f.after_effect) {
+    if let Some(delay) = fault.as_ref().and_then(|f| f.late) {
+        tokio::time::sleep(delay).await;
+    } else if let Some(f) = fault.as_ref().filter(|f| f.after_effect) {
         response = respond(
             err(
                 StatusCode::from_u16(f.status).unwrap(),
@@ -274,7 +276,32 @@ async fn git(
         .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|up| up.split_once(':').map(|(_, p)| p.to_owned()));
-    let allowed = check_token(&s.state(), password.as_deref(), &repo).is_ok();
+    let (allowed, protected) = {
+        let st = s.state();
+        let allowed = check_token(&st, password.as_deref(), &repo).is_ok();
+        let protected: Vec<(String, git_http::PushRule)> = st
+            .repos
+            .get(&repo)
+            .map(|r| {
+                r.protections
+                    .iter()
+                    .filter_map(|(b, p)| {
+                        let rule = if p.lock_branch {
+                            git_http::PushRule::Locked
+                        } else if p.require_pull_request {
+                            git_http::PushRule::PullRequestsOnly
+                        } else if !p.allow_force_pushes {
+                            git_http::PushRule::NoForce
+                        } else {
+                            return None;
+                        };
+                        Some((b.clone(), rule))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        (allowed, protected)
+    };
     let response = if !allowed {
         git_http::unauthorized()
     } else {
@@ -286,6 +313,7 @@ async fn git(
             headers,
             body,
             "x-access-token",
+            &protected,
         )
         .await
     };

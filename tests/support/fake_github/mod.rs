@@ -6,10 +6,12 @@
 //! doing the work — the ambiguous failure that makes naive retries duplicate things) and
 //! latency, signed webhooks with GitHub's delivery log ([`hooks`]), the App-manifest exchange
 //! ([`apps`]) and OAuth sign-in ([`oauth`]). The people — users, their comments and reviews,
-//! buttons pressed, a maintainer's pushes and merges — are in `helpers.rs` and `by_hand.rs`.
+//! buttons pressed, a maintainer's pushes and merges — are in `helpers.rs` and `by_hand.rs`;
+//! another CI's checks and statuses in `ci.rs`.
 
 mod apps;
 mod by_hand;
+mod ci;
 mod helpers;
 mod hooks;
 mod layer;
@@ -54,6 +56,8 @@ pub struct Fault {
     /// Do the work first, then answer with the fault (GitHub did it; the caller cannot tell).
     pub after_effect: bool,
     pub times: u32,
+    /// Do the work, then answer as usual but this late (`status` 0: no fault status).
+    pub late: Option<Duration>,
 }
 
 impl Fault {
@@ -66,6 +70,17 @@ impl Fault {
             retry_after: None,
             after_effect: false,
             times: 1,
+            late: None,
+        }
+    }
+
+    /// Do the next `method` request to a path ending in `path_suffix`, then answer it `delay`
+    /// late: what the caller did is on GitHub before the caller knows it.
+    pub fn late(method: &'static str, path_suffix: &str, delay: Duration) -> Self {
+        Self {
+            late: Some(delay),
+            after_effect: true,
+            ..Self::new(method, path_suffix, 0)
         }
     }
 

@@ -1,0 +1,313 @@
+//! Landing the rebased and regated change, then the snapshot. `merge` lands it through the pull
+//! request's own merge (`PUT …/pulls/{n}/merge` with `sha` = the regated commit, by
+//! `merge.method`), the one way into a base branch that requires pull requests, so branch
+//! protection decides and the pull request shows as merged; `fast-forward` moves the base
+//! through the refs API instead, where protection allows it. GitHub's refusals each lead
+//! somewhere: the head or the base moved, or the change conflicts → rebase again (bounded); a
+//! review or a check is missing → wait for it (a review, a completed check run or the sweep
+//! wakes the ticket); anything else → a person. `snapshot` tags `auto-vX.Y.Z` and
+//! `LATEST_STABLE` on the commit the landing put on the base — ours, or a person's merge by
+//! hand — promotes the ticket's memory to Canonical and completes the ticket.
+
+use super::code::{git, sync};
+use super::state::{Node, Wait, enter_node};
+use super::{Ctx, Step};
+use crate::config::repo::MergeMethod;
+use crate::github::GitHubError;
+use crate::github::merge::MergeRefusal;
+use crate::hive::JobError;
+use crate::ids::CommitSha;
+use crate::ticket::{MemoryStability, TaskState};
+
+/// Rebases after GitHub refused to land the change because the base or the head moved, before a
+/// person is asked.
+pub(super) const MAX_RELANDS: u32 = 3;
+
+fn base_branch(cx: &Ctx<'_, '_>) -> String {
+    cx.config
+        .base
+        .clone()
+        .unwrap_or_else(|| cx.run.ticket.base_branch.clone())
+}
+
+/// Merge: land the regated commit on the base.
+pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
+    enter_node(cx).await?;
+    let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default())
+        .map_err(|_| JobError::Permanent("merge without a rebased commit".into()))?;
+    let landed = match cx.config.merge.method {
+        MergeMethod::FastForward => fast_forward(cx, &sha).await?,
+        method => {
+            let pr = cx
+                .flow
+                .pr
+                .ok_or_else(|| JobError::Permanent("merge without a pull request".into()))?;
+            let t = &cx.run.ticket;
+            let title = format!("{}: {} (#{pr})", t.id, t.title);
+            let message = format!("Closes #{}.", t.issue_number);
+            cx.run
+                .client
+                .merge_pull(pr, method.as_str(), &sha, &title, &message)
+                .await?
+        }
+    };
+    match landed {
+        Ok(on_base) => {
+            cx.flow.merged = Some(on_base.to_string());
+            cx.flow.waiting = None;
+            cx.flow.next = Node::Snapshot;
+            cx.checkpoint(
+                Node::Merge,
+                serde_json::json!({ "sha": sha.as_str(), "method": cx.config.merge.method.as_str() }),
+                serde_json::json!({ "merged": on_base.as_str() }),
+            )
+            .await?;
+            Ok(Step::Next)
+        }
+        Err(refusal) => refused(cx, &sha, refusal).await,
+    }
+}
+
+/// `merge.method: fast-forward`: the base moved to the regated commit itself.
+async fn fast_forward(
+    cx: &mut Ctx<'_, '_>,
+    sha: &CommitSha,
+) -> Result<Result<CommitSha, MergeRefusal>, JobError> {
+    let reference = format!("heads/{}", base_branch(cx));
+    if cx.run.client.get_ref(&reference).await?.as_deref() == Some(sha.as_str()) {
+        return Ok(Ok(sha.clone()));
+    }
+    match cx.run.client.update_ref(&reference, sha, false).await {
+        Ok(()) => Ok(Ok(sha.clone())),
+        Err(GitHubError::Api {
+            status, message, ..
+        }) if status.as_u16() == 422 => Ok(Err(if message.contains("fast forward") {
+            MergeRefusal::BaseMoved(message)
+        } else {
+            MergeRefusal::Refused {
+                status: 422,
+                message,
+            }
+        })),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// GitHub would not land `sha`: rebase again, wait, or ask a person.
+async fn refused(
+    cx: &mut Ctx<'_, '_>,
+    sha: &CommitSha,
+    refusal: MergeRefusal,
+) -> Result<Step, JobError> {
+    let base = base_branch(cx);
+    let pr = cx.flow.pr.unwrap_or_default();
+    let said = refusal.message().trim().to_owned();
+    let inputs = serde_json::json!({ "sha": sha.as_str() });
+    let outputs = serde_json::json!({ "refused": said });
+    let wait = match &refusal {
+        MergeRefusal::HeadMoved(_) | MergeRefusal::BaseMoved(_) | MergeRefusal::Conflicts(_) => {
+            None
+        }
+        // Under a strict rule a head behind its base has every check "expected": a base that
+        // moved since the rebase means rebase again, not wait.
+        MergeRefusal::NeedsChecks(_) if base_moved(cx, &base).await? => None,
+        MergeRefusal::NeedsChecks(_) => Some(Wait::Checks),
+        MergeRefusal::NeedsReview(_) => Some(Wait::Review),
+        MergeRefusal::Refused { status, .. } => {
+            let hint = if *status == 403 {
+                "The App may not merge here: give it the Contents and Pull requests write permissions, or merge the pull request yourself, then `/hive retry`.".to_owned()
+            } else if said.contains("not allowed on this repository") {
+                format!(
+                    "Set `merge.method` in `.github/hive.yml` to a method `{}` allows (`rebase`, `squash` or `merge`), then `/hive retry`.",
+                    cx.run.ticket.repo
+                )
+            } else {
+                "Branch protection decides; satisfy it (or merge the pull request yourself), then `/hive retry`.".to_owned()
+            };
+            cx.checkpoint(Node::Merge, inputs, outputs).await?;
+            let report = format!("GitHub refused to merge #{pr}: {said}\n\n{hint}");
+            return cx.needs_human(&report).await;
+        }
+    };
+    let Some(wait) = wait else {
+        cx.flow.relands += 1;
+        if cx.flow.relands > MAX_RELANDS {
+            cx.checkpoint(Node::Merge, inputs, outputs).await?;
+            let report = format!(
+                "GitHub refused to merge #{pr} after {MAX_RELANDS} rebases: {said}\n\nThe base `{base}` keeps moving. Merge the pull request yourself, or `/hive retry` when it settles."
+            );
+            return cx.needs_human(&report).await;
+        }
+        cx.flow.waiting = None;
+        cx.flow.rebased = None;
+        cx.flow.next = Node::Rebase;
+        cx.checkpoint(Node::Merge, inputs, outputs).await?;
+        cx.note(format!(
+            "GitHub did not merge #{pr}: {said} Rebasing onto `{base}` again ({} of {MAX_RELANDS}).",
+            cx.flow.relands
+        ))
+        .await?;
+        cx.publish().await?;
+        return Ok(Step::Next);
+    };
+    cx.flow.waiting = Some(wait);
+    cx.checkpoint(Node::Merge, inputs, outputs).await?;
+    let rule = match cx.run.client.branch_rule(&base).await {
+        Ok(rule) => rule.and_then(|r| r.describe()),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the base branch's protection");
+            None
+        }
+    };
+    let rule = rule
+        .map(|r| format!(" `{base}` needs {r}."))
+        .unwrap_or_default();
+    let next = match wait {
+        Wait::Review => "An approving review from someone with write access lets the bot land it.",
+        Wait::Checks => "The bot lands it once they pass.",
+    };
+    let detail = format!(
+        "Waiting to merge #{pr} (`{}`): {said}{rule} {next}",
+        sha.short()
+    );
+    cx.settle(TaskState::AwaitingVerification, detail).await?;
+    Ok(Step::Stop)
+}
+
+/// True when the base branch moved past the commit the change was rebased onto.
+async fn base_moved(cx: &mut Ctx<'_, '_>, base: &str) -> Result<bool, JobError> {
+    let tip = cx.run.client.get_ref(&format!("heads/{base}")).await?;
+    Ok(tip.is_some() && tip != cx.flow.base_sha)
+}
+
+/// The next `auto-vX.Y.Z` after the highest one in `tags` (a patch bump).
+pub(super) fn next_version(tags: &[(String, String)]) -> String {
+    let best = tags
+        .iter()
+        .filter_map(|(name, _)| {
+            let v = name.strip_prefix("auto-v")?;
+            let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
+            Some((parts.next()??, parts.next()??, parts.next()??))
+        })
+        .max();
+    let (major, minor, patch) = best.map(|(a, b, c)| (a, b, c + 1)).unwrap_or((0, 0, 1));
+    format!("auto-v{major}.{minor}.{patch}")
+}
+
+/// Snapshot: tag, move `LATEST_STABLE`, promote the memory, complete.
+pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
+    let sha = CommitSha::parse(cx.flow.merged.as_deref().unwrap_or_default())
+        .map_err(|_| JobError::Permanent("snapshot without a merge".into()))?;
+    if cx.flow.tag.is_none() {
+        sync(cx).await?;
+        let tags = git(cx, |ws, g| ws.tags(g)).await?;
+        let tag = match tags
+            .iter()
+            .find(|(name, at)| name.starts_with("auto-v") && at == sha.as_str())
+        {
+            Some((name, _)) => name.clone(),
+            None => {
+                let mut tag = next_version(&tags);
+                while !cx
+                    .run
+                    .client
+                    .create_ref(&format!("tags/{tag}"), &sha)
+                    .await?
+                {
+                    if cx
+                        .run
+                        .client
+                        .get_ref(&format!("tags/{tag}"))
+                        .await?
+                        .as_deref()
+                        == Some(sha.as_str())
+                    {
+                        break;
+                    }
+                    tag = next_version(&[(tag.clone(), String::new())]);
+                }
+                tag
+            }
+        };
+        cx.flow.tag = Some(tag);
+    }
+    if !cx.run.client.create_ref("tags/LATEST_STABLE", &sha).await? {
+        cx.run
+            .client
+            .update_ref("tags/LATEST_STABLE", &sha, true)
+            .await?;
+    }
+    cx.run
+        .hive
+        .store
+        .promote_memory(cx.run.ticket.key, MemoryStability::Canonical)
+        .await?;
+    cx.flow.next = Node::Done;
+    let tag = cx.flow.tag.clone().unwrap_or_default();
+    cx.checkpoint(
+        Node::Snapshot,
+        serde_json::json!({ "sha": sha.as_str() }),
+        serde_json::json!({ "tag": tag }),
+    )
+    .await?;
+    let detail = match (&cx.flow.merged_by, cx.flow.pr) {
+        (Some(who), Some(pr)) => format!(
+            "Pull request #{pr} was merged on GitHub by @{who} as `{}`, tagged `{tag}`.",
+            sha.short()
+        ),
+        _ => format!("Merged as `{}`, tagged `{tag}`.", sha.short()),
+    };
+    cx.settle(TaskState::Completed, detail).await?;
+    cleanup(cx).await;
+    Ok(Step::Stop)
+}
+
+/// Removes the ticket's worktrees and containers (when it ends, or on abort and reset).
+pub(super) async fn cleanup(cx: &mut Ctx<'_, '_>) {
+    let id = cx.run.ticket.id;
+    let repo = cx.run.ticket.repo.clone();
+    let branches = [id.feat_branch(), id.test_branch()];
+    let _ = git(cx, move |ws, _| {
+        for b in &branches {
+            let _ = ws.drop_worktree(&repo, b);
+        }
+        Ok(())
+    })
+    .await;
+    if let Err(e) = cx
+        .run
+        .hive
+        .sandbox
+        .remove_ticket(cx.run.ticket.repo.as_str(), &id.to_string())
+        .await
+    {
+        tracing::warn!(error = %e, "cannot remove the ticket's containers");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_bump_the_patch() {
+        let t = |names: &[&str]| {
+            names
+                .iter()
+                .map(|n| (n.to_string(), String::new()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(next_version(&[]), "auto-v0.0.1");
+        assert_eq!(
+            next_version(&t(&[
+                "auto-v0.0.1",
+                "auto-v0.0.10",
+                "auto-v0.0.9",
+                "v9.9.9",
+                "auto-vx"
+            ])),
+            "auto-v0.0.11"
+        );
+        assert_eq!(next_version(&t(&["auto-v1.2.3"])), "auto-v1.2.4");
+    }
+}
