@@ -142,7 +142,8 @@ async fn lost_answers_to_side_effects_do_not_repeat_them() {
         ("POST", "/pulls"),
         ("POST", "/check-runs"),
         ("POST", "/reviews"),
-        ("PATCH", "/git/refs/heads/main"),
+        // The merge itself: the bot looks before trying again, and finds it merged.
+        ("PUT", "/merge"),
         ("POST", "/git/refs"),
     ] {
         w.gh.inject(Fault::new(method, path, 502).after_effect());

@@ -369,6 +369,16 @@ impl World {
             self.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
             Some(CALC_FIXED)
         );
-        super::openapi::assert_requests_valid(&self.gh.requests());
+        // Landed once, through the pull request's merge.
+        let requests = self.gh.requests();
+        let merges: Vec<u16> = requests
+            .iter()
+            .filter(|r| r.method == "PUT" && r.path.ends_with("/merge"))
+            .map(|r| r.status)
+            .collect();
+        let landed = merges.iter().filter(|s| **s == 200 || **s == 502).count();
+        assert_eq!(landed, 1, "merged more than once: {merges:?}");
+        assert!(self.gh.pulls(REPO)[0].merged);
+        super::openapi::assert_requests_valid(&requests);
     }
 }
