@@ -7,6 +7,7 @@
 //! GitHub-compatible stand-in over local repositories, for `vibeloop run` (and the tests).
 
 pub mod agent;
+pub mod annotation;
 pub mod app;
 pub mod commands;
 pub mod config;
@@ -18,6 +19,7 @@ pub mod hive;
 pub mod ids;
 pub mod llm;
 pub mod metrics;
+pub mod pathset;
 pub mod sandbox;
 pub mod store;
 pub mod ticket;

@@ -1,16 +1,14 @@
 //! Prometheus metrics: every metric's name and help text in one place, the process-wide
-//! recorder, and the text served at `GET /metrics`. Rooms record through the small functions
-//! here (so a name cannot be mistyped twice); gauges that describe the store — tickets by
-//! state, jobs by status — are read from it when the page is scraped, so several processes
-//! sharing one database all report the same.
+//! recorder, and its text. Rooms record through the small functions here (so a name cannot be
+//! mistyped twice). A leaf: it knows no other room. The gauges that describe the store —
+//! tickets by state, jobs by status — are set by the dashboard, which reads the store when
+//! `/metrics` is scraped, so several processes sharing one database all report the same.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-
-use crate::store::Store;
 
 const DELIVERIES: &str = "vibeloop_deliveries_total";
 const DELIVERY_OUTCOMES: &str = "vibeloop_delivery_outcomes_total";
@@ -69,28 +67,19 @@ fn describe() {
     describe_counter!(SANDBOX_STARTS, "Sandbox starts, by backend and outcome.");
 }
 
-/// The metrics page: the store's gauges refreshed, then everything rendered.
-pub async fn render(store: &Store) -> String {
-    let handle = install();
-    if let Ok(states) = store.ticket_counts().await {
-        for state in crate::ticket::TaskState::ALL {
-            let n = states
-                .iter()
-                .find(|(s, _)| s == state.as_str())
-                .map_or(0, |(_, n)| *n);
-            gauge!(TICKETS, "state" => state.as_str()).set(n as f64);
-        }
-    }
-    if let Ok(jobs) = store.job_counts().await {
-        for status in ["queued", "running", "failed"] {
-            let n = jobs
-                .iter()
-                .find(|(s, _)| s == status)
-                .map_or(0, |(_, n)| *n);
-            gauge!(JOBS, "status" => status).set(n as f64);
-        }
-    }
-    handle.render()
+/// Everything recorded so far, in Prometheus's text format.
+pub fn render() -> String {
+    install().render()
+}
+
+/// Gauge: `n` tickets are in `state`.
+pub fn tickets_in(state: &'static str, n: i64) {
+    gauge!(TICKETS, "state" => state).set(n as f64);
+}
+
+/// Gauge: `n` jobs have `status`.
+pub fn jobs_in(status: &'static str, n: i64) {
+    gauge!(JOBS, "status" => status).set(n as f64);
 }
 
 /// A delivery reached `/webhook` and was answered `status` (202, 200, 401…).

@@ -12,9 +12,9 @@ use support::fake_llm::{FakeLlm, Script, Step};
 use vibeloop::agent::events::{AgentEvent, EventSink};
 use vibeloop::agent::tools::WriteScope;
 use vibeloop::agent::{Limits, Session, StopReason, Toolbox};
-use vibeloop::config::repo::PathSet;
 use vibeloop::llm::budget::{Caps, Ledger, Prices};
 use vibeloop::llm::{LlmClient, Message, Provider, Route};
+use vibeloop::pathset::PathSet;
 
 fn route(url: &str, provider: Provider) -> Route {
     Route {

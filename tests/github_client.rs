@@ -264,7 +264,7 @@ async fn check_runs_and_pull_requests_are_found_before_being_made() {
 
 #[tokio::test]
 async fn annotations_go_in_batches_of_fifty() {
-    use vibeloop::gates::annotation::{Annotation, Level};
+    use vibeloop::annotation::{Annotation, Level};
     use vibeloop::github::checks::{CheckOutput, Conclusion};
     let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
     let client = widgets(&app).await;

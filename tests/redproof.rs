@@ -114,7 +114,7 @@ async fn the_verdict_is_a_check_run() {
         vibeloop::ids::CommitSha::parse(&gh.branch_sha("acme/calc", "main").unwrap()).unwrap();
     let tests = "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n";
     let (v, out) = verdict_for(tests).await;
-    redproof::report(&client, &sha, "vibeloop:T-1:red-proof", &v, &out)
+    vibeloop::hive::checks::red_proof(&client, &sha, "vibeloop:T-1:red-proof", &v, &out)
         .await
         .unwrap();
     let runs = gh.check_runs("acme/calc");

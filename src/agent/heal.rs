@@ -5,27 +5,9 @@
 
 use std::future::Future;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-/// One problem with an output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    /// A short stable code (`missing_steps`, `vague_requirement`, `test_failed`…).
-    pub code: String,
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-}
-
-impl Finding {
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self {
-            code: code.to_owned(),
-            message: message.into(),
-            path: None,
-        }
-    }
-}
+use crate::ticket::Finding;
 
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

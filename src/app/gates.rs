@@ -11,7 +11,7 @@ use git2::{IndexAddOption, Repository, Signature, build::CheckoutBuilder};
 
 use crate::config::GatesArgs;
 use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
-use crate::gates::pipeline::{self, Inputs, Report};
+use crate::gates::pipeline::{self, Inputs, Silent};
 use crate::gates::{GateResult, ORDER};
 use crate::ids::CommitSha;
 use crate::sandbox::{Backend, SandboxSpec, read_only_mounts};
@@ -73,7 +73,7 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     let results = pipeline::run(
         &inputs,
         (!only.is_empty()).then_some(&only[..]),
-        &Report::Off,
+        &mut Silent,
     )
     .await;
     sandbox.stop().await;

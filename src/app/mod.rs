@@ -218,7 +218,7 @@ fn router(llm: &LlmConfig) -> anyhow::Result<Router> {
 /// Picks the sandbox backend, says which in the log, and clears what a crash left behind.
 async fn start_sandbox_backend(
     data_dir: &std::path::Path,
-    kind: Option<crate::sandbox::Kind>,
+    kind: Option<crate::config::SandboxKind>,
 ) -> anyhow::Result<Backend> {
     let (backend, fallback) = Backend::detect(data_dir, kind)
         .await

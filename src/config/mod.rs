@@ -153,7 +153,7 @@ pub struct ServeConfig {
     pub llm: llm::LlmConfig,
     pub workers: usize,
     /// `None` for auto-detection.
-    pub sandbox: Option<crate::sandbox::Kind>,
+    pub sandbox: Option<SandboxKind>,
     pub json_logs: bool,
     /// What this process runs.
     pub role: access::Role,
@@ -301,11 +301,27 @@ impl ServeConfig {
 }
 
 /// `auto`, `docker` or `local` (`VIBELOOP_SANDBOX`, `--sandbox`).
-pub fn parse_sandbox(value: &str) -> Result<Option<crate::sandbox::Kind>, ConfigError> {
+/// Which sandbox backend runs commands: containers, or local processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxKind {
+    Docker,
+    Local,
+}
+
+impl SandboxKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxKind::Docker => "docker",
+            SandboxKind::Local => "local",
+        }
+    }
+}
+
+pub fn parse_sandbox(value: &str) -> Result<Option<SandboxKind>, ConfigError> {
     match value.trim() {
         "auto" => Ok(None),
-        "docker" => Ok(Some(crate::sandbox::Kind::Docker)),
-        "local" => Ok(Some(crate::sandbox::Kind::Local)),
+        "docker" => Ok(Some(SandboxKind::Docker)),
+        "local" => Ok(Some(SandboxKind::Local)),
         other => Err(bad(
             "VIBELOOP_SANDBOX",
             format!("{other:?} is not auto, docker or local"),

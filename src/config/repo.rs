@@ -2,7 +2,9 @@
 //! an agent wrote). Parsed strictly: an unknown key is an error naming the key and its line.
 //! Every key has a default, documented in README.md, so an absent file is a valid config.
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::Glob;
+
+use crate::pathset::{PathSet, glob_of};
 use serde::Deserialize;
 
 pub use crate::llm::budget::Caps;
@@ -356,46 +358,6 @@ fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
         && chars.all(|c| c == '_' || c.is_alphanumeric())
-}
-
-/// `d/` means everything under `d`.
-fn glob_of(pattern: &str) -> String {
-    match pattern.strip_suffix('/') {
-        Some(dir) => format!("{dir}/**"),
-        None => pattern.to_owned(),
-    }
-}
-
-/// A set of repository paths given as globs (`tests/` is `tests/**`).
-#[derive(Debug, Clone)]
-pub struct PathSet {
-    set: GlobSet,
-    patterns: Vec<String>,
-}
-
-impl PathSet {
-    /// Builds the set; patterns were checked when the config was parsed.
-    pub fn new(patterns: &[String]) -> Self {
-        let mut b = GlobSetBuilder::new();
-        for p in patterns {
-            if let Ok(g) = Glob::new(&glob_of(p)) {
-                b.add(g);
-            }
-        }
-        Self {
-            set: b.build().unwrap_or_else(|_| GlobSet::empty()),
-            patterns: patterns.to_vec(),
-        }
-    }
-
-    /// True when `path` (relative, `/`-separated) is in the set.
-    pub fn contains(&self, path: &str) -> bool {
-        self.set.is_match(path)
-    }
-
-    pub fn patterns(&self) -> &[String] {
-        &self.patterns
-    }
 }
 
 #[cfg(test)]

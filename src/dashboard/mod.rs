@@ -113,7 +113,7 @@ async fn metrics(State(d): State<Dashboard>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        crate::metrics::render(&d.store).await,
+        metrics_page(&d.store).await,
     )
 }
 
@@ -125,4 +125,27 @@ pub fn now() -> i64 {
 /// The session cookie of a request (for the CSRF token of its forms).
 fn session_of(headers: &HeaderMap) -> String {
     auth::session_cookie(headers).unwrap_or_default()
+}
+
+/// The `/metrics` page: the store's gauges refreshed, then everything rendered.
+async fn metrics_page(store: &crate::store::Store) -> String {
+    if let Ok(states) = store.ticket_counts().await {
+        for state in crate::ticket::TaskState::ALL {
+            let n = states
+                .iter()
+                .find(|(s, _)| s == state.as_str())
+                .map_or(0, |(_, n)| *n);
+            crate::metrics::tickets_in(state.as_str(), n);
+        }
+    }
+    if let Ok(jobs) = store.job_counts().await {
+        for status in ["queued", "running", "failed"] {
+            let n = jobs
+                .iter()
+                .find(|(s, _)| s == status)
+                .map_or(0, |(_, n)| *n);
+            crate::metrics::jobs_in(status, n);
+        }
+    }
+    crate::metrics::render()
 }

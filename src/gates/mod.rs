@@ -1,10 +1,9 @@
-//! Quality gates and their check runs. The pipeline ([`pipeline`]) runs test → lint → typecheck
-//! → build → security on a commit, each a check run `hive/<gate>` (queued → in_progress →
-//! completed) with a summary and annotations read from the tool's output ([`parsers`]). The
-//! security gate ([`security`]) is built in and deterministic. [`redproof`] checks that the
-//! Breaker's tests fail on the base. Only what the bot observed is reported.
+//! Quality gates. The pipeline ([`pipeline`]) runs test → lint → typecheck → build → security on
+//! a commit, each result with test counts and annotations read from the tool's output
+//! ([`parsers`]) and a report's title and summary ([`report`]). The security gate ([`security`])
+//! is built in and deterministic. [`redproof`] checks that the Breaker's tests fail on the base.
+//! Only what the bot observed is reported; who hears it (check runs on GitHub) is the caller's.
 
-pub mod annotation;
 pub mod parsers;
 pub mod pipeline;
 pub mod redproof;
@@ -15,10 +14,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::github::GitHubError;
-use crate::github::checks::Conclusion;
+use crate::annotation::Annotation;
 use crate::sandbox::{CommandOutput, SandboxError};
-use annotation::Annotation;
 use report::TestCounts;
 
 /// The gates, in pipeline order.
@@ -107,15 +104,6 @@ impl GateResult {
         self.status == Status::Skipped
     }
 
-    pub fn conclusion(&self) -> Conclusion {
-        match self.status {
-            Status::Passed => Conclusion::Success,
-            Status::Skipped => Conclusion::Skipped,
-            Status::TimedOut => Conclusion::TimedOut,
-            Status::Failed | Status::OutOfMemory => Conclusion::Failure,
-        }
-    }
-
     /// "passed (3 tests)", "failed: exit code 1 (1 of 2 tests failed)", "failed: 2 findings".
     pub fn describe(&self) -> String {
         let counts = self
@@ -148,8 +136,6 @@ pub fn tally(results: &[GateResult]) -> String {
 /// Errors of a gate run (the gates' own failures are results, not errors).
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
-    #[error(transparent)]
-    GitHub(#[from] GitHubError),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
     #[error("git: {0}")]

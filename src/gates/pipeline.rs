@@ -1,16 +1,15 @@
 //! The gate pipeline: test → lint → typecheck → build → security on one commit, in one
 //! sandbox. Every gate runs even when an earlier one failed, so the Builder gets all findings at
-//! once. With a [`Report::Checks`], each gate is a check run `hive/<gate>` created queued,
-//! moved in progress when its turn comes, and completed with a summary and annotations.
+//! once. It returns results and tells a [`Reporter`] how the gates go (the hive posts them as
+//! check runs); it knows nothing of GitHub.
 
+use std::future::Future;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::report::{TestCounts, summary, title};
+use super::report::TestCounts;
 use super::{GateError, GateResult, ORDER, Status, parsers, security};
 use crate::config::repo::{HiveConfig, SecurityGate};
-use crate::github::RepoClient;
-use crate::github::checks::{CheckOutput, Conclusion};
 use crate::ids::CommitSha;
 use crate::sandbox::Sandbox;
 
@@ -32,109 +31,101 @@ pub struct Inputs<'a> {
     pub notes: Vec<String>,
 }
 
-/// Where results go besides the return value.
-pub enum Report<'a> {
-    /// Nowhere (`vibeloop gates`).
-    Off,
-    /// Check runs on `head`, with external ids `<run_id>:<gate>`.
-    Checks {
-        client: &'a RepoClient,
-        run_id: String,
-    },
+/// Who hears how the gates go while they run. The hive posts each gate as a check run
+/// `hive/<gate>` (queued, in progress, completed); `vibeloop gates` hears nothing ([`Silent`]).
+/// The pipeline itself only runs commands and returns results.
+pub trait Reporter {
+    type Error;
+    /// `gates` are about to run, in this order.
+    fn queued(&mut self, gates: &[&'static str]) -> impl Future<Output = Result<(), Self::Error>>;
+    /// `gate`'s turn has come.
+    fn started(&mut self, gate: &'static str) -> impl Future<Output = Result<(), Self::Error>>;
+    /// `result` is in; the reporter may note where it shows it (`check_run_url`).
+    fn finished(
+        &mut self,
+        result: &mut GateResult,
+    ) -> impl Future<Output = Result<(), Self::Error>>;
+    /// The sandbox failed under the gates (`why`): nothing queued or running will finish.
+    fn abandoned(&mut self, why: &str) -> impl Future<Output = ()>;
 }
 
-/// Runs the `gates` (all of [`ORDER`] when `None`) and returns their results in order.
+/// The reporter that hears nothing.
+pub struct Silent;
+
+impl Reporter for Silent {
+    type Error = std::convert::Infallible;
+    async fn queued(&mut self, _: &[&'static str]) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    async fn started(&mut self, _: &'static str) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    async fn finished(&mut self, _: &mut GateResult) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    async fn abandoned(&mut self, _: &str) {}
+}
+
+/// Why a pipeline run stopped before every gate had a result.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError<E> {
+    /// The gates could not run (the sandbox, git).
+    #[error(transparent)]
+    Gate(#[from] GateError),
+    /// The reporter failed (GitHub, for the hive's check runs).
+    #[error("reporting the gates failed: {0}")]
+    Report(E),
+}
+
+/// Runs the `gates` (all of [`ORDER`] when `None`) and returns their results in order, telling
+/// `reporter` as they go.
 ///
 /// The security gate's policy check reads the Python files before any gate command runs, so a
 /// test or build step cannot rewrite them first; it is reported last, in its place.
-pub async fn run(
+pub async fn run<R: Reporter>(
     inputs: &Inputs<'_>,
     gates: Option<&[&str]>,
-    report: &Report<'_>,
-) -> Result<Vec<GateResult>, GateError> {
+    reporter: &mut R,
+) -> Result<Vec<GateResult>, RunError<R::Error>> {
     let selected: Vec<&'static str> = ORDER
         .iter()
         .copied()
         .filter(|g| gates.is_none_or(|s| s.contains(g)))
         .collect();
-    let mut runs = Vec::new();
-    if let Report::Checks { client, run_id } = report {
-        for gate in &selected {
-            let external_id = format!("{run_id}:{gate}");
-            runs.push(Some(
-                client
-                    .ensure_check_run(&format!("hive/{gate}"), inputs.head, &external_id, "queued")
-                    .await?,
-            ));
-        }
-    } else {
-        runs.resize(selected.len(), None);
-    }
+    reporter.queued(&selected).await.map_err(RunError::Report)?;
     let mut security = if selected.contains(&"security") {
         match security_gate(inputs).await {
             Ok(r) => Some(r),
-            Err(e) => return Err(cancel(report, &runs, e).await),
+            Err(e) => return Err(abandon(reporter, e).await),
         }
     } else {
         None
     };
     let mut results = Vec::new();
-    for (i, gate) in selected.into_iter().enumerate() {
-        let check = runs[i].clone();
-        if let (Report::Checks { client, .. }, Some(check)) = (report, &check) {
-            client
-                .check_run_started(check.id, &format!("hive/{gate}: running"))
-                .await?;
-        }
+    for gate in selected {
+        reporter.started(gate).await.map_err(RunError::Report)?;
         let mut result = match gate {
             "security" => security.take().expect("computed above"),
             _ => match command_gate(inputs, gate).await {
                 Ok(r) => r,
-                Err(e) => return Err(cancel(report, &runs[i..], e).await),
+                Err(e) => return Err(abandon(reporter, e).await),
             },
         };
         result.notes.extend(inputs.notes.iter().cloned());
-        if let (Report::Checks { client, .. }, Some(check)) = (report, &check) {
-            result.check_run_url = check.html_url.clone();
-            let output = CheckOutput {
-                title: title(&result),
-                summary: summary(&result),
-            };
-            client
-                .complete_check_run(check.id, result.conclusion(), &output, &result.annotations)
-                .await?;
-        }
+        reporter
+            .finished(&mut result)
+            .await
+            .map_err(RunError::Report)?;
         results.push(result);
     }
     Ok(results)
 }
 
-/// The sandbox failed under a gate (its engine went away, say): the gate's check run and those
-/// still queued are completed as cancelled, saying why, so none stays "in progress" on GitHub.
-/// The job is retried and the gates run again. Returns `e`.
-async fn cancel(
-    report: &Report<'_>,
-    runs: &[Option<crate::github::checks::CheckRun>],
-    e: GateError,
-) -> GateError {
-    let Report::Checks { client, .. } = report else {
-        return e;
-    };
-    let output = CheckOutput {
-        title: "Not run: the sandbox failed".into(),
-        summary: format!(
-            "The sandbox could not run this gate ({e}). Vibeloop retries on its own; the gates run again."
-        ),
-    };
-    for check in runs.iter().flatten() {
-        if let Err(err) = client
-            .complete_check_run(check.id, Conclusion::Cancelled, &output, &[])
-            .await
-        {
-            tracing::warn!(check_run = check.id, error = %err, "cannot mark the check run cancelled");
-        }
-    }
-    e
+/// The sandbox failed under a gate (its engine went away, say): the reporter hears it, so that
+/// nothing it shows stays "in progress". Returns `e`.
+async fn abandon<R: Reporter>(reporter: &mut R, e: GateError) -> RunError<R::Error> {
+    reporter.abandoned(&e.to_string()).await;
+    RunError::Gate(e)
 }
 
 async fn command_gate(inputs: &Inputs<'_>, gate: &'static str) -> Result<GateResult, GateError> {

@@ -1,6 +1,6 @@
 //! Red proof: the Breaker's tests, run against the base commit, must fail — and fail as test
 //! failures, not as collection, import or syntax errors (a test that cannot run proves
-//! nothing). Reported as check run `hive/red-proof`.
+//! nothing). The hive reports it as check run `hive/red-proof`.
 
 use std::time::Duration;
 
@@ -8,9 +8,6 @@ use serde::Serialize;
 
 use super::GateError;
 use super::report::{TestCounts, code_block};
-use crate::github::RepoClient;
-use crate::github::checks::{CheckOutput, Conclusion};
-use crate::ids::CommitSha;
 use crate::sandbox::{CommandOutput, Sandbox};
 
 /// What running the new tests on the base showed.
@@ -82,35 +79,19 @@ pub async fn run(
     Ok((classify(&output), output))
 }
 
-/// Reports a red proof as check run `hive/red-proof` on `sha` (the Breaker's commit).
-pub async fn report(
-    client: &RepoClient,
-    sha: &CommitSha,
-    external_id: &str,
-    verdict: &Verdict,
-    output: &CommandOutput,
-) -> Result<(), GateError> {
-    let run = client
-        .ensure_check_run("hive/red-proof", sha, external_id, "in_progress")
-        .await?;
-    let conclusion = if verdict.holds() {
-        Conclusion::Success
-    } else {
-        Conclusion::Failure
-    };
+/// The red proof as a report: whether it holds, a title and a Markdown summary with the tail of
+/// the output (the hive posts it as check run `hive/red-proof` on the Breaker's commit).
+pub fn report(verdict: &Verdict, output: &CommandOutput) -> (bool, String, String) {
     let summary = format!(
         "The new tests ran against the base branch: red proof **{}**.\n\nLast 40 lines of output:\n\n{}\n",
         verdict.describe(),
         code_block(&output.tail(40))
     );
-    let out = CheckOutput {
-        title: format!("hive/red-proof {}", verdict.describe()),
+    (
+        verdict.holds(),
+        format!("hive/red-proof {}", verdict.describe()),
         summary,
-    };
-    client
-        .complete_check_run(run.id, conclusion, &out, &[])
-        .await?;
-    Ok(())
+    )
 }
 
 #[cfg(test)]

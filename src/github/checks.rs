@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{GitHubError, Idempotent, RepoClient};
-use crate::gates::annotation::{Annotation, batches};
+use crate::annotation::{Annotation, batches};
 use crate::ids::CommitSha;
 
 #[derive(Debug, Clone, Deserialize)]

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use crate::agent::tools::{CommandRunner, WriteScope};
 use crate::agent::{Limits, Outcome, Session, Toolbox};
 use crate::config::repo::HiveConfig;
-use crate::config::repo::PathSet;
 use crate::llm::Message;
 use crate::llm::budget::Ledger;
+use crate::pathset::PathSet;
 use crate::sandbox::Sandbox;
 use crate::workspace::Worktree;
 

@@ -4,6 +4,7 @@
 //! for good is marked Failed with the reason on its status comment.
 
 mod agents;
+pub mod checks;
 pub mod deliveries;
 pub mod flow;
 pub mod intervene;

@@ -4,8 +4,9 @@
 use super::JobError;
 use super::run::TicketRun;
 use crate::config::repo::HiveConfig;
-use crate::gates::pipeline::{self, Inputs, Report};
+use crate::gates::pipeline::{self, Inputs, RunError};
 use crate::gates::{GateError, GateResult};
+use crate::github::GitHubError;
 use crate::ids::CommitSha;
 use crate::sandbox::{SandboxError, SandboxSpec, read_only_mounts};
 use crate::workspace::Worktree;
@@ -13,9 +14,17 @@ use crate::workspace::Worktree;
 impl From<GateError> for JobError {
     fn from(e: GateError) -> Self {
         match e {
-            GateError::GitHub(g) => JobError::from(g),
             GateError::Sandbox(s) => JobError::from(s),
             GateError::Git(g) => JobError::Transient(format!("git: {g}")),
+        }
+    }
+}
+
+impl From<RunError<GitHubError>> for JobError {
+    fn from(e: RunError<GitHubError>) -> Self {
+        match e {
+            RunError::Gate(g) => g.into(),
+            RunError::Report(g) => g.into(),
         }
     }
 }
@@ -102,11 +111,8 @@ pub(super) async fn run_gates(
             .into_iter()
             .collect(),
     };
-    let report = Report::Checks {
-        client: &run.client,
-        run_id: v.run_id.clone(),
-    };
-    let results = pipeline::run(&inputs, v.gates, &report).await;
+    let mut report = super::checks::CheckRuns::new(&run.client, v.head, v.run_id.clone());
+    let results = pipeline::run(&inputs, v.gates, &mut report).await;
     sandbox.stop().await;
     let results = results?;
     for r in &results {

@@ -16,21 +16,8 @@ use std::time::Duration;
 
 pub use output::{CappedBuffer, CommandOutput, DEFAULT_OUTPUT_CAP};
 
-/// Which backend runs commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Docker,
-    Local,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Docker => "docker",
-            Kind::Local => "local",
-        }
-    }
-}
+/// Which backend runs commands (chosen in the process config).
+pub use crate::config::SandboxKind as Kind;
 
 /// What a sandbox is for and what it may do.
 #[derive(Debug, Clone)]
@@ -274,8 +261,7 @@ pub fn read_only_mounts(worktree: &Path, patterns: &[String]) -> Vec<String> {
         }
     }
     if !globs.is_empty() {
-        let set =
-            crate::config::repo::PathSet::new(&globs.into_iter().cloned().collect::<Vec<_>>());
+        let set = crate::pathset::PathSet::new(&globs.into_iter().cloned().collect::<Vec<_>>());
         let walker = ignore::WalkBuilder::new(worktree)
             .hidden(false)
             .git_ignore(false)

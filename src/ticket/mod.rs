@@ -1,7 +1,10 @@
 //! The ticket domain: [`TicketId`] (`T-n`, per repository) and [`TaskState`] with its one
 //! transition table. Nothing here talks to GitHub or the database.
 
+mod finding;
 pub mod plan;
+
+pub use finding::Finding;
 
 use std::fmt;
 use std::str::FromStr;

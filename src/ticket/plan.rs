@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::heal::Finding;
+use crate::ticket::Finding;
 
 /// What the ticket is about.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

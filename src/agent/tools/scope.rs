@@ -3,7 +3,7 @@
 //! checks every path it would change, both ends of a move included, before changing any.
 
 use crate::agent::ToolError;
-use crate::config::repo::PathSet;
+use crate::pathset::PathSet;
 
 /// The paths a toolbox may create, change, delete or move.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{Toolbox, WriteScope};
 use crate::agent::ToolError;
-use crate::config::repo::PathSet;
+use crate::pathset::PathSet;
 
 /// The body of every `.py` file of the test repository.
 pub const FILE_BODY: &str = "def f():\n    return 1\n";

@@ -148,7 +148,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
 struct Checked {
     src: local::Source,
     llm: crate::config::llm::LlmConfig,
-    sandbox: Option<crate::sandbox::Kind>,
+    sandbox: Option<crate::config::SandboxKind>,
 }
 
 fn check(args: &RunArgs) -> anyhow::Result<Checked> {

@@ -14,7 +14,7 @@
 //! skipped; the title is the error code, or the lint named in the `#[warn(…)]` note. ruff: the
 //! rule code (`F401`, `invalid-syntax`) is the title, the level as for the concise output.
 
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 
 use super::paths::Roots;
 use super::{Found, level_of, lint, text};

@@ -12,7 +12,7 @@
 
 use serde::Deserialize;
 
-use crate::gates::annotation::Annotation;
+use crate::annotation::Annotation;
 
 use super::paths::Roots;
 use super::{Found, level_of};

@@ -12,7 +12,7 @@
 //! `/usr/include/stdio.h:4:` (outside) are not. Tracebacks are Failures titled by the exception
 //! type; other mentions are Failures, or Warnings when the line says "warning".
 
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 
 use super::paths::Roots;
 use super::{Found, text, traceback};

@@ -21,7 +21,7 @@
 
 use super::paths::Roots;
 use super::{Found, level_of, text};
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 
 pub fn parse(lines: &[&str], _roots: &Roots) -> Vec<Found> {
     lines

@@ -29,7 +29,7 @@ mod tests;
 use std::cmp::Reverse;
 use std::collections::HashSet;
 
-use super::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 use paths::Roots;
 
 /// At most this many annotations per gate.

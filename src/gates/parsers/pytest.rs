@@ -15,7 +15,7 @@
 
 use super::paths::Roots;
 use super::{Found, text, traceback};
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 
 /// One block of the FAILURES or ERRORS section.
 #[derive(Debug, Default)]

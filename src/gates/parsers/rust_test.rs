@@ -13,7 +13,7 @@
 //! Level Failure, title the thread's name (the test), message the panic message, its lines
 //! joined with `; ` up to the blank line or rustc's `note:` / `stack backtrace:`.
 
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 
 use super::paths::Roots;
 use super::{Found, text};

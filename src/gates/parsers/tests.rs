@@ -2,7 +2,7 @@
 //! and that no input makes it panic. Each parser's own fixtures are tested in its file.
 
 use super::parse;
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 use Level::{Failure, Warning};
 
 /// Annotations as the tests compare them: `path:line[:column] level [title] message`.

@@ -15,7 +15,7 @@
 
 use super::paths::Roots;
 use super::{Found, traceback};
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 
 pub fn parse(lines: &[&str], roots: &Roots) -> Vec<Found> {
     let mut out = Vec::new();

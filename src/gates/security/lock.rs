@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use git2::{ObjectType, Oid, Repository, Tree};
 use sha2::{Digest as _, Sha256};
 
-use crate::config::repo::PathSet;
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
+use crate::pathset::PathSet;
 
 /// Title of findings about `policy.test_paths`.
 pub const TITLE_TESTS: &str = "test lock";

@@ -24,8 +24,8 @@ mod testing;
 
 use git2::{Oid, Repository};
 
+use crate::annotation::Annotation;
 use crate::config::repo::HiveConfig;
-use crate::gates::annotation::Annotation;
 
 pub use lock::{LockReport, LockedSet, test_lock};
 

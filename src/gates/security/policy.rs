@@ -13,7 +13,7 @@
 use git2::{Delta, DiffOptions, Oid, Repository};
 use serde::Deserialize;
 
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 use crate::sandbox::CommandOutput;
 
 /// Title of policy findings.

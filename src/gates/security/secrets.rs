@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use git2::{DiffFindOptions, DiffOptions, Oid, Repository};
 
-use crate::gates::annotation::{Annotation, Level};
+use crate::annotation::{Annotation, Level};
 use SecretKind::*;
 
 /// Title of secret findings.

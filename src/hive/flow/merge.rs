@@ -10,11 +10,11 @@ use std::time::Duration;
 use super::code::{git, sync};
 use super::state::{Node, enter_node};
 use super::{Ctx, Step};
-use crate::agent::heal::Finding;
 use crate::hive::JobError;
 use crate::hive::verify::{Verification, run_gates};
 use crate::ids::CommitSha;
 use crate::store::jobs::JobKind;
+use crate::ticket::Finding;
 use crate::workspace::{Conflict, Squashed};
 
 const MAX_REQUEUES: u32 = 3;

@@ -5,9 +5,10 @@
 
 use super::state::{Node, enter_node};
 use super::{Ctx, Step};
-use crate::agent::heal::{self, Finding, Healer, Next};
+use crate::agent::heal::{self, Healer, Next};
 use crate::hive::JobError;
 use crate::hive::agents::{Assignment, Role, run_role};
+use crate::ticket::Finding;
 use crate::ticket::MemoryStability;
 use crate::ticket::TaskState;
 use crate::ticket::plan::{Blueprint, lint_ambiguity, validate_plan};

@@ -8,12 +8,12 @@
 use super::code::{drop_scratch, git, scratch, sync};
 use super::state::{Attempt, Node, enter_node};
 use super::{Ctx, Step};
-use crate::agent::heal::Finding;
 use crate::gates::redproof::{self, Verdict};
 use crate::github::checks::RETRY;
 use crate::hive::JobError;
 use crate::hive::verify::{Verification, run_gates};
 use crate::ids::CommitSha;
+use crate::ticket::Finding;
 use crate::workspace::Merged;
 use std::time::Duration;
 
@@ -73,7 +73,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         "vibeloop:{}:red-proof:{}",
         cx.run.ticket.id, breaker.attempt
     );
-    redproof::report(&cx.run.client, &sha, &external_id, &verdict, &output).await?;
+    crate::hive::checks::red_proof(&cx.run.client, &sha, &external_id, &verdict, &output).await?;
     cx.flow.red_proof = Some(verdict.clone());
     if verdict.holds() && super::reflect::tests_go_back(cx, &base).await? {
         cx.flow.next = Node::Code;

@@ -9,10 +9,10 @@
 //! their deterministic validator alone.
 
 use super::Ctx;
-use crate::agent::heal::Finding;
 use crate::hive::JobError;
 use crate::hive::agents::{Assignment, Role, run_role};
 use crate::ids::CommitSha;
+use crate::ticket::Finding;
 use crate::workspace::Worktree;
 
 /// The Reflector's findings on `output` (a plan, tests…), `what` naming it for the model.

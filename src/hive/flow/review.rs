@@ -8,13 +8,14 @@
 use super::code::{git, sync};
 use super::state::{Node, Review, enter_node};
 use super::{Ctx, Step};
-use crate::agent::heal::{self, Finding, Healer, Next};
-use crate::gates::annotation::{Annotation, Level};
+use crate::agent::heal::{self, Healer, Next};
+use crate::annotation::{Annotation, Level};
 use crate::github::checks::{APPROVE, CheckOutput, Conclusion, RETRY};
 use crate::github::pulls::ReviewComment;
 use crate::hive::JobError;
 use crate::hive::agents::{Assignment, Role, run_role};
 use crate::ids::CommitSha;
+use crate::ticket::Finding;
 use crate::ticket::{MemoryStability, TaskState};
 
 /// Open PR: a draft until the Critic approves.

@@ -5,11 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Ctx, Step, state_of};
-use crate::agent::heal::Finding;
 use crate::gates::GateResult;
 use crate::gates::redproof::Verdict;
 use crate::hive::JobError;
 use crate::ids::CommitSha;
+use crate::ticket::Finding;
 use crate::ticket::TaskState;
 use crate::ticket::plan::Blueprint;
 

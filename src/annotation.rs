@@ -1,5 +1,7 @@
-//! Check-run annotations: a finding tied to a file and line, as GitHub shows them on a pull
-//! request. GitHub takes at most 50 per request; [`batches`] cuts a list to that size.
+//! Annotations: a finding tied to a file and line, as the gates read them from tools' output and
+//! GitHub shows them on a pull request's check runs. GitHub takes at most 50 per request;
+//! [`batches`] cuts a list to that size. A leaf: the gates make them, the GitHub client sends
+//! them, and neither knows the other.
 
 use serde::Serialize;
 
