@@ -116,6 +116,11 @@ impl CommitSha {
     pub fn short(&self) -> &str {
         &self.0[..7]
     }
+
+    /// As git2 names it (always valid: a `CommitSha` is 40 hex digits).
+    pub fn oid(&self) -> git2::Oid {
+        git2::Oid::from_str(&self.0).expect("40 hex digits")
+    }
 }
 
 impl From<git2::Oid> for CommitSha {
@@ -140,6 +145,27 @@ impl TryFrom<String> for CommitSha {
 impl From<CommitSha> for String {
     fn from(value: CommitSha) -> Self {
         value.0
+    }
+}
+
+/// A ticket's database key (the `tickets.id` column): what its jobs, events, checkpoints and
+/// signals are filed under. Not the `T-n` people see (that is [`crate::ticket::TicketId`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TicketKey(pub i64);
+
+impl fmt::Display for TicketKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl std::str::FromStr for TicketKey {
+    type Err = InvalidId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.parse()
+            .map(TicketKey)
+            .map_err(|_| invalid("ticket key", s, "expected a number"))
     }
 }
 

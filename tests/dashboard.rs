@@ -26,7 +26,7 @@ fn no_redirects() -> reqwest::Client {
 }
 
 /// A ticket that went through the hive and waits for a person's approval.
-async fn waiting_world(extra: Vec<(&str, &str)>) -> (World, i64) {
+async fn waiting_world(extra: Vec<(&str, &str)>) -> (World, vibeloop::ids::TicketKey) {
     let mut env = vec![("VIBELOOP_DASHBOARD_TOKEN".to_owned(), TOKEN.to_owned())];
     env.extend(extra.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())));
     let w = World::start_with(happy_script(), &calc(HIVE_YML), env).await;
@@ -192,7 +192,7 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
 async fn intervene(
     http: &reqwest::Client,
     w: &World,
-    key: i64,
+    key: vibeloop::ids::TicketKey,
     command: &str,
 ) -> reqwest::Response {
     http.post(format!("{}/api/tickets/{key}/interventions", w.bot.url))

@@ -356,28 +356,26 @@ async fn commands_run_once_per_source(store: Store) {
 
 async fn signals_are_consumed_with_the_flow_they_changed(store: Store) {
     use serde_json::json;
+    use vibeloop::ticket::Signal;
     let repo = RepoName::parse("acme/a").unwrap();
     let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
-    store
-        .signal(t.key, "feedback", &json!({"text": "x"}), "ann")
-        .await
-        .unwrap();
-    store
-        .signal(t.key, "approve", &json!({}), "bob")
-        .await
-        .unwrap();
+    let kinds = |signals: &[vibeloop::store::flow::StoredSignal]| -> Vec<&'static str> {
+        signals
+            .iter()
+            .map(|s| s.signal.as_ref().map(Signal::kind).unwrap_or("unreadable"))
+            .collect()
+    };
+    let feedback = Signal::Feedback { text: "x".into() };
+    store.signal(t.key, &feedback, "ann").await.unwrap();
+    store.signal(t.key, &Signal::Approve, "bob").await.unwrap();
     let pending = store.pending_signals(t.key).await.unwrap();
-    assert_eq!(
-        pending.iter().map(|s| s.kind.as_str()).collect::<Vec<_>>(),
-        ["feedback", "approve"]
-    );
+    assert_eq!(kinds(&pending), ["feedback", "approve"]);
+    assert_eq!(pending[0].signal, Ok(feedback));
     // Read again before they are consumed (a crash in between): still there.
     assert_eq!(store.pending_signals(t.key).await.unwrap(), pending);
     // One more arrives while the first two are applied: it stays pending.
-    store
-        .signal(t.key, "abort", &json!({}), "cy")
-        .await
-        .unwrap();
+    let abort = Signal::Abort { why: None };
+    store.signal(t.key, &abort, "cy").await.unwrap();
     store
         .consume_signals(t.key, pending[1].id, &json!({"approved_by": "bob"}))
         .await
@@ -387,8 +385,5 @@ async fn signals_are_consumed_with_the_flow_they_changed(store: Store) {
         Some(json!({"approved_by": "bob"}))
     );
     let left = store.pending_signals(t.key).await.unwrap();
-    assert_eq!(
-        left.iter().map(|s| s.kind.as_str()).collect::<Vec<_>>(),
-        ["abort"]
-    );
+    assert_eq!(kinds(&left), ["abort"]);
 }

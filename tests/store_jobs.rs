@@ -10,8 +10,9 @@ mod store_db;
 use std::collections::HashSet;
 
 use vibeloop::ids::DeliveryId;
+use vibeloop::ids::TicketKey;
 use vibeloop::store::Store;
-use vibeloop::store::jobs::JobKind;
+use vibeloop::store::jobs::JobKey;
 
 use store_db::delivery;
 
@@ -57,20 +58,17 @@ async fn a_delivery_outcome_is_recorded_only_by_its_jobs_owner(store: Store) {
 }
 
 async fn jobs_are_claimed_once_and_leases_expire(store: Store) {
-    assert!(store.enqueue(JobKind::Ticket, "1").await.unwrap());
+    assert!(store.enqueue(&JobKey::Ticket(TicketKey(1))).await.unwrap());
     assert!(
-        !store.enqueue(JobKind::Ticket, "1").await.unwrap(),
+        !store.enqueue(&JobKey::Ticket(TicketKey(1))).await.unwrap(),
         "a second live job for the same ticket"
     );
-    assert!(store.enqueue(JobKind::Ticket, "2").await.unwrap());
+    assert!(store.enqueue(&JobKey::Ticket(TicketKey(2))).await.unwrap());
 
     let j1 = store.claim_job("w1", 60_000).await.unwrap().unwrap();
-    assert_eq!(
-        (j1.kind, j1.key.as_str(), j1.attempts),
-        (JobKind::Ticket, "1", 1)
-    );
+    assert_eq!((&j1.key, j1.attempts), (&JobKey::Ticket(TicketKey(1)), 1));
     let j2 = store.claim_job("w2", 60_000).await.unwrap().unwrap();
-    assert_eq!(j2.key, "2");
+    assert_eq!(j2.key, JobKey::Ticket(TicketKey(2)));
     assert!(store.claim_job("w3", 60_000).await.unwrap().is_none());
 
     assert!(store.renew_lease(j1.id, "w1", 60_000).await.unwrap());
@@ -96,7 +94,7 @@ async fn jobs_are_claimed_once_and_leases_expire(store: Store) {
 
     store.complete_job(j1.id, "w1").await.unwrap();
     assert!(
-        store.enqueue(JobKind::Ticket, "1").await.unwrap(),
+        store.enqueue(&JobKey::Ticket(TicketKey(1))).await.unwrap(),
         "a finished job blocks a new one"
     );
     assert_eq!(store.release_all_leases().await.unwrap(), 1);
@@ -110,7 +108,7 @@ async fn jobs_are_claimed_once_and_leases_expire(store: Store) {
 async fn concurrent_claims_never_share_a_job(store: Store) {
     for i in 0..40 {
         store
-            .enqueue(JobKind::Delivery, &format!("d{i}"))
+            .enqueue(&JobKey::Delivery(format!("d{i}")))
             .await
             .unwrap();
     }
@@ -135,7 +133,7 @@ async fn concurrent_claims_never_share_a_job(store: Store) {
 }
 
 async fn retries_wait_until_due(store: Store) {
-    store.enqueue(JobKind::Delivery, "d").await.unwrap();
+    store.enqueue(&JobKey::Delivery("d".into())).await.unwrap();
     let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
     store
         .retry_job(job.id, "w", 3_600_000, "GitHub 502", false)
@@ -163,30 +161,30 @@ async fn retries_wait_until_due(store: Store) {
 
 async fn a_job_queued_for_later_can_be_hurried(store: Store) {
     store
-        .enqueue_after(JobKind::Sweep, "github", 3_600_000)
+        .enqueue_after(&JobKey::Sweep, 3_600_000)
         .await
         .unwrap();
     assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
     // Asking again does not bring it forward; hurrying does.
-    store.enqueue(JobKind::Sweep, "github").await.unwrap();
+    store.enqueue(&JobKey::Sweep).await.unwrap();
     assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
-    store.hurry(JobKind::Sweep, "github").await.unwrap();
+    store.hurry(&JobKey::Sweep).await.unwrap();
     let job = store
         .claim_job("w", 60_000)
         .await
         .unwrap()
         .expect("due now");
-    assert_eq!((job.kind, job.key.as_str()), (JobKind::Sweep, "github"));
+    assert_eq!(job.key, JobKey::Sweep);
     // A running job is left alone.
-    store.hurry(JobKind::Sweep, "github").await.unwrap();
+    store.hurry(&JobKey::Sweep).await.unwrap();
     assert!(store.claim_job("v", 60_000).await.unwrap().is_none());
 }
 
 async fn a_job_asked_for_while_it_runs_runs_again(store: Store) {
-    assert!(store.enqueue(JobKind::Ticket, "7").await.unwrap());
+    assert!(store.enqueue(&JobKey::Ticket(TicketKey(7))).await.unwrap());
     let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
     // A signal arrives while the run works: no second live job, but the request is kept.
-    assert!(!store.enqueue(JobKind::Ticket, "7").await.unwrap());
+    assert!(!store.enqueue(&JobKey::Ticket(TicketKey(7))).await.unwrap());
     assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
     store.complete_job(job.id, "w").await.unwrap();
     let again = store
@@ -194,18 +192,21 @@ async fn a_job_asked_for_while_it_runs_runs_again(store: Store) {
         .await
         .unwrap()
         .expect("queued again");
-    assert_eq!((again.key.as_str(), again.attempts), ("7", 1));
+    assert_eq!(
+        (&again.key, again.attempts),
+        (&JobKey::Ticket(TicketKey(7)), 1)
+    );
     // Without a request during the run, a finished job is gone.
     store.complete_job(again.id, "w").await.unwrap();
     assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
     assert_eq!(store.job_counts().await.unwrap(), vec![]);
 
     // A requeue at the tail, asked by the run itself, waits for its delay.
-    store.enqueue(JobKind::Ticket, "8").await.unwrap();
+    store.enqueue(&JobKey::Ticket(TicketKey(8))).await.unwrap();
     let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
     assert!(
         !store
-            .enqueue_after(JobKind::Ticket, "8", 3_600_000)
+            .enqueue_after(&JobKey::Ticket(TicketKey(8)), 3_600_000)
             .await
             .unwrap()
     );
@@ -221,7 +222,7 @@ async fn a_job_asked_for_while_it_runs_runs_again(store: Store) {
 }
 
 async fn fresh_retries_restart_the_count_of_attempts(store: Store) {
-    store.enqueue(JobKind::Ticket, "1").await.unwrap();
+    store.enqueue(&JobKey::Ticket(TicketKey(1))).await.unwrap();
     let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
     store.retry_job(job.id, "w", 0, "502", false).await.unwrap();
     let job = store.claim_job("w", 60_000).await.unwrap().unwrap();

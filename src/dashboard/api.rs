@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Dashboard;
 use crate::hive::intervene::{Person, intervene as run_intervention};
+use crate::ids::TicketKey;
 use crate::llm::budget::Spend;
 use crate::sandbox::SandboxInfo;
 use crate::store::tickets::Ticket;
@@ -26,7 +27,7 @@ use crate::store::views::{Event, QueuedJob};
 /// A ticket as the dashboard lists it.
 #[derive(Debug, Clone, Serialize)]
 pub struct TicketRow {
-    pub key: i64,
+    pub key: TicketKey,
     pub id: String,
     pub repo: String,
     pub issue: u64,
@@ -113,7 +114,7 @@ pub async fn ticket_rows(d: &Dashboard) -> Result<Vec<TicketRow>, crate::store::
 /// One ticket with its flow and its last 500 events; `None` when there is no such ticket.
 pub async fn ticket_view(
     d: &Dashboard,
-    key: i64,
+    key: TicketKey,
 ) -> Result<Option<TicketView>, crate::store::StoreError> {
     let Some(t) = d.store.ticket(key).await? else {
         return Ok(None);
@@ -226,7 +227,7 @@ pub async fn tickets(State(d): State<Dashboard>) -> ApiResult<Vec<TicketRow>> {
 }
 
 /// `GET /api/tickets/{key}`.
-pub async fn ticket(State(d): State<Dashboard>, Path(key): Path<i64>) -> Response {
+pub async fn ticket(State(d): State<Dashboard>, Path(key): Path<TicketKey>) -> Response {
     match ticket_view(&d, key).await {
         Ok(Some(v)) => Json(v).into_response(),
         Ok(None) => (StatusCode::NOT_FOUND, format!("no ticket {key}\n")).into_response(),
@@ -244,7 +245,7 @@ pub struct After {
 /// after `?after=` (or the `Last-Event-ID` a reconnecting browser sends), live.
 pub async fn timeline(
     State(d): State<Dashboard>,
-    Path(key): Path<i64>,
+    Path(key): Path<TicketKey>,
     Query(q): Query<After>,
     headers: HeaderMap,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
@@ -294,7 +295,7 @@ pub struct InterventionAnswer {
 pub async fn intervene(
     State(d): State<Dashboard>,
     Extension(who): Extension<Person>,
-    Path(key): Path<i64>,
+    Path(key): Path<TicketKey>,
     Json(i): Json<Intervention>,
 ) -> Response {
     match apply(&d, key, &i.command, &who).await {
@@ -313,7 +314,7 @@ pub async fn intervene(
 /// Runs an intervention; the error is an HTTP status and a reason.
 pub async fn apply(
     d: &Dashboard,
-    key: i64,
+    key: TicketKey,
     command: &str,
     who: &Person,
 ) -> Result<InterventionAnswer, (StatusCode, String)> {

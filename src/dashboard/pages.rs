@@ -13,6 +13,7 @@ use serde::Deserialize;
 use super::api::{self, TicketRow, TicketView};
 use super::{Dashboard, now, session_of};
 use crate::hive::intervene::Person;
+use crate::ids::TicketKey;
 
 /// The timeline script: appends each new event of the ticket to the table, keeps the state
 /// cell current.
@@ -169,7 +170,7 @@ pub async fn tickets(State(d): State<Dashboard>) -> Response {
 /// `GET /tickets/{key}`.
 pub async fn ticket(
     State(d): State<Dashboard>,
-    Path(key): Path<i64>,
+    Path(key): Path<TicketKey>,
     headers: HeaderMap,
 ) -> Response {
     render_ticket(&d, key, &headers, None).await
@@ -177,7 +178,7 @@ pub async fn ticket(
 
 async fn render_ticket(
     d: &Dashboard,
-    key: i64,
+    key: TicketKey,
     headers: &HeaderMap,
     flash: Option<(bool, String)>,
 ) -> Response {
@@ -242,7 +243,7 @@ fn plan_and_attempts(v: &TicketView) -> String {
         return String::new();
     };
     // The status comment's Markdown, shown as text: it says the same on GitHub.
-    let section = crate::hive::flow::status_section(&flow);
+    let section = crate::hive::status::status_section(&flow);
     if section.trim().is_empty() {
         return String::new();
     }
@@ -252,7 +253,7 @@ fn plan_and_attempts(v: &TicketView) -> String {
     )
 }
 
-fn interventions(key: i64, csrf: &str) -> String {
+fn interventions(key: TicketKey, csrf: &str) -> String {
     let button = |command: &str, label: &str| {
         format!(
             "<form class=\"inline\" method=\"post\" action=\"/tickets/{key}/intervene\">\
@@ -316,7 +317,7 @@ pub struct InterventionForm {
 pub async fn intervene(
     State(d): State<Dashboard>,
     Extension(who): Extension<Person>,
-    Path(key): Path<i64>,
+    Path(key): Path<TicketKey>,
     headers: HeaderMap,
     Form(f): Form<InterventionForm>,
 ) -> Response {

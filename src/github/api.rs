@@ -15,6 +15,20 @@ pub struct Comment {
     pub body: Option<String>,
 }
 
+/// An issue as the sweep compares it with its ticket.
+#[derive(Debug, Clone, Deserialize)]
+pub struct IssueState {
+    /// `open` or `closed`.
+    pub state: String,
+    #[serde(default)]
+    pub labels: Vec<Label>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Label {
+    pub name: String,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct PullRequest {
     pub number: u64,
@@ -140,6 +154,52 @@ impl RepoClient {
             what: format!("the comment on #{issue}"),
             message: "three tries did not confirm it".into(),
         })
+    }
+
+    /// The text of file `path` at `reference` (a branch or a commit), through the contents API;
+    /// `None` when there is no such file.
+    pub async fn file(&self, path: &str, reference: &str) -> Result<Option<String>, GitHubError> {
+        #[derive(Deserialize)]
+        struct Contents {
+            content: String,
+        }
+        let r: String = url::form_urlencoded::byte_serialize(reference.as_bytes()).collect();
+        match self
+            .send::<Contents>(
+                Method::GET,
+                &self.path(&format!("/contents/{path}?ref={r}")),
+                None,
+                Idempotent::Yes,
+            )
+            .await
+        {
+            Ok(c) => {
+                use base64::Engine as _;
+                let raw: String = c.content.split_whitespace().collect();
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(raw)
+                    .map_err(|e| GitHubError::Decode {
+                        what: format!("the contents of {path}"),
+                        message: e.to_string(),
+                    })?;
+                Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+            }
+            Err(GitHubError::Api { status, .. }) if status == http::StatusCode::NOT_FOUND => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// An issue's state and labels.
+    pub async fn issue(&self, number: u64) -> Result<IssueState, GitHubError> {
+        self.send(
+            Method::GET,
+            &self.path(&format!("/issues/{number}")),
+            None,
+            Idempotent::Yes,
+        )
+        .await
     }
 
     /// The open or closed pull request whose head is `branch` of this repository.

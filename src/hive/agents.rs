@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use super::JobError;
-use super::run::TicketRun;
+use super::job::JobError;
+use super::ticket_run::TicketRun;
 use crate::agent::context;
 use crate::agent::events::{AgentEvent, EventSink};
 use crate::agent::prompts::repo_path;
@@ -119,7 +119,7 @@ pub(super) async fn run_role(
         .hive
         .models
         .client(role)
-        .map_err(|e| JobError::Permanent(format!("model of the {role}: {e}")))?;
+        .map_err(|e| JobError::permanent(format!("model of the {role}: {e}")))?;
     let (events, mut rx) = EventSink::new();
     let store = run.hive.store.clone();
     let key = run.ticket.key;

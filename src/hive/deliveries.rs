@@ -4,26 +4,22 @@
 
 use std::sync::Arc;
 
-use base64::Engine as _;
-use http::Method;
 use tracing::{Instrument as _, info, info_span, warn};
 
-use super::{Done, Hive, JobError};
-use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
+use super::job::{Done, Hive, JobError};
 use crate::gates::ORDER;
-use crate::github::{GitHubError, Idempotent, RepoClient};
-use crate::store::jobs::Job;
-use crate::store::jobs::JobKind;
+use crate::github::{GitHubError, RepoClient};
+use crate::ids::CommitSha;
+use crate::store::jobs::JobKey;
 use crate::store::tickets::{NewTicket, Opened};
-use crate::ticket::TicketId;
+use crate::ticket::{Signal, TicketId};
 use crate::webhook::event::{self, CheckCompleted, ChecksRerequested, Event, IssueLabeled};
 
-/// Processes the delivery of a `delivery` job, recording its outcome and ending the job in one
-/// transaction.
-pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
-    let delivery_id = job.key.as_str();
+/// Processes delivery `delivery_id` (job `job_id`), recording its outcome and ending the job in
+/// one transaction.
+pub async fn process(hive: &Arc<Hive>, job_id: i64, delivery_id: &str) -> Result<Done, JobError> {
     let Some(mut d) = hive.store.delivery(delivery_id).await? else {
-        return Err(JobError::Permanent(format!(
+        return Err(JobError::permanent(format!(
             "delivery {delivery_id} is not stored"
         )));
     };
@@ -33,7 +29,7 @@ pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
         let (name, payload) = (d.event.clone(), std::mem::take(&mut d.payload));
         let parsed = tokio::task::spawn_blocking(move || event::parse(&name, payload.as_bytes()))
             .await
-            .map_err(|e| JobError::Permanent(format!("payload parser panicked: {e}")))?;
+            .map_err(|e| JobError::permanent(format!("payload parser panicked: {e}")))?;
         let (status, detail) = match parsed {
             Err(e) => {
                 warn!(reason = %e.reason, "unparsed delivery");
@@ -82,7 +78,7 @@ pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
                     hive.store.ticket_for_issue(&repo, number).await?
                 };
                 match ticket.filter(|t| !t.state.is_final()) {
-                    Some(t) => match super::sweep::reconcile(hive, &t).await? {
+                    Some(t) => match super::reconcile::reconcile(hive, &t).await? {
                         Some(what) => ("processed", format!("{}: {what}", t.id)),
                         None => ("ignored", format!("{} goes on", t.id)),
                     },
@@ -94,7 +90,7 @@ pub async fn process(hive: &Arc<Hive>, job: &Job) -> Result<Done, JobError> {
         };
         let recorded = hive
             .store
-            .finish_delivery_job(job.id, &hive.owner, delivery_id, status, Some(&detail))
+            .finish_delivery_job(job_id, &hive.owner, delivery_id, status, Some(&detail))
             .await?;
         if !recorded {
             warn!(
@@ -127,10 +123,7 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
     };
     // The label that hands issues to the hive may be renamed in the repository's config. A
     // broken config falls back to the default label, so the ticket can report the error.
-    let label = match load_config(&client, &l.default_branch).await? {
-        Ok(c) => c.label,
-        Err(_) => HiveConfig::default().label,
-    };
+    let label = super::repo_config::label(&client, &l.default_branch).await?;
     if l.label != label {
         return Ok(("ignored", format!("label {:?} is not {label:?}", l.label)));
     }
@@ -196,7 +189,7 @@ async fn issue_edited(
     }
     hive.store.set_ticket_issue(t.key, title, body).await?;
     if t.state == crate::ticket::TaskState::Blocked {
-        super::steer::signal(hive, &t, "plan", &serde_json::json!({}), "issue edit").await?;
+        super::signal::send(hive, &t, &Signal::Plan, "issue edit").await?;
         return Ok(("processed", format!("{} plans again after the edit", t.id)));
     }
     Ok(("processed", format!("{} has the edited issue", t.id)))
@@ -223,7 +216,7 @@ async fn check_completed(
             format!("{id} does not wait for checks on this commit"),
         ));
     }
-    super::steer::signal(hive, &t, "recheck", &serde_json::json!({}), "github").await?;
+    super::signal::send(hive, &t, &Signal::Recheck, "github").await?;
     Ok((
         "processed",
         format!("{} completed: {id} tries to merge again", c.name),
@@ -265,17 +258,21 @@ async fn rerequested(
         },
         (None, None) => return Ok(("ignored", "the check suite names no branch".into())),
     };
-    if crate::ids::CommitSha::parse(&r.head_sha).is_err() {
+    let Ok(sha) = CommitSha::parse(&r.head_sha) else {
         return Ok((
             "rejected",
             format!("head_sha {:?} is not a commit", r.head_sha),
         ));
-    }
+    };
     let Some(t) = hive.store.ticket_by_number(&r.repo, ticket.0).await? else {
         return Ok(("ignored", format!("{} has no ticket {ticket}", r.repo)));
     };
-    let key = format!("{}|{}|{gate}", t.key, r.head_sha);
-    let queued = hive.store.enqueue(JobKind::Gates, &key).await?;
+    let key = JobKey::Gates {
+        ticket: t.key,
+        sha,
+        gate: gate.clone(),
+    };
+    let queued = hive.store.enqueue(&key).await?;
     if queued {
         hive.jobs_queued.notify_one();
     }
@@ -288,38 +285,4 @@ async fn rerequested(
         "processed",
         format!("re-running {what} on {} for {ticket}", &r.head_sha[..7]),
     ))
-}
-
-/// `.github/hive.yml` on `branch` through the contents API: the default config when absent,
-/// `Ok(Err(…))` when present but invalid.
-pub async fn load_config(
-    client: &RepoClient,
-    branch: &str,
-) -> Result<Result<HiveConfig, crate::config::repo::RepoConfigError>, JobError> {
-    #[derive(serde::Deserialize)]
-    struct Contents {
-        content: String,
-    }
-    let branch: String = url::form_urlencoded::byte_serialize(branch.as_bytes()).collect();
-    let route = format!(
-        "/repos/{}/{}/contents/{CONFIG_PATH}?ref={branch}",
-        client.repo().owner(),
-        client.repo().name()
-    );
-    match client
-        .send::<Contents>(Method::GET, &route, None, Idempotent::Yes)
-        .await
-    {
-        Ok(c) => {
-            let raw: String = c.content.split_whitespace().collect();
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(raw)
-                .map_err(|e| JobError::Transient(format!("contents of {CONFIG_PATH}: {e}")))?;
-            Ok(HiveConfig::parse(&String::from_utf8_lossy(&bytes)))
-        }
-        Err(GitHubError::Api { status, .. }) if status == http::StatusCode::NOT_FOUND => {
-            Ok(Ok(HiveConfig::default()))
-        }
-        Err(e) => Err(e.into()),
-    }
 }

@@ -4,8 +4,8 @@
 //! `dashboard:<nonce>`, who, what, outcome) and carried out by the same code as a comment's.
 //! `vibeloop run --approve` approves through here too (source `run:<nonce>`).
 
+use super::job::{Hive, JobError};
 use super::steer::{PERMISSION_TTL, act};
-use super::{Hive, JobError};
 use crate::commands::{self, Parsed, Permission};
 use crate::store::commands::NewCommand;
 use crate::store::tickets::Ticket;

@@ -6,24 +6,21 @@ use std::sync::Arc;
 
 use tracing::{Instrument as _, info, info_span};
 
-use super::run::{TicketRun, blocking};
+use super::job::{Hive, JobError, blocking};
+use super::ticket_run::TicketRun;
 use super::verify::{Verification, run_gates};
-use super::{Hive, JobError};
-use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
-use crate::ids::CommitSha;
-use crate::store::jobs::Job;
+use crate::ids::{CommitSha, TicketKey};
 
-/// Runs a `gates` job: key `<ticket row id>|<sha>|<gate or all>`.
-pub async fn rerun(hive: &Arc<Hive>, job: &Job) -> Result<(), JobError> {
-    let bad = || JobError::Permanent(format!("bad gates job key {:?}", job.key));
-    let mut parts = job.key.split('|');
-    let (Some(key), Some(sha), Some(gate)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(bad());
-    };
-    let key: i64 = key.parse().map_err(|_| bad())?;
-    let sha = CommitSha::parse(sha).map_err(|_| bad())?;
+/// Runs gates job `job_id`: `gate` (or `all`) again on `sha` of ticket `key`.
+pub async fn rerun(
+    hive: &Arc<Hive>,
+    job_id: i64,
+    key: TicketKey,
+    sha: &CommitSha,
+    gate: &str,
+) -> Result<(), JobError> {
     let Some(ticket) = hive.store.ticket(key).await? else {
-        return Err(JobError::Permanent(format!("ticket {key} is not stored")));
+        return Err(JobError::permanent(format!("ticket {key} is not stored")));
     };
     let span =
         info_span!("rerun", ticket = %ticket.id, repo = %ticket.repo, sha = sha.short(), gate);
@@ -44,37 +41,31 @@ pub async fn rerun(hive: &Arc<Hive>, job: &Job) -> Result<(), JobError> {
             run.ticket.repo.clone(),
             run.ticket.base_branch.clone(),
         );
-        let scratch = format!("vibeloop/rerun-{}", job.id);
-        let prepared = blocking({
-            let (workspace, repo, scratch, sha) = (
-                workspace.clone(),
-                repo.clone(),
-                scratch.clone(),
-                sha.clone(),
-            );
+        let config = super::repo_config::load(&run.client, &base)
+            .await?
+            .map_err(|e| JobError::permanent(e.to_string()));
+        let scratch = format!("vibeloop/rerun-{job_id}");
+        let (merge_base, worktree) = blocking({
+            let (workspace, repo, scratch, head) =
+                (workspace.clone(), repo.clone(), scratch.clone(), sha.oid());
             move || {
                 let git = workspace.sync_mirror(&repo, &token)?;
-                let config = workspace.read_remote_file(&git, &base, CONFIG_PATH)?;
-                let head = git2::Oid::from_str(sha.as_str())?;
-                let base_tip = git2::Oid::from_str(workspace.remote_head(&git, &base)?.as_str())?;
+                let base_tip = workspace.remote_head(&git, &base)?.oid();
                 let merge_base = git.merge_base(head, base_tip)?;
                 let worktree = workspace.worktree_at(&repo, &git, &scratch, head)?;
-                Ok((config, CommitSha::from(merge_base), worktree))
+                Ok((CommitSha::from(merge_base), worktree))
             }
         })
         .await?;
-        let (config_text, merge_base, worktree) = prepared;
-        let config = HiveConfig::parse(config_text.as_deref().unwrap_or(""))
-            .map_err(|e| JobError::Permanent(e.to_string()));
         let only = [gate];
         let result = match config {
             Ok(config) => {
                 let v = Verification {
                     worktree: &worktree,
                     base: &merge_base,
-                    head: &sha,
+                    head: sha,
                     gates: (gate != "all").then_some(&only[..]),
-                    run_id: format!("vibeloop:{}:rerun-{}", run.ticket.id, job.id),
+                    run_id: format!("vibeloop:{}:rerun-{}", run.ticket.id, job_id),
                     role: "rerun",
                     tests: None,
                 };

@@ -2,12 +2,11 @@
 //! whose tree is the tag's (a force push only where `.github/hive.yml` allows it), and every open
 //! ticket of the repository stops, its worktrees and containers removed.
 
-use super::deliveries::load_config;
-use super::run::blocking;
-use super::{Hive, JobError};
+use super::job::{Hive, JobError, blocking};
 use crate::github::GitHubError;
 use crate::ids::CommitSha;
 use crate::ids::{InstallationId, RepoName};
+use crate::ticket::Signal;
 
 /// Who asks for the reset, of which repository.
 pub(super) struct Requester<'a> {
@@ -31,9 +30,9 @@ pub(super) async fn reset(
     };
     let client = hive.github.repo(installation, c.repo).await?;
     let base = client.default_branch().await?;
-    let config = load_config(&client, &base)
+    let config = super::repo_config::load(&client, &base)
         .await?
-        .map_err(|e| JobError::Permanent(e.to_string()))?;
+        .map_err(|e| JobError::permanent(e.to_string()))?;
     let base = config.base.clone().unwrap_or(base);
     let token = client.token().await?;
     let (ws, repo, tag_name, base2, author) = (
@@ -100,14 +99,10 @@ pub(super) async fn reset(
         .into_iter()
         .filter(|t| &t.repo == c.repo && !t.state.is_final())
     {
-        super::steer::signal(
-            hive,
-            &t,
-            "abort",
-            &serde_json::json!({ "why": format!("reset to {tag}") }),
-            c.author,
-        )
-        .await?;
+        let abort = Signal::Abort {
+            why: Some(format!("reset to {tag}")),
+        };
+        super::signal::send(hive, &t, &abort, c.author).await?;
         stopped.push(t.id.to_string());
     }
     let how = if force {

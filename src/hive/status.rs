@@ -3,7 +3,7 @@
 
 use crate::gates::GateResult;
 use crate::gates::report::code_block;
-use crate::hive::flow::Flow;
+use crate::hive::flow::state::Flow;
 use crate::llm::budget::Spend;
 use crate::store::tickets::Ticket;
 use crate::ticket::{TaskState, TicketId};
@@ -100,7 +100,7 @@ pub fn render(t: &Ticket, extras: &Extras<'_>) -> String {
         s.push_str("\n\n</details>\n");
     }
     if let Some(flow) = extras.flow {
-        s.push_str(&crate::hive::flow::status_section(flow));
+        s.push_str(&status_section(flow));
     }
     s.push_str(&format!("\n{}\n", next_step(t.state)));
     s
@@ -121,4 +121,72 @@ fn next_step(state: TaskState) -> &'static str {
             "_This comment updates as the work goes on. `/hive status` or `/hive abort` at any time._"
         }
     }
+}
+
+/// The plan checklist and the attempts table, for the status comment.
+pub fn status_section(f: &Flow) -> String {
+    let mut s = String::new();
+    if let Some(bp) = &f.blueprint {
+        let done = f.attempts.last().is_some_and(|a| a.passed());
+        s.push_str(&format!(
+            "\n**Plan: {}**\n\n",
+            bp.plan.title.replace('\n', " ")
+        ));
+        for step in &bp.plan.steps {
+            let mark = if done { "x" } else { " " };
+            s.push_str(&format!(
+                "- [{mark}] {} → {}\n",
+                step.input.replace('\n', " "),
+                step.output.replace('\n', " ")
+            ));
+        }
+    }
+    if let Some(v) = &f.red_proof {
+        s.push_str(&format!("\nRed proof: {}.\n", v.describe()));
+    }
+    if !f.attempts.is_empty() {
+        let gates: Vec<String> = f.attempts[0].gates.iter().map(|g| g.gate.clone()).collect();
+        s.push_str(&format!(
+            "\n| attempt | commit | {} |\n|---|---|{}\n",
+            gates.join(" | "),
+            "---|".repeat(gates.len())
+        ));
+        for a in &f.attempts {
+            let cells: Vec<&str> = a
+                .gates
+                .iter()
+                .map(|g| match (g.skipped, g.passed) {
+                    (true, _) => "➖ skipped",
+                    (false, true) => "✅",
+                    (false, false) => "❌",
+                })
+                .collect();
+            let cells = if cells.is_empty() {
+                vec!["❌ (tests conflict)"]
+            } else {
+                cells
+            };
+            s.push_str(&format!(
+                "| {} | `{}` | {} |\n",
+                a.n,
+                &a.sha[..a.sha.len().min(7)],
+                cells.join(" | ")
+            ));
+        }
+    }
+    if let Some(r) = &f.critic {
+        let verdict = if r.approve {
+            "approves"
+        } else {
+            "asks for changes"
+        };
+        s.push_str(&format!(
+            "\nThe Critic {verdict} ({} comment(s)).\n",
+            r.comments
+        ));
+    }
+    if let Some(tag) = &f.tag {
+        s.push_str(&format!("\nSnapshot: `{tag}`.\n"));
+    }
+    s
 }

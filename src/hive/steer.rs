@@ -6,12 +6,12 @@
 
 use std::time::Duration;
 
-use super::{Hive, JobError};
+use super::job::{Hive, JobError};
 use crate::commands::{self, Command, Found, Parsed, Permission};
 use crate::github::RepoClient;
 use crate::ids::RepoName;
-use crate::store::jobs::JobKind;
 use crate::store::tickets::Ticket;
+use crate::ticket::Signal;
 use crate::webhook::event::{ButtonEvent, CommentEvent, ReviewEvent};
 
 /// How long a looked-up permission is trusted.
@@ -185,7 +185,7 @@ pub(super) async fn act(
     installation: Option<crate::ids::InstallationId>,
     author: &str,
 ) -> Result<(&'static str, String, String), JobError> {
-    let (kind, data, reply) = match cmd {
+    let (signal, reply) = match cmd {
         Command::Status | Command::Help => {
             let reply = format!(
                 "{} is {}: {}.",
@@ -203,69 +203,37 @@ pub(super) async fn act(
             };
             return super::reset::reset(hive, &who, tag).await;
         }
-        Command::Plan => (
-            "plan",
-            serde_json::json!({}),
-            format!("{} will plan again.", t.id),
-        ),
+        Command::Plan => (Signal::Plan, format!("{} will plan again.", t.id)),
         Command::Retry(role) => {
-            let role = role.map(|r| r.as_str()).unwrap_or("");
-            let from = if role.is_empty() {
-                String::new()
-            } else {
-                format!(" from the {role}")
-            };
+            let role = role.map(|r| r.as_str().to_owned());
+            let from = role
+                .as_deref()
+                .map(|r| format!(" from the {r}"))
+                .unwrap_or_default();
             (
-                "retry",
-                serde_json::json!({ "role": role }),
+                Signal::Retry { role },
                 format!("{} will try again{from}.", t.id),
             )
         }
         Command::Feedback(text) => (
-            "feedback",
-            serde_json::json!({ "text": text }),
+            Signal::Feedback { text: text.clone() },
             "noted: the agents get it from their next step on.".to_owned(),
         ),
-        Command::Approve => (
-            "approve",
-            serde_json::json!({}),
-            format!("approved: {} goes on.", t.id),
-        ),
+        Command::Approve => (Signal::Approve, format!("approved: {} goes on.", t.id)),
         Command::Abort => (
-            "abort",
-            serde_json::json!({}),
+            Signal::Abort { why: None },
             format!(
                 "{} is aborted; its worktrees and containers are removed.",
                 t.id
             ),
         ),
         Command::Rebase => (
-            "rebase",
-            serde_json::json!({}),
+            Signal::Rebase,
             format!("{} will be rebased and checked again.", t.id),
         ),
     };
-    signal(hive, t, kind, &data, author).await?;
-    Ok(("+1", reply, kind.to_owned()))
-}
-
-/// Queues a signal and wakes the ticket.
-pub(super) async fn signal(
-    hive: &Hive,
-    t: &Ticket,
-    kind: &str,
-    data: &serde_json::Value,
-    author: &str,
-) -> Result<(), JobError> {
-    hive.store.signal(t.key, kind, data, author).await?;
-    if hive
-        .store
-        .enqueue(JobKind::Ticket, &t.key.to_string())
-        .await?
-    {
-        hive.jobs_queued.notify_one();
-    }
-    Ok(())
+    super::signal::send(hive, t, &signal, author).await?;
+    Ok(("+1", reply, signal.kind().to_owned()))
 }
 
 /// An approving review by someone with write permission counts as `/hive approve`.
@@ -315,7 +283,7 @@ pub(super) async fn on_review(
             format!("approval by {} refused: needs write permission", r.author),
         ));
     }
-    signal(hive, &t, "approve", &serde_json::json!({}), &r.author).await?;
+    super::signal::send(hive, &t, &Signal::Approve, &r.author).await?;
     hive.store
         .command_outcome(&source, "approving review", "approve")
         .await?;
@@ -338,9 +306,9 @@ pub(super) async fn on_button(
     let Some(t) = hive.store.ticket_by_number(&b.repo, id.0).await? else {
         return Ok(("ignored", format!("no ticket {id}")));
     };
-    let (cmd, kind) = match b.identifier.as_str() {
-        "retry" => (Command::Retry(None), "retry"),
-        "approve" => (Command::Approve, "approve"),
+    let (cmd, signal) = match b.identifier.as_str() {
+        "retry" => (Command::Retry(None), Signal::Retry { role: None }),
+        "approve" => (Command::Approve, Signal::Approve),
         other => return Ok(("ignored", format!("unknown button {other:?}"))),
     };
     let have = Permission::parse(
@@ -372,7 +340,9 @@ pub(super) async fn on_button(
             format!("{} by {} refused: needs {}", text, b.author, cmd.required()),
         ));
     }
-    signal(hive, &t, kind, &serde_json::json!({}), &b.author).await?;
-    hive.store.command_outcome(&source, &text, kind).await?;
+    super::signal::send(hive, &t, &signal, &b.author).await?;
+    hive.store
+        .command_outcome(&source, &text, signal.kind())
+        .await?;
     Ok(("processed", format!("{text} for {} by {}", t.id, b.author)))
 }

@@ -12,19 +12,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use http::Method;
-use serde::Deserialize;
 use tracing::{info, warn};
 
-use super::deliveries::load_config;
-use super::{Hive, JobError};
-use crate::config::repo::HiveConfig;
-use crate::github::{GitHubError, Idempotent};
-use crate::store::jobs::JobKind;
-use crate::store::tickets::Ticket;
-
-/// The sweep's job key.
-pub const KEY: &str = "github";
+use super::job::{Hive, JobError};
+use crate::store::jobs::JobKey;
 /// How far before the newest stored delivery the log is read (clocks and queues differ).
 const OVERLAP_MS: i64 = 15 * 60 * 1000;
 /// How far back a database with no delivery yet looks.
@@ -33,8 +24,8 @@ const FIRST_LOOK_MS: i64 = 60 * 60 * 1000;
 /// Queues the sweep to run now (sooner, if the last one queued the next for later), unless it
 /// is running already.
 pub async fn schedule(store: &crate::store::Store) -> Result<(), crate::store::StoreError> {
-    store.enqueue(JobKind::Sweep, KEY).await?;
-    store.hurry(JobKind::Sweep, KEY).await
+    store.enqueue(&JobKey::Sweep).await?;
+    store.hurry(&JobKey::Sweep).await
 }
 
 /// Runs one sweep and queues the next.
@@ -49,7 +40,7 @@ pub async fn sweep(hive: &Arc<Hive>) -> Result<(), JobError> {
         if t.state.is_final() {
             continue;
         }
-        match reconcile(hive, &t).await {
+        match super::reconcile::reconcile(hive, &t).await {
             Ok(Some(what)) => {
                 info!(ticket = %t.id, repo = %t.repo, what, "reconciled with GitHub");
                 stopped += 1;
@@ -62,7 +53,7 @@ pub async fn sweep(hive: &Arc<Hive>) -> Result<(), JobError> {
         info!(tickets = stopped, "tickets changed on GitHub by hand");
     }
     let every = hive.sweep_every.as_millis() as i64;
-    hive.store.enqueue_after(JobKind::Sweep, KEY, every).await?;
+    hive.store.enqueue_after(&JobKey::Sweep, every).await?;
     Ok(())
 }
 
@@ -96,91 +87,4 @@ async fn missed_deliveries(hive: &Hive) -> Result<usize, JobError> {
         asked += 1;
     }
     Ok(asked)
-}
-
-#[derive(Debug, Deserialize)]
-struct Issue {
-    state: String,
-    #[serde(default)]
-    labels: Vec<Label>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Label {
-    name: String,
-}
-
-/// Compares one open ticket with GitHub and signals what changed; what it did, if anything.
-pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static str>, JobError> {
-    let flow = crate::hive::flow::load(&hive.store, t.key).await?;
-    if flow.merged.is_some() {
-        // Landed, and the bot knows: GitHub closes the issue and the pull request on its own.
-        return Ok(None);
-    }
-    let client = match hive.github.repo(t.installation_id, &t.repo).await {
-        Ok(c) => c,
-        Err(GitHubError::NotInstalled { .. }) => {
-            let why = format!("the App is no longer installed on {}", t.repo);
-            stop(hive, t, &why).await?;
-            return Ok(Some("uninstalled"));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let (owner, name) = (t.repo.owner(), t.repo.name());
-    // The pull request first: merging it closes the issue too, and that is a landing, not a stop.
-    if let Some(pr) = t.pr_number {
-        let pull = client.pull(pr).await?;
-        if pull.merged {
-            // The bot's own landing, whose answer was lost, is recorded as the bot's.
-            let by = pull
-                .merged_by
-                .map(|u| u.login)
-                .filter(|login| !login.ends_with("[bot]"));
-            let data = serde_json::json!({ "pr": pr, "sha": pull.merge_commit_sha, "by": by });
-            super::steer::signal(hive, t, "landed", &data, "github").await?;
-            return Ok(Some("merged on GitHub"));
-        }
-        if pull.state == "closed" {
-            let why = format!("pull request #{pr} was closed on GitHub");
-            stop(hive, t, &why).await?;
-            return Ok(Some("pull request closed"));
-        }
-        if flow.waiting.is_some() {
-            // A review or a check event may have been missed: the landing tries again.
-            super::steer::signal(hive, t, "recheck", &serde_json::json!({}), "github").await?;
-        }
-    }
-    let issue: Issue = client
-        .send(
-            Method::GET,
-            &format!("/repos/{owner}/{name}/issues/{}", t.issue_number),
-            None,
-            Idempotent::Yes,
-        )
-        .await?;
-    if issue.state == "closed" {
-        stop(hive, t, "the issue was closed on GitHub").await?;
-        return Ok(Some("issue closed"));
-    }
-    let label = match load_config(&client, &t.base_branch).await? {
-        Ok(c) => c.label,
-        Err(_) => HiveConfig::default().label,
-    };
-    if !issue.labels.iter().any(|l| l.name == label) {
-        let why = format!("the `{label}` label was removed from the issue");
-        stop(hive, t, &why).await?;
-        return Ok(Some("label removed"));
-    }
-    Ok(None)
-}
-
-async fn stop(hive: &Hive, t: &Ticket, why: &str) -> Result<(), JobError> {
-    super::steer::signal(
-        hive,
-        t,
-        "abort",
-        &serde_json::json!({ "why": why }),
-        "github",
-    )
-    .await
 }

@@ -1,8 +1,8 @@
 //! The verification stage: the gate pipeline on the Builder's pushed commit, in the sandbox of
 //! the Builder's worktree, reported as check runs. The sandbox is removed when the stage ends.
 
-use super::JobError;
-use super::run::TicketRun;
+use super::job::JobError;
+use super::ticket_run::TicketRun;
 use crate::config::repo::HiveConfig;
 use crate::gates::pipeline::{self, Inputs, RunError};
 use crate::gates::{GateError, GateResult};
@@ -15,7 +15,7 @@ impl From<GateError> for JobError {
     fn from(e: GateError) -> Self {
         match e {
             GateError::Sandbox(s) => JobError::from(s),
-            GateError::Git(g) => JobError::Transient(format!("git: {g}")),
+            GateError::Git(g) => JobError::transient(format!("git: {g}")),
         }
     }
 }
@@ -33,9 +33,9 @@ impl From<SandboxError> for JobError {
     fn from(e: SandboxError) -> Self {
         match e {
             SandboxError::ImageMissing(_) | SandboxError::BadMount { .. } => {
-                JobError::Permanent(e.to_string())
+                JobError::permanent(e.to_string())
             }
-            _ => JobError::Transient(e.to_string()),
+            _ => JobError::transient(e.to_string()),
         }
     }
 }

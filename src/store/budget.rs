@@ -6,15 +6,16 @@ use std::collections::BTreeMap;
 use sqlx::Row as _;
 
 use super::{Result, Store};
+use crate::ids::TicketKey;
 use crate::llm::budget::Spend;
 
 impl Store {
     /// What each role of ticket `key` spent so far.
-    pub async fn budget(&self, key: i64) -> Result<BTreeMap<String, Spend>> {
+    pub async fn budget(&self, key: TicketKey) -> Result<BTreeMap<String, Spend>> {
         let rows = sqlx::query(
             "SELECT role, calls, prompt_tokens, completion_tokens, cost_usd, millis FROM budget WHERE ticket_id = $1",
         )
-        .bind(key)
+        .bind(key.0)
         .fetch_all(self.reader())
         .await?;
         Ok(rows
@@ -33,7 +34,11 @@ impl Store {
     }
 
     /// Replaces the ledger of ticket `key` with `by_role`.
-    pub async fn save_budget(&self, key: i64, by_role: &BTreeMap<String, Spend>) -> Result<()> {
+    pub async fn save_budget(
+        &self,
+        key: TicketKey,
+        by_role: &BTreeMap<String, Spend>,
+    ) -> Result<()> {
         let mut tx = self.writer().begin().await?;
         for (role, s) in by_role {
             sqlx::query(
@@ -42,7 +47,7 @@ impl Store {
                  calls = excluded.calls, prompt_tokens = excluded.prompt_tokens, \
                  completion_tokens = excluded.completion_tokens, cost_usd = excluded.cost_usd, millis = excluded.millis",
             )
-            .bind(key)
+            .bind(key.0)
             .bind(role)
             .bind(s.calls as i64)
             .bind(s.prompt_tokens as i64)

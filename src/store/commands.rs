@@ -5,7 +5,7 @@
 use sqlx::Row as _;
 
 use super::{Result, Store};
-use crate::ids::RepoName;
+use crate::ids::{RepoName, TicketKey};
 use crate::now_ms;
 
 /// A command as recorded.
@@ -13,7 +13,7 @@ use crate::now_ms;
 pub struct CommandRecord {
     pub repo: String,
     pub issue: i64,
-    pub ticket: Option<i64>,
+    pub ticket: Option<TicketKey>,
     pub source: String,
     pub author: String,
     pub command: String,
@@ -27,7 +27,7 @@ pub struct CommandRecord {
 pub struct NewCommand<'a> {
     pub repo: &'a RepoName,
     pub issue: u64,
-    pub ticket: Option<i64>,
+    pub ticket: Option<TicketKey>,
     /// `comment:<id>#<line>`, `button:<check run id>`, `dashboard:<n>`.
     pub source: &'a str,
     pub author: &'a str,
@@ -44,7 +44,7 @@ impl Store {
         )
         .bind(c.repo.as_str())
         .bind(c.issue as i64)
-        .bind(c.ticket)
+        .bind(c.ticket.map(|t| t.0))
         .bind(c.source)
         .bind(c.author)
         .bind(c.command)
@@ -82,7 +82,7 @@ impl Store {
             .map(|r| CommandRecord {
                 repo: r.get(0),
                 issue: r.get(1),
-                ticket: r.get(2),
+                ticket: r.get::<Option<i64>, _>(2).map(TicketKey),
                 source: r.get(3),
                 author: r.get(4),
                 command: r.get(5),

@@ -146,8 +146,7 @@ impl Store {
             if d.ignored.is_none() {
                 super::jobs::enqueue_in(
                     &mut tx,
-                    super::jobs::JobKind::Delivery,
-                    d.delivery_id.as_str(),
+                    &super::jobs::JobKey::Delivery(d.delivery_id.as_str().to_owned()),
                     now,
                 )
                 .await?;

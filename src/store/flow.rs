@@ -5,7 +5,9 @@
 use sqlx::Row as _;
 
 use super::{Result, Store};
+use crate::ids::TicketKey;
 use crate::now_ms;
+use crate::ticket::Signal;
 
 /// One recorded node transition.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,14 +22,14 @@ pub struct Checkpoint {
 /// Stores a ticket's flow state inside a transaction.
 async fn set_flow_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    key: i64,
+    key: TicketKey,
     flow: &serde_json::Value,
     now: i64,
 ) -> Result<()> {
     sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
         .bind(flow.to_string())
         .bind(now)
-        .bind(key)
+        .bind(key.0)
         .execute(&mut **tx)
         .await?;
     Ok(())
@@ -38,7 +40,7 @@ impl Store {
     /// state the next node starts from.
     pub async fn checkpoint(
         &self,
-        key: i64,
+        key: TicketKey,
         node: &str,
         attempt: u32,
         inputs: &serde_json::Value,
@@ -48,7 +50,7 @@ impl Store {
         let now = now_ms();
         let mut tx = self.writer().begin().await?;
         sqlx::query("INSERT INTO checkpoints (ticket_id, node, attempt, inputs, outputs, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
-            .bind(key)
+            .bind(key.0)
             .bind(node)
             .bind(i64::from(attempt))
             .bind(inputs.to_string())
@@ -62,20 +64,20 @@ impl Store {
     }
 
     /// Stores `flow` without a checkpoint (a change made from outside a node: a command).
-    pub async fn set_flow(&self, key: i64, flow: &serde_json::Value) -> Result<()> {
+    pub async fn set_flow(&self, key: TicketKey, flow: &serde_json::Value) -> Result<()> {
         sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
             .bind(flow.to_string())
             .bind(now_ms())
-            .bind(key)
+            .bind(key.0)
             .execute(self.writer())
             .await?;
         Ok(())
     }
 
     /// The ticket's stored flow state, if any node ran yet.
-    pub async fn flow(&self, key: i64) -> Result<Option<serde_json::Value>> {
+    pub async fn flow(&self, key: TicketKey) -> Result<Option<serde_json::Value>> {
         let row = sqlx::query("SELECT flow FROM tickets WHERE id = $1")
-            .bind(key)
+            .bind(key.0)
             .fetch_optional(self.reader())
             .await?;
         Ok(row
@@ -84,9 +86,9 @@ impl Store {
     }
 
     /// Every checkpoint of a ticket, oldest first.
-    pub async fn checkpoints(&self, key: i64) -> Result<Vec<Checkpoint>> {
+    pub async fn checkpoints(&self, key: TicketKey) -> Result<Vec<Checkpoint>> {
         let rows = sqlx::query("SELECT node, attempt, inputs, outputs, created_at FROM checkpoints WHERE ticket_id = $1 ORDER BY id")
-            .bind(key)
+            .bind(key.0)
             .fetch_all(self.reader())
             .await?;
         Ok(rows
@@ -106,28 +108,21 @@ impl Store {
     }
 }
 
-/// Something a person asked of a ticket.
+/// A stored signal: what a person asked of a ticket, or why it cannot be read.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Signal {
+pub struct StoredSignal {
     pub id: i64,
-    pub kind: String,
-    pub data: serde_json::Value,
+    pub signal: std::result::Result<Signal, String>,
     pub author: String,
 }
 
 impl Store {
     /// Queues a signal for the ticket's run.
-    pub async fn signal(
-        &self,
-        key: i64,
-        kind: &str,
-        data: &serde_json::Value,
-        author: &str,
-    ) -> Result<()> {
+    pub async fn signal(&self, key: TicketKey, signal: &Signal, author: &str) -> Result<()> {
         sqlx::query("INSERT INTO signals (ticket_id, kind, data, author, created_at) VALUES ($1, $2, $3, $4, $5)")
-            .bind(key)
-            .bind(kind)
-            .bind(data.to_string())
+            .bind(key.0)
+            .bind(signal.kind())
+            .bind(signal.data().to_string())
             .bind(author)
             .bind(now_ms())
             .execute(self.writer())
@@ -137,18 +132,20 @@ impl Store {
 
     /// The ticket's pending signals, oldest first. They stay pending until
     /// [`Store::consume_signals`] records what they did.
-    pub async fn pending_signals(&self, key: i64) -> Result<Vec<Signal>> {
+    pub async fn pending_signals(&self, key: TicketKey) -> Result<Vec<StoredSignal>> {
         let rows = sqlx::query("SELECT id, kind, data, author FROM signals WHERE ticket_id = $1 AND consumed_at IS NULL ORDER BY id")
-            .bind(key)
+            .bind(key.0)
             .fetch_all(self.writer())
             .await?;
         Ok(rows
             .into_iter()
-            .map(|r| Signal {
-                id: r.get(0),
-                kind: r.get(1),
-                data: serde_json::from_str(&r.get::<String, _>(2)).unwrap_or_default(),
-                author: r.get(3),
+            .map(|r| {
+                let data = serde_json::from_str(&r.get::<String, _>(2)).unwrap_or_default();
+                StoredSignal {
+                    id: r.get(0),
+                    signal: Signal::read(&r.get::<String, _>(1), &data),
+                    author: r.get(3),
+                }
             })
             .collect())
     }
@@ -157,7 +154,7 @@ impl Store {
     /// transaction: a crash leaves either both or neither, so no approval is lost.
     pub async fn consume_signals(
         &self,
-        key: i64,
+        key: TicketKey,
         last_id: i64,
         flow: &serde_json::Value,
     ) -> Result<()> {
@@ -167,7 +164,7 @@ impl Store {
             "UPDATE signals SET consumed_at = $1 WHERE ticket_id = $2 AND consumed_at IS NULL AND id <= $3",
         )
         .bind(now)
-        .bind(key)
+        .bind(key.0)
         .bind(last_id)
         .execute(&mut *tx)
         .await?;
@@ -177,9 +174,9 @@ impl Store {
     }
 
     /// How many checkpoints the ticket has: a run that adds one made progress.
-    pub async fn checkpoint_count(&self, key: i64) -> Result<i64> {
+    pub async fn checkpoint_count(&self, key: TicketKey) -> Result<i64> {
         let row = sqlx::query("SELECT COUNT(*) FROM checkpoints WHERE ticket_id = $1")
-            .bind(key)
+            .bind(key.0)
             .fetch_one(self.writer())
             .await?;
         Ok(row.get(0))

@@ -6,18 +6,19 @@
 use sqlx::{Any, Row as _, Transaction};
 
 use super::{Dialect, Result, Store};
+use crate::ids::{CommitSha, TicketKey};
 use crate::now_ms;
 
 /// What a job is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobKind {
-    /// Process one stored webhook delivery (key: the delivery id).
+    /// Process one stored webhook delivery.
     Delivery,
-    /// Run a ticket's workflow (key: the ticket's row id).
+    /// Run a ticket's workflow.
     Ticket,
-    /// Run gates again on a commit (key: `<ticket row id>|<sha>|<gate or all>`).
+    /// Run gates again on a commit.
     Gates,
-    /// The periodic sweep: missed webhooks, tickets reconciled with GitHub (key: `github`).
+    /// The periodic sweep: missed webhooks, tickets reconciled with GitHub.
     Sweep,
 }
 
@@ -42,12 +43,70 @@ impl JobKind {
     }
 }
 
+/// What a job is about: its kind and subject, read once from its row's `(kind, key)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum JobKey {
+    /// A stored webhook delivery, by its delivery id.
+    Delivery(String),
+    Ticket(TicketKey),
+    /// Gates to run again on `sha` of the ticket: one gate, or `all`.
+    Gates {
+        ticket: TicketKey,
+        sha: CommitSha,
+        gate: String,
+    },
+    Sweep,
+}
+
+impl JobKey {
+    pub fn kind(&self) -> JobKind {
+        match self {
+            JobKey::Delivery(_) => JobKind::Delivery,
+            JobKey::Ticket(_) => JobKind::Ticket,
+            JobKey::Gates { .. } => JobKind::Gates,
+            JobKey::Sweep => JobKind::Sweep,
+        }
+    }
+
+    /// The `key` column.
+    pub fn key(&self) -> String {
+        match self {
+            JobKey::Delivery(id) => id.clone(),
+            JobKey::Ticket(t) => t.to_string(),
+            JobKey::Gates { ticket, sha, gate } => format!("{ticket}|{sha}|{gate}"),
+            JobKey::Sweep => "github".into(),
+        }
+    }
+
+    /// Reads a row's `(kind, key)`; `None` when they are not a job this version knows.
+    pub fn parse(kind: &str, key: &str) -> Option<Self> {
+        Some(match JobKind::parse(kind)? {
+            JobKind::Delivery => JobKey::Delivery(key.to_owned()),
+            JobKind::Ticket => JobKey::Ticket(key.parse().ok()?),
+            JobKind::Gates => {
+                let mut parts = key.splitn(3, '|');
+                JobKey::Gates {
+                    ticket: parts.next()?.parse().ok()?,
+                    sha: CommitSha::parse(parts.next()?).ok()?,
+                    gate: parts.next()?.to_owned(),
+                }
+            }
+            JobKind::Sweep => JobKey::Sweep,
+        })
+    }
+}
+
+impl std::fmt::Display for JobKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind().as_str(), self.key())
+    }
+}
+
 /// A claimed job.
 #[derive(Debug, Clone)]
 pub struct Job {
     pub id: i64,
-    pub kind: JobKind,
-    pub key: String,
+    pub key: JobKey,
     /// How many times it has been claimed, this claim included.
     pub attempts: i64,
     /// The worker whose lease had run out, when this claim took the job over from it.
@@ -56,11 +115,10 @@ pub struct Job {
 
 pub(super) async fn enqueue_in(
     tx: &mut Transaction<'_, Any>,
-    kind: JobKind,
-    key: &str,
+    key: &JobKey,
     now: i64,
 ) -> Result<bool> {
-    enqueue_at(tx, kind, key, now, now).await
+    enqueue_at(tx, key, now, now).await
 }
 
 /// Queues `(kind, key)` to run at `run_after`. When a live job exists, a running one is marked
@@ -68,11 +126,12 @@ pub(super) async fn enqueue_in(
 /// and a queued one is left as it is. True when a new job row was queued.
 async fn enqueue_at(
     conn: &mut sqlx::AnyConnection,
-    kind: JobKind,
-    key: &str,
+    job: &JobKey,
     run_after: i64,
     now: i64,
 ) -> Result<bool> {
+    let (kind, key) = (job.kind(), job.key());
+    let key = key.as_str();
     let n = sqlx::query(
         "INSERT INTO jobs (kind, key, status, run_after, created_at, updated_at) \
          VALUES ($1, $2, 'queued', $3, $4, $4) ON CONFLICT DO NOTHING",
@@ -152,23 +211,24 @@ impl Store {
     /// Queues a job unless a live one exists for the same subject. True when queued.
     /// Queues a job unless a live one exists for the same subject; a running one then runs once
     /// more after it finishes. True when a new job was queued.
-    pub async fn enqueue(&self, kind: JobKind, key: &str) -> Result<bool> {
+    pub async fn enqueue(&self, key: &JobKey) -> Result<bool> {
         let now = now_ms();
         let mut conn = self.writer().acquire().await?;
-        enqueue_at(&mut conn, kind, key, now, now).await
+        enqueue_at(&mut conn, key, now, now).await
     }
 
     /// Queues a job to run after `delay_ms`, behind everything queued now (a requeue at the
     /// tail). A running job of the same subject — the caller's own, typically — runs again
     /// after it finishes, no sooner than that.
-    pub async fn enqueue_after(&self, kind: JobKind, key: &str, delay_ms: i64) -> Result<bool> {
+    pub async fn enqueue_after(&self, key: &JobKey, delay_ms: i64) -> Result<bool> {
         let now = now_ms();
         let mut conn = self.writer().acquire().await?;
-        enqueue_at(&mut conn, kind, key, now + delay_ms, now).await
+        enqueue_at(&mut conn, key, now + delay_ms, now).await
     }
 
     /// Makes a queued `(kind, key)` due now if it waits for later (a sweep at start, say).
-    pub async fn hurry(&self, kind: JobKind, key: &str) -> Result<()> {
+    pub async fn hurry(&self, job: &JobKey) -> Result<()> {
+        let (kind, key) = (job.kind(), job.key());
         let now = now_ms();
         sqlx::query(
             "UPDATE jobs SET run_after = $1, updated_at = $1 \
@@ -176,7 +236,7 @@ impl Store {
         )
         .bind(now)
         .bind(kind.as_str())
-        .bind(key)
+        .bind(&key)
         .execute(self.writer())
         .await?;
         Ok(())
@@ -220,19 +280,21 @@ impl Store {
             .bind(now)
             .fetch_optional(self.writer())
             .await?;
-        row.map(|r| {
-            let kind: String = r.get(1);
-            Ok(Job {
-                id: r.get(0),
-                kind: JobKind::parse(&kind).ok_or_else(|| {
-                    super::StoreError::Invalid(format!("unknown job kind {kind:?}"))
-                })?,
-                key: r.get(2),
-                attempts: r.get(3),
-                taken_from: r.get(4),
-            })
-        })
-        .transpose()
+        let Some(r) = row else { return Ok(None) };
+        let (id, kind, key): (i64, String, String) = (r.get(0), r.get(1), r.get(2));
+        let Some(parsed) = JobKey::parse(&kind, &key) else {
+            // Not a job this version can run (written by a newer one, or damaged): it fails
+            // with the reason instead of being claimed again and again.
+            let why = format!("unreadable job: kind {kind:?}, key {key:?}");
+            self.fail_job(id, owner, &why).await?;
+            return Err(super::StoreError::Invalid(why));
+        };
+        Ok(Some(Job {
+            id,
+            key: parsed,
+            attempts: r.get(3),
+            taken_from: r.get(4),
+        }))
     }
 
     /// Extends a lease; false when the lease was lost (another worker owns the job now).

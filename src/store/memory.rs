@@ -5,7 +5,7 @@
 use sqlx::Row as _;
 
 use super::{Result, Store, StoreError};
-use crate::ids::RepoName;
+use crate::ids::{RepoName, TicketKey};
 use crate::now_ms;
 use crate::ticket::MemoryStability;
 
@@ -23,7 +23,7 @@ impl Store {
     pub async fn add_memory(
         &self,
         repo: &RepoName,
-        ticket: i64,
+        ticket: TicketKey,
         kind: &str,
         text: &str,
         stability: MemoryStability,
@@ -34,7 +34,7 @@ impl Store {
              VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
         )
         .bind(repo.as_str())
-        .bind(ticket)
+        .bind(ticket.0)
         .bind(kind)
         .bind(text)
         .bind(stability.as_str())
@@ -46,7 +46,7 @@ impl Store {
     }
 
     /// Raises every entry of `ticket` below `to` up to `to` (never lowers one).
-    pub async fn promote_memory(&self, ticket: i64, to: MemoryStability) -> Result<u64> {
+    pub async fn promote_memory(&self, ticket: TicketKey, to: MemoryStability) -> Result<u64> {
         let below: Vec<&str> = MemoryStability::ALL
             .iter()
             .filter(|m| **m < to)
@@ -63,7 +63,7 @@ impl Store {
         let mut q = sqlx::query(&sql)
             .bind(to.as_str())
             .bind(now_ms())
-            .bind(ticket);
+            .bind(ticket.0);
         for b in below {
             q = q.bind(b);
         }
@@ -71,11 +71,11 @@ impl Store {
     }
 
     /// The entries of `ticket`, oldest first.
-    pub async fn ticket_memory(&self, ticket: i64) -> Result<Vec<MemoryEntry>> {
+    pub async fn ticket_memory(&self, ticket: TicketKey) -> Result<Vec<MemoryEntry>> {
         let rows = sqlx::query(
             "SELECT id, kind, text, stability FROM memory_entries WHERE ticket_id = $1 ORDER BY id",
         )
-        .bind(ticket)
+        .bind(ticket.0)
         .fetch_all(self.reader())
         .await?;
         rows.iter().map(entry).collect()

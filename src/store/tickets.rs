@@ -4,9 +4,9 @@
 use sqlx::Row as _;
 use sqlx::any::AnyRow;
 
-use super::jobs::{JobKind, enqueue_in};
+use super::jobs::{JobKey, enqueue_in};
 use super::{Result, Store, StoreError};
-use crate::ids::{InstallationId, RepoName};
+use crate::ids::{InstallationId, RepoName, TicketKey};
 use crate::now_ms;
 use crate::ticket::{TaskState, TicketId, check_transition};
 
@@ -14,7 +14,7 @@ use crate::ticket::{TaskState, TicketId, check_transition};
 #[derive(Debug, Clone)]
 pub struct Ticket {
     /// Database key.
-    pub key: i64,
+    pub key: TicketKey,
     pub id: TicketId,
     pub repo: RepoName,
     pub issue_number: u64,
@@ -68,7 +68,7 @@ fn ticket_from_row(r: &AnyRow) -> Result<Ticket> {
     let repo: String = r.get(2);
     let state: String = r.get(8);
     Ok(Ticket {
-        key: r.get(0),
+        key: TicketKey(r.get(0)),
         id: TicketId(u32::try_from(r.get::<i64, _>(1)).map_err(|e| invalid(&e))?),
         repo: RepoName::parse(&repo).map_err(|e| invalid(&e))?,
         issue_number: to_u64(Some(r.get(3))).unwrap_or_default(),
@@ -117,7 +117,7 @@ impl Store {
                 .bind(t.title)
                 .bind(t.body)
                 .bind(now)
-                .bind(ticket.key)
+                .bind(ticket.key.0)
                 .execute(&mut *tx)
                 .await?;
                 (ticket.key, Opened::Restarted)
@@ -129,7 +129,7 @@ impl Store {
                         .fetch_one(&mut *tx)
                         .await?
                         .get(0);
-                let key: i64 = sqlx::query(
+                let key = TicketKey(sqlx::query(
                     "INSERT INTO tickets (repo, number, issue_number, installation_id, title, body, \
                      base_branch, state, created_at, updated_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, 'Pending', $8, $8) RETURNING id",
@@ -144,7 +144,7 @@ impl Store {
                 .bind(now)
                 .fetch_one(&mut *tx)
                 .await?
-                .get(0);
+                .get(0));
                 (key, Opened::Created)
             }
         };
@@ -155,7 +155,7 @@ impl Store {
             &serde_json::json!({ "to": "Pending" }),
         )
         .await?;
-        enqueue_in(&mut tx, JobKind::Ticket, &key.to_string(), now).await?;
+        enqueue_in(&mut tx, &JobKey::Ticket(key), now).await?;
         tx.commit().await?;
         let ticket = self
             .ticket(key)
@@ -164,9 +164,9 @@ impl Store {
         Ok((ticket, opened))
     }
 
-    pub async fn ticket(&self, key: i64) -> Result<Option<Ticket>> {
+    pub async fn ticket(&self, key: TicketKey) -> Result<Option<Ticket>> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM tickets WHERE id = $1"))
-            .bind(key)
+            .bind(key.0)
             .fetch_optional(self.reader())
             .await?;
         row.as_ref().map(ticket_from_row).transpose()
@@ -197,7 +197,7 @@ impl Store {
     /// Moves a ticket from `from` to `to`, if the table allows it and nobody moved it first.
     pub async fn move_ticket(
         &self,
-        key: i64,
+        key: TicketKey,
         from: TaskState,
         to: TaskState,
         detail: Option<&str>,
@@ -208,7 +208,7 @@ impl Store {
             .bind(to.as_str())
             .bind(detail)
             .bind(now_ms())
-            .bind(key)
+            .bind(key.0)
             .bind(from.as_str())
             .execute(&mut *tx)
             .await?
@@ -226,12 +226,12 @@ impl Store {
     }
 
     /// Remembers the status comment, so later runs edit it instead of posting another.
-    pub async fn set_status_comment(&self, key: i64, comment_id: u64) -> Result<()> {
+    pub async fn set_status_comment(&self, key: TicketKey, comment_id: u64) -> Result<()> {
         self.set_ticket_column(key, "status_comment_id", comment_id as i64)
             .await
     }
 
-    pub async fn set_pr_number(&self, key: i64, pr_number: u64) -> Result<()> {
+    pub async fn set_pr_number(&self, key: TicketKey, pr_number: u64) -> Result<()> {
         self.set_ticket_column(key, "pr_number", pr_number as i64)
             .await
     }
@@ -245,52 +245,62 @@ impl Store {
     }
 
     /// Updates the ticket's copy of its issue's title and body (after an edit).
-    pub async fn set_ticket_issue(&self, key: i64, title: &str, body: &str) -> Result<()> {
+    pub async fn set_ticket_issue(&self, key: TicketKey, title: &str, body: &str) -> Result<()> {
         sqlx::query("UPDATE tickets SET title = $1, body = $2, updated_at = $3 WHERE id = $4")
             .bind(title)
             .bind(body)
             .bind(now_ms())
-            .bind(key)
+            .bind(key.0)
             .execute(self.writer())
             .await?;
         Ok(())
     }
 
     /// Records why the ticket is where it is, without moving it.
-    pub async fn set_ticket_detail(&self, key: i64, detail: &str) -> Result<()> {
+    pub async fn set_ticket_detail(&self, key: TicketKey, detail: &str) -> Result<()> {
         sqlx::query("UPDATE tickets SET detail = $1, updated_at = $2 WHERE id = $3")
             .bind(detail)
             .bind(now_ms())
-            .bind(key)
+            .bind(key.0)
             .execute(self.writer())
             .await?;
         Ok(())
     }
 
-    pub async fn set_head_sha(&self, key: i64, sha: &str) -> Result<()> {
+    pub async fn set_head_sha(&self, key: TicketKey, sha: &str) -> Result<()> {
         sqlx::query("UPDATE tickets SET head_sha = $1, updated_at = $2 WHERE id = $3")
             .bind(sha)
             .bind(now_ms())
-            .bind(key)
+            .bind(key.0)
             .execute(self.writer())
             .await?;
         Ok(())
     }
 
-    async fn set_ticket_column(&self, key: i64, column: &'static str, value: i64) -> Result<()> {
+    async fn set_ticket_column(
+        &self,
+        key: TicketKey,
+        column: &'static str,
+        value: i64,
+    ) -> Result<()> {
         sqlx::query(&format!(
             "UPDATE tickets SET {column} = $1, updated_at = $2 WHERE id = $3"
         ))
         .bind(value)
         .bind(now_ms())
-        .bind(key)
+        .bind(key.0)
         .execute(self.writer())
         .await?;
         Ok(())
     }
 
     /// Appends a progress event to a ticket's timeline.
-    pub async fn add_event(&self, key: i64, kind: &str, data: &serde_json::Value) -> Result<()> {
+    pub async fn add_event(
+        &self,
+        key: TicketKey,
+        kind: &str,
+        data: &serde_json::Value,
+    ) -> Result<()> {
         let mut tx = self.writer().begin().await?;
         insert_event(&mut tx, key, kind, data).await?;
         tx.commit().await?;
@@ -298,11 +308,11 @@ impl Store {
     }
 
     /// A ticket's timeline, oldest first: `(at, kind, data)`.
-    pub async fn events(&self, key: i64) -> Result<Vec<(i64, String, serde_json::Value)>> {
+    pub async fn events(&self, key: TicketKey) -> Result<Vec<(i64, String, serde_json::Value)>> {
         let rows = sqlx::query(
             "SELECT at, kind, data FROM ticket_events WHERE ticket_id = $1 ORDER BY id",
         )
-        .bind(key)
+        .bind(key.0)
         .fetch_all(self.reader())
         .await?;
         Ok(rows
@@ -321,12 +331,12 @@ impl Store {
 
 async fn insert_event(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    key: i64,
+    key: TicketKey,
     kind: &str,
     data: &serde_json::Value,
 ) -> Result<()> {
     sqlx::query("INSERT INTO ticket_events (ticket_id, at, kind, data) VALUES ($1, $2, $3, $4)")
-        .bind(key)
+        .bind(key.0)
         .bind(now_ms())
         .bind(kind)
         .bind(data.to_string())

@@ -5,15 +5,16 @@
 use serde::Serialize;
 use sqlx::Row as _;
 
-use super::jobs::JobKind;
+use super::jobs::JobKey;
 use super::{Result, Store};
+use crate::ids::TicketKey;
 
 /// One timeline row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     pub id: i64,
     /// The ticket's row id.
-    pub ticket: i64,
+    pub ticket: TicketKey,
     pub at: i64,
     pub kind: String,
     pub data: serde_json::Value,
@@ -48,7 +49,7 @@ fn queued_job(r: &sqlx::any::AnyRow) -> QueuedJob {
 fn event(r: &sqlx::any::AnyRow) -> Event {
     Event {
         id: r.get(0),
-        ticket: r.get(1),
+        ticket: TicketKey(r.get(1)),
         at: r.get(2),
         kind: r.get(3),
         data: serde_json::from_str(&r.get::<String, _>(4)).unwrap_or_default(),
@@ -57,12 +58,17 @@ fn event(r: &sqlx::any::AnyRow) -> Event {
 
 impl Store {
     /// The ticket's events after event `after` (0: all), oldest first, at most `limit`.
-    pub async fn events_after(&self, ticket: i64, after: i64, limit: i64) -> Result<Vec<Event>> {
+    pub async fn events_after(
+        &self,
+        ticket: TicketKey,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Event>> {
         let rows = sqlx::query(
             "SELECT id, ticket_id, at, kind, data FROM ticket_events \
              WHERE ticket_id = $1 AND id > $2 ORDER BY id LIMIT $3",
         )
-        .bind(ticket)
+        .bind(ticket.0)
         .bind(after)
         .bind(limit)
         .fetch_all(self.reader())
@@ -95,13 +101,14 @@ impl Store {
     }
 
     /// The job for `(kind, key)` while it is queued (due now or later) or running.
-    pub async fn live_job(&self, kind: JobKind, key: &str) -> Result<Option<QueuedJob>> {
+    pub async fn live_job(&self, job: &JobKey) -> Result<Option<QueuedJob>> {
+        let (kind, key) = (job.kind(), job.key());
         let row = sqlx::query(
             "SELECT id, kind, key, status, attempts, run_after, lease_owner, last_error FROM jobs \
              WHERE kind = $1 AND key = $2 AND status IN ('queued', 'running') LIMIT 1",
         )
         .bind(kind.as_str())
-        .bind(key)
+        .bind(&key)
         .fetch_optional(self.reader())
         .await?;
         Ok(row.as_ref().map(queued_job))

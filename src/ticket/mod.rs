@@ -3,8 +3,10 @@
 
 mod finding;
 pub mod plan;
+mod signal;
 
 pub use finding::Finding;
+pub use signal::Signal;
 
 use std::fmt;
 use std::str::FromStr;

@@ -10,7 +10,8 @@ pub use crate::agent::events::summarize as clean;
 use crate::hive::Hive;
 use crate::hive::flow::Node;
 use crate::hive::intervene::{Person, intervene};
-use crate::store::jobs::JobKind;
+use crate::ids::TicketKey;
+use crate::store::jobs::JobKey;
 use crate::store::views::Event;
 use crate::ticket::TaskState;
 
@@ -36,13 +37,12 @@ pub enum Ending {
 /// `approve`), the time runs out or the person interrupts.
 pub async fn follow(
     hive: &Hive,
-    key: i64,
+    key: TicketKey,
     approve: bool,
     limit: Duration,
     clock: Instant,
 ) -> anyhow::Result<Ending> {
     let store = &hive.store;
-    let job = key.to_string();
     let deadline = Instant::now() + limit;
     let mut last_event = 0;
     let mut approved: Option<Node> = None;
@@ -57,7 +57,7 @@ pub async fn follow(
                 println!("[{}] {line}", elapsed(clock));
             }
         }
-        let live = store.live_job(JobKind::Ticket, &job).await?;
+        let live = store.live_job(&JobKey::Ticket(key)).await?;
         // A queued job that has an error waits to run again after a failed attempt.
         let retrying = live
             .as_ref()
@@ -206,7 +206,7 @@ mod tests {
     fn event(kind: &str, data: Value) -> Event {
         Event {
             id: 1,
-            ticket: 1,
+            ticket: TicketKey(1),
             at: 0,
             kind: kind.into(),
             data,

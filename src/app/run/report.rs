@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::follow::{Ending, clean, minutes};
 use crate::hive::flow::{Flow, Node};
+use crate::ids::TicketKey;
 use crate::llm::budget::Spend;
 use crate::store::Store;
 use crate::store::tickets::Ticket;
@@ -48,7 +49,7 @@ impl Report {
     /// Reads what the report needs from the run's store.
     pub async fn gather(
         store: &Store,
-        key: i64,
+        key: TicketKey,
         ending: Ending,
         took: Duration,
         paths: (PathBuf, PathBuf, PathBuf),

@@ -1,122 +1,16 @@
 //! The Breaker and the Builder, in parallel: each in its own branch (`test/T-n`, `feat/T-n`),
 //! worktree and container, with its own write scope. The Breaker writes tests first; the
 //! Builder writes code (a retry continues its branch with the findings of the last attempt).
-//! Each pushes its branch and is checkpointed on its own. Also the git plumbing the other
-//! nodes share: syncing the mirror, scratch worktrees, committing and pushing.
+//! Each pushes its branch and is checkpointed on its own.
 
 use std::sync::Arc;
 
-use super::state::{Node, Work, enter_node};
-use super::{Ctx, Step};
+use super::ctx::{Ctx, Step, commit_push, enter_node, git, sync};
+use super::state::{Node, Work};
 use crate::agent::StopReason;
-use crate::hive::JobError;
 use crate::hive::agents::{Assignment, Role, RoleRun, run_role};
-use crate::hive::run::blocking;
-use crate::ids::CommitSha;
-use crate::workspace::{Workspace, Worktree};
-
-/// Fetches the mirror and, the first time, fixes the base commit the work starts from.
-pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
-    let token = cx.run.client.token().await?;
-    let (ws, repo) = (cx.run.hive.workspace.clone(), cx.run.ticket.repo.clone());
-    let base = cx
-        .config
-        .base
-        .clone()
-        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
-    let tip = blocking(move || {
-        let git = ws.sync_mirror(&repo, &token)?;
-        ws.remote_head(&git, &base)
-    })
-    .await?;
-    let base = match &cx.flow.base_sha {
-        Some(sha) => CommitSha::parse(sha).map_err(|e| JobError::Permanent(e.to_string()))?,
-        None => {
-            cx.flow.base_sha = Some(tip.to_string());
-            tip
-        }
-    };
-    Ok(base)
-}
-
-/// Runs `f` on the workspace and the repository's mirror, off the async threads.
-pub(super) async fn git<T: Send + 'static>(
-    cx: &Ctx<'_, '_>,
-    f: impl FnOnce(&Workspace, &git2::Repository) -> Result<T, crate::workspace::WorkspaceError>
-    + Send
-    + 'static,
-) -> Result<T, JobError> {
-    let (ws, repo) = (cx.run.hive.workspace.clone(), cx.run.ticket.repo.clone());
-    blocking(move || {
-        let git = git2::Repository::open_bare(ws.mirror_path(&repo))?;
-        f(&ws, &git)
-    })
-    .await
-}
-
-fn oid(sha: &str) -> Result<git2::Oid, crate::workspace::WorkspaceError> {
-    Ok(git2::Oid::from_str(sha)?)
-}
-
-/// A scratch worktree `vibeloop/<name>-T-n` at `at` (or the base commit).
-pub(super) async fn scratch(
-    cx: &mut Ctx<'_, '_>,
-    name: &str,
-    at: Option<&str>,
-) -> Result<Worktree, JobError> {
-    let base = sync(cx).await?;
-    let branch = format!("vibeloop/{name}-{}", cx.run.ticket.id);
-    let (repo, at) = (
-        cx.run.ticket.repo.clone(),
-        at.map(str::to_owned).unwrap_or_else(|| base.to_string()),
-    );
-    git(cx, move |ws, g| {
-        ws.worktree_at(&repo, g, &branch, oid(&at)?)
-    })
-    .await
-}
-
-pub(super) async fn drop_scratch(cx: &Ctx<'_, '_>, name: &str) {
-    let branch = format!("vibeloop/{name}-{}", cx.run.ticket.id);
-    let repo = cx.run.ticket.repo.clone();
-    if let Err(e) = git(cx, move |ws, _| ws.drop_scratch(&repo, &branch)).await {
-        tracing::warn!(error = %e, "cannot remove a scratch worktree");
-    }
-}
-
-/// Commits an agent's work in the worktree (if it changed: tracked files, and the new files
-/// in `written`) and pushes its branch; the branch's head.
-pub(super) async fn commit_push(
-    cx: &Ctx<'_, '_>,
-    wt: &Worktree,
-    message: String,
-    written: Vec<String>,
-) -> Result<CommitSha, JobError> {
-    let token = cx.run.client.token().await?;
-    let (author, repo, wt) = (
-        cx.run.hive.author.clone(),
-        cx.run.ticket.repo.clone(),
-        wt.clone(),
-    );
-    git(cx, move |ws, g| {
-        ws.commit_written(&wt, &message, &author, &written)?;
-        let head = g
-            .find_branch(&wt.branch, git2::BranchType::Local)?
-            .get()
-            .peel_to_commit()?
-            .id();
-        ws.push(&repo, &wt.branch, &token)?;
-        Ok(head.into())
-    })
-    .await
-}
-
-/// Pushes the worktree's branch as it is.
-pub(super) async fn push(cx: &Ctx<'_, '_>, wt: &Worktree) -> Result<(), JobError> {
-    let token = cx.run.client.token().await?;
-    let (repo, branch) = (cx.run.ticket.repo.clone(), wt.branch.clone());
-    git(cx, move |ws, _| ws.push(&repo, &branch, &token)).await
-}
+use crate::hive::job::JobError;
+use crate::workspace::Worktree;
 
 /// Code: the Breaker (when its tests are still to write) and the Builder (when this attempt's
 /// code is), side by side.
@@ -256,7 +150,7 @@ async fn branch_worktree(cx: &Ctx<'_, '_>, branch: &str, from: &str) -> Result<W
         from.to_owned(),
     );
     git(cx, move |ws, g| {
-        ws.worktree_at(&repo, g, &branch, oid(&from)?)
+        ws.worktree_at(&repo, g, &branch, git2::Oid::from_str(&from)?)
     })
     .await
 }

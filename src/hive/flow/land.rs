@@ -9,13 +9,14 @@
 //! `LATEST_STABLE` on the commit the landing put on the base — ours, or a person's merge by
 //! hand — promotes the ticket's memory to Canonical and completes the ticket.
 
-use super::code::{git, sync};
-use super::state::{Node, Wait, enter_node};
-use super::{Ctx, Step};
+use super::ctx::enter_node;
+use super::ctx::{Ctx, Step};
+use super::ctx::{git, sync};
+use super::state::{Node, Wait};
 use crate::config::repo::MergeMethod;
 use crate::github::GitHubError;
 use crate::github::merge::MergeRefusal;
-use crate::hive::JobError;
+use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::ticket::{MemoryStability, TaskState};
 
@@ -34,14 +35,14 @@ fn base_branch(cx: &Ctx<'_, '_>) -> String {
 pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default())
-        .map_err(|_| JobError::Permanent("merge without a rebased commit".into()))?;
+        .map_err(|_| JobError::permanent("merge without a rebased commit"))?;
     let landed = match cx.config.merge.method {
         MergeMethod::FastForward => fast_forward(cx, &sha).await?,
         method => {
             let pr = cx
                 .flow
                 .pr
-                .ok_or_else(|| JobError::Permanent("merge without a pull request".into()))?;
+                .ok_or_else(|| JobError::permanent("merge without a pull request"))?;
             let t = &cx.run.ticket;
             let title = format!("{}: {} (#{pr})", t.id, t.title);
             let message = format!("Closes #{}.", t.issue_number);
@@ -197,7 +198,7 @@ pub(super) fn next_version(tags: &[(String, String)]) -> String {
 /// Snapshot: tag, move `LATEST_STABLE`, promote the memory, complete.
 pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let sha = CommitSha::parse(cx.flow.merged.as_deref().unwrap_or_default())
-        .map_err(|_| JobError::Permanent("snapshot without a merge".into()))?;
+        .map_err(|_| JobError::permanent("snapshot without a merge"))?;
     if cx.flow.tag.is_none() {
         sync(cx).await?;
         let tags = git(cx, |ws, g| ws.tags(g)).await?;

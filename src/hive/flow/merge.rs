@@ -7,20 +7,21 @@
 
 use std::time::Duration;
 
-use super::code::{git, sync};
-use super::state::{Node, enter_node};
-use super::{Ctx, Step};
-use crate::hive::JobError;
+use super::ctx::enter_node;
+use super::ctx::{Ctx, Step};
+use super::ctx::{git, sync};
+use super::state::Node;
+use crate::hive::job::JobError;
 use crate::hive::verify::{Verification, run_gates};
 use crate::ids::CommitSha;
-use crate::store::jobs::JobKind;
+use crate::store::jobs::JobKey;
 use crate::ticket::Finding;
 use crate::workspace::{Conflict, Squashed};
 
 const MAX_REQUEUES: u32 = 3;
 
 fn oid(sha: &str) -> Result<git2::Oid, JobError> {
-    git2::Oid::from_str(sha).map_err(|e| JobError::Permanent(e.to_string()))
+    git2::Oid::from_str(sha).map_err(|e| JobError::permanent(e.to_string()))
 }
 
 /// True when a conflict is only about formatting: the base branch changed the file's
@@ -48,7 +49,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .builder
         .as_ref()
         .map(|w| w.sha.clone())
-        .ok_or_else(|| JobError::Permanent("nothing to rebase".into()))?;
+        .ok_or_else(|| JobError::permanent("nothing to rebase"))?;
     let base_branch = cx
         .config
         .base
@@ -145,7 +146,7 @@ async fn push_with_lease(
         }
         expected = Some(oid(&found)?);
     }
-    Err(JobError::Transient(format!(
+    Err(JobError::transient(format!(
         "{branch} kept moving while the bot pushed"
     )))
 }
@@ -174,7 +175,7 @@ async fn resolve(
             ws.squash_taking_theirs(g, f, h, t, &msg, &author)
         })
         .await?;
-        let wt = super::code::scratch(cx, "merge-format", Some(taken.as_str())).await?;
+        let wt = super::ctx::scratch(cx, "merge-format", Some(taken.as_str())).await?;
         let spec = crate::hive::verify::sandbox_spec(cx.run, &cx.config, &wt, "formatter", true);
         let sandbox = cx.run.hive.sandbox.start(&spec).await?;
         let out = sandbox
@@ -207,7 +208,7 @@ async fn resolve(
             Ok(sha)
         })
         .await?;
-        super::code::drop_scratch(cx, "merge-format").await;
+        super::ctx::drop_scratch(cx, "merge-format").await;
         return Ok(Some(sha));
     }
     if cx.config.merge.resolve_with_model {
@@ -287,7 +288,7 @@ async fn requeue(
     cx.run
         .hive
         .store
-        .enqueue_after(JobKind::Ticket, &cx.run.ticket.key.to_string(), 0)
+        .enqueue_after(&JobKey::Ticket(cx.run.ticket.key), 0)
         .await?;
     Ok(Step::Stop)
 }
@@ -297,13 +298,13 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     let base = sync(cx).await?;
     let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default())
-        .map_err(|_| JobError::Permanent("regate without a rebased commit".into()))?;
+        .map_err(|_| JobError::permanent("regate without a rebased commit"))?;
     let tests = cx
         .flow
         .breaker
         .as_ref()
         .and_then(|b| CommitSha::parse(&b.sha).ok());
-    let wt = super::code::scratch(cx, "regate", Some(sha.as_str())).await?;
+    let wt = super::ctx::scratch(cx, "regate", Some(sha.as_str())).await?;
     let v = Verification {
         worktree: &wt,
         base: &base,
@@ -318,7 +319,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         tests: tests.as_ref(),
     };
     let gates = run_gates(cx.run, &cx.config, v).await;
-    super::code::drop_scratch(cx, "regate").await;
+    super::ctx::drop_scratch(cx, "regate").await;
     let gates = gates?;
     if gates.iter().all(|g| g.ok()) {
         cx.flow.next = Node::Merge;
@@ -349,14 +350,10 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     if cx.flow.attempt >= cx.flow.attempt_limit {
         return cx.needs_human("The gates fail after rebasing onto the current base, and no attempts are left. Look at the check runs of the pull request, then `/hive retry`.").await;
     }
-    cx.flow.builder = cx
-        .flow
-        .builder
-        .take()
-        .map(|w| crate::hive::flow::state::Work {
-            sha: sha.to_string(),
-            ..w
-        });
+    cx.flow.builder = cx.flow.builder.take().map(|w| super::state::Work {
+        sha: sha.to_string(),
+        ..w
+    });
     cx.flow.attempt += 1;
     cx.flow.approved_by = None;
     cx.flow.next = Node::Code;

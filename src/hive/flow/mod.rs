@@ -7,10 +7,16 @@
 //! instead of making a second.
 //!
 //! People steer through signals (approve, abort, feedback, plan, retry, rebase) that the run
-//! reads at every node boundary; waiting nodes (plan approval, human approval) end the job and
-//! a signal queues it again.
+//! reads at every node boundary; waiting nodes (plan approval, human approval, a landing GitHub
+//! holds back) end the job and a signal queues it again.
+//!
+//! This file is the dispatcher only; data flows down from it: the nodes ([`plan`], [`code`],
+//! [`proof`], [`review`], [`merge`], [`land`], with [`reflect`] and [`resolve`] beside them) →
+//! [`ctx`] (what every node shares) → [`git`] and [`state`].
 
 mod code;
+mod ctx;
+mod git;
 mod land;
 mod merge;
 mod plan;
@@ -18,158 +24,22 @@ mod proof;
 mod reflect;
 mod resolve;
 mod review;
-pub(super) mod state;
-mod summary;
+pub mod state;
 
 use tracing::info;
 
-use super::JobError;
-use super::run::TicketRun;
-use super::status::Extras;
 use crate::config::repo::HiveConfig;
+use crate::hive::job::JobError;
+use crate::hive::ticket_run::TicketRun;
 use crate::llm::budget::Ledger;
-use crate::ticket::TaskState;
-pub use state::{Flow, Node, Wait};
-pub use summary::status_section;
-
-/// What a node tells the driver.
-pub(super) enum Step {
-    /// Go on to the flow's next node.
-    Next,
-    /// Stop here: the ticket waits for people, or reached a final state.
-    Stop,
-}
-
-/// What every node of one run shares.
-pub(super) struct Ctx<'r, 'a> {
-    pub run: &'r mut TicketRun<'a>,
-    pub flow: Flow,
-    pub config: HiveConfig,
-    pub ledger: Ledger,
-}
-
-impl Ctx<'_, '_> {
-    /// Writes the checkpoint of `node` and the flow state after it.
-    pub(super) async fn checkpoint(
-        &self,
-        node: Node,
-        inputs: serde_json::Value,
-        outputs: serde_json::Value,
-    ) -> Result<(), JobError> {
-        let flow = serde_json::to_value(&self.flow).unwrap_or_default();
-        self.run
-            .hive
-            .store
-            .checkpoint(
-                self.run.ticket.key,
-                node.as_str(),
-                self.flow.attempt,
-                &inputs,
-                &outputs,
-                &flow,
-            )
-            .await?;
-        self.run.event("checkpoint", serde_json::json!({ "node": node.as_str(), "attempt": self.flow.attempt, "next": self.flow.next.as_str() })).await;
-        Ok(())
-    }
-
-    /// Keeps a memory entry of this ticket (it rises with the ticket; Canonical ones feed later
-    /// tickets of the repository).
-    pub(super) async fn remember(
-        &self,
-        kind: &str,
-        text: &str,
-        stability: crate::ticket::MemoryStability,
-    ) -> Result<(), JobError> {
-        let t = &self.run.ticket;
-        self.run
-            .hive
-            .store
-            .add_memory(&t.repo, t.key, kind, text, stability)
-            .await?;
-        Ok(())
-    }
-
-    /// Says, on the ticket, where it stands (kept, and shown in the status comment).
-    pub(super) async fn note(&mut self, detail: impl Into<String>) -> Result<(), JobError> {
-        let detail = detail.into();
-        self.run
-            .hive
-            .store
-            .set_ticket_detail(self.run.ticket.key, &detail)
-            .await?;
-        self.run.ticket.detail = Some(detail);
-        Ok(())
-    }
-
-    /// Saves the ledger and shows the spend from now on.
-    pub(super) async fn book(&mut self) -> Result<(), JobError> {
-        self.run
-            .hive
-            .store
-            .save_budget(self.run.ticket.key, &self.ledger.by_role())
-            .await?;
-        self.run.spent = Some(self.ledger.total());
-        Ok(())
-    }
-
-    /// Posts the status comment with the flow's plan and attempts.
-    pub(super) async fn publish(&mut self) -> Result<(), JobError> {
-        let extras = Extras {
-            flow: Some(&self.flow),
-            ..Extras::default()
-        };
-        self.run.publish(&extras).await
-    }
-
-    /// Moves the ticket to `to`, a state where it waits for people or ends, with `detail`: the
-    /// spend is saved and the status comment (with the flow's plan and attempts) says so first.
-    pub(super) async fn settle(
-        &mut self,
-        to: TaskState,
-        detail: impl Into<String>,
-    ) -> Result<(), JobError> {
-        self.book().await?;
-        let extras = Extras {
-            flow: Some(&self.flow),
-            ..Extras::default()
-        };
-        self.run.settle(to, &detail.into(), &extras).await
-    }
-
-    /// Stops for a person: HumanNeeded with a report, and the `hive:needs-human` label.
-    pub(super) async fn needs_human(&mut self, report: &str) -> Result<Step, JobError> {
-        self.book().await?;
-        // Labelled, then reported, then the state moves: whoever sees HumanNeeded also sees
-        // the label and the report.
-        if let Err(e) = self
-            .run
-            .client
-            .add_labels(self.run.ticket.issue_number, &["hive:needs-human"])
-            .await
-        {
-            tracing::warn!(error = %e, "cannot label the issue");
-        }
-        let extras = Extras {
-            flow: Some(&self.flow),
-            ..Extras::default()
-        };
-        self.run.needs_human(report, &extras).await?;
-        Ok(Step::Stop)
-    }
-}
-
-/// The ticket's stored flow; a fresh one when it has none yet (or an unreadable one).
-pub async fn load(store: &crate::store::Store, key: i64) -> crate::store::Result<Flow> {
-    Ok(store
-        .flow(key)
-        .await?
-        .and_then(|v| serde_json::from_value::<Flow>(v).ok())
-        .unwrap_or_default())
-}
+use ctx::{Ctx, Step};
+pub use state::{Flow, Node, Wait, load};
 
 /// Runs the ticket from its stored flow until it waits, stops or completes.
-pub(super) async fn drive(run: &mut TicketRun<'_>, config: HiveConfig) -> Result<(), JobError> {
+pub(in crate::hive) async fn drive(
+    run: &mut TicketRun<'_>,
+    config: HiveConfig,
+) -> Result<(), JobError> {
     let key = run.ticket.key;
     let flow = load(&run.hive.store, key).await?;
     let ledger = Ledger::new(config.budget, run.hive.store.budget(key).await?);
@@ -181,7 +51,7 @@ pub(super) async fn drive(run: &mut TicketRun<'_>, config: HiveConfig) -> Result
     };
     cx.run.spent = Some(cx.ledger.total());
     loop {
-        if let Step::Stop = state::apply_signals(&mut cx).await? {
+        if let Step::Stop = ctx::apply_signals(&mut cx).await? {
             return Ok(());
         }
         let node = cx.flow.next;
@@ -208,18 +78,5 @@ pub(super) async fn drive(run: &mut TicketRun<'_>, config: HiveConfig) -> Result
         if cx.run.ticket.state.is_final() {
             return Ok(());
         }
-    }
-}
-
-/// The state the ticket shows while `node` runs.
-pub(super) fn state_of(node: Node) -> TaskState {
-    match node {
-        Node::Plan => TaskState::Preparing,
-        Node::PlanCheck | Node::AwaitPlanApproval => TaskState::Validating,
-        Node::Code | Node::RedProof | Node::Encounter | Node::OpenPr => TaskState::InProgress,
-        Node::Critic | Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Merge => {
-            TaskState::AwaitingVerification
-        }
-        Node::Snapshot | Node::Done => TaskState::Completed,
     }
 }

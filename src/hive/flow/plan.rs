@@ -3,11 +3,12 @@
 //! validator and the ambiguity linter (the self-healing loop); `plan_check` decides between
 //! going on, waiting for the plan's approval, and Blocked with the open questions on the issue.
 
-use super::state::{Node, enter_node};
-use super::{Ctx, Step};
+use super::ctx::enter_node;
+use super::ctx::{Ctx, Step};
+use super::state::Node;
 use crate::agent::heal::{self, Healer, Next};
-use crate::hive::JobError;
 use crate::hive::agents::{Assignment, Role, run_role};
+use crate::hive::job::JobError;
 use crate::ticket::Finding;
 use crate::ticket::MemoryStability;
 use crate::ticket::TaskState;
@@ -25,9 +26,9 @@ pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         return cx.needs_human(NO_TEST_COMMAND).await;
     }
     cx.publish().await?;
-    let worktree = super::code::scratch(cx, "plan", None).await?;
+    let worktree = super::ctx::scratch(cx, "plan", None).await?;
     let outcome = plan_in(cx, &worktree).await;
-    super::code::drop_scratch(cx, "plan").await;
+    super::ctx::drop_scratch(cx, "plan").await;
     let Some((output, findings, rounds, stop)) = outcome? else {
         return Ok(Step::Stop);
     };

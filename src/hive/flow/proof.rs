@@ -5,12 +5,13 @@
 //! result in the Builder's container with the tests mounted read-only. Failures go back to the
 //! Builder as findings, a bounded number of times, unless the attempts stall.
 
-use super::code::{drop_scratch, git, scratch, sync};
-use super::state::{Attempt, Node, enter_node};
-use super::{Ctx, Step};
+use super::ctx::enter_node;
+use super::ctx::{Ctx, Step};
+use super::ctx::{drop_scratch, git, scratch, sync};
+use super::state::{Attempt, Node};
 use crate::gates::redproof::{self, Verdict};
 use crate::github::checks::RETRY;
-use crate::hive::JobError;
+use crate::hive::job::JobError;
 use crate::hive::verify::{Verification, run_gates};
 use crate::ids::CommitSha;
 use crate::ticket::Finding;
@@ -25,7 +26,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .flow
         .breaker
         .clone()
-        .ok_or_else(|| JobError::Permanent("red proof without the Breaker's tests".into()))?;
+        .ok_or_else(|| JobError::permanent("red proof without the Breaker's tests"))?;
     let wt = scratch(cx, "redproof", Some(base.as_str())).await?;
     let (b, t) = (
         git2::Oid::from_str(base.as_str()).map_err(git_err)?,
@@ -68,7 +69,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .await;
     drop_scratch(cx, "redproof").await;
     let (verdict, output) = result?;
-    let sha = CommitSha::parse(&breaker.sha).map_err(|e| JobError::Permanent(e.to_string()))?;
+    let sha = CommitSha::parse(&breaker.sha).map_err(|e| JobError::permanent(e.to_string()))?;
     let external_id = format!(
         "vibeloop:{}:red-proof:{}",
         cx.run.ticket.id, breaker.attempt
@@ -151,7 +152,7 @@ fn red_proof_report(verdict: &Verdict, attempts: u32) -> String {
 }
 
 fn git_err(e: git2::Error) -> JobError {
-    JobError::Permanent(e.to_string())
+    JobError::permanent(e.to_string())
 }
 
 /// The Encounter: the tests meet the code.
@@ -161,8 +162,8 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let (breaker, builder) = match (cx.flow.breaker.clone(), cx.flow.builder.clone()) {
         (Some(b), Some(c)) => (b, c),
         _ => {
-            return Err(JobError::Permanent(
-                "the Encounter needs both the tests and the code".into(),
+            return Err(JobError::permanent(
+                "the Encounter needs both the tests and the code",
             ));
         }
     };
@@ -194,13 +195,13 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             return failed(cx, &builder.sha, "", &[], findings).await;
         }
         Merged::Clean(sha) => {
-            super::code::push(cx, &wt).await?;
+            super::ctx::push(cx, &wt).await?;
             cx.flow.pushed = Some(sha.to_string());
             sha
         }
     };
     let tests_sha =
-        CommitSha::parse(&breaker.sha).map_err(|e| JobError::Permanent(e.to_string()))?;
+        CommitSha::parse(&breaker.sha).map_err(|e| JobError::permanent(e.to_string()))?;
     let verification = Verification {
         worktree: &wt,
         base: &base,
@@ -222,7 +223,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     cx.run.ticket.head_sha = Some(head.to_string());
     if attempt.passed() {
         cx.flow.attempts.push(attempt);
-        cx.flow.builder = Some(crate::hive::flow::state::Work {
+        cx.flow.builder = Some(super::state::Work {
             sha: head.to_string(),
             ..builder
         });

@@ -8,9 +8,9 @@
 //! (after their red proof). Code has its model check in the Critic; reviews are checked by
 //! their deterministic validator alone.
 
-use super::Ctx;
-use crate::hive::JobError;
+use super::ctx::Ctx;
 use crate::hive::agents::{Assignment, Role, run_role};
+use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::ticket::Finding;
 use crate::workspace::Worktree;
@@ -67,11 +67,11 @@ pub(super) async fn tests_go_back(
         return Ok(false);
     };
     let (b, t) = (oid(base.as_str())?, oid(&breaker.sha)?);
-    let diff = super::code::git(cx, move |ws, g| ws.diff_text(g, b, t, 30_000)).await?;
-    let wt = super::code::scratch(cx, "reflect", Some(&breaker.sha)).await?;
+    let diff = super::ctx::git(cx, move |ws, g| ws.diff_text(g, b, t, 30_000)).await?;
+    let wt = super::ctx::scratch(cx, "reflect", Some(&breaker.sha)).await?;
     let round = cx.flow.test_reflections.len() as u32;
     let found = reflect(cx, &wt, "tests", &format!("```diff\n{diff}\n```"), round).await;
-    super::code::drop_scratch(cx, "reflect").await;
+    super::ctx::drop_scratch(cx, "reflect").await;
     let found = found?;
     let progress = cx
         .flow
@@ -90,7 +90,7 @@ pub(super) async fn tests_go_back(
 }
 
 fn oid(sha: &str) -> Result<git2::Oid, JobError> {
-    git2::Oid::from_str(sha).map_err(|e| JobError::Permanent(e.to_string()))
+    git2::Oid::from_str(sha).map_err(|e| JobError::permanent(e.to_string()))
 }
 
 /// The JSON list in the answer (code fences and prose around it are tolerated); nothing when

@@ -2,10 +2,10 @@
 //! files are written with both sides between conflict markers, and a model (the Builder's route)
 //! resolves them; the result is one commit, which then goes through every gate again.
 
-use super::Ctx;
-use super::code::{drop_scratch, git, scratch};
-use crate::hive::JobError;
+use super::ctx::Ctx;
+use super::ctx::{drop_scratch, git, scratch};
 use crate::hive::agents::{Assignment, Role, run_role};
+use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::workspace::Conflict;
 
@@ -34,8 +34,8 @@ pub(super) async fn with_model(
             String::from_utf8_lossy(c.theirs.as_deref().unwrap_or_default())
         );
         let path = crate::agent::paths::resolve(&wt.path, &c.path)
-            .map_err(|e| JobError::Permanent(e.message))?;
-        std::fs::write(&path, text).map_err(|e| JobError::Transient(e.to_string()))?;
+            .map_err(|e| JobError::permanent(e.message))?;
+        std::fs::write(&path, text).map_err(|e| JobError::transient(e.to_string()))?;
     }
     let files: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
     let task = format!(
@@ -93,5 +93,5 @@ pub(super) async fn with_model(
 }
 
 fn oid(sha: &str) -> Result<git2::Oid, JobError> {
-    git2::Oid::from_str(sha).map_err(|e| JobError::Permanent(e.to_string()))
+    git2::Oid::from_str(sha).map_err(|e| JobError::permanent(e.to_string()))
 }

@@ -1,0 +1,99 @@
+//! The git steps the nodes share, each taking what it needs (the workspace, the repository, a
+//! token, a worktree) rather than a ticket's whole context: fetching the mirror and reading the
+//! base's tip, scratch worktrees, committing an agent's work and pushing a branch. All run off
+//! the async threads.
+
+use secrecy::SecretString;
+
+use crate::hive::job::{JobError, blocking};
+use crate::ids::{CommitSha, RepoName};
+use crate::workspace::{Author, Workspace, Worktree};
+
+/// Fetches the mirror of `repo`; the tip of `base` on the remote.
+pub(super) async fn fetch(
+    ws: &Workspace,
+    repo: &RepoName,
+    token: SecretString,
+    base: &str,
+) -> Result<CommitSha, JobError> {
+    let (ws, repo, base) = (ws.clone(), repo.clone(), base.to_owned());
+    blocking(move || {
+        let git = ws.sync_mirror(&repo, &token)?;
+        ws.remote_head(&git, &base)
+    })
+    .await
+}
+
+/// Runs `f` on the workspace and the mirror of `repo`, off the async threads.
+pub(super) async fn on_mirror<T: Send + 'static>(
+    ws: &Workspace,
+    repo: &RepoName,
+    f: impl FnOnce(&Workspace, &git2::Repository) -> Result<T, crate::workspace::WorkspaceError>
+    + Send
+    + 'static,
+) -> Result<T, JobError> {
+    let (ws, repo) = (ws.clone(), repo.clone());
+    blocking(move || {
+        let git = git2::Repository::open_bare(ws.mirror_path(&repo))?;
+        f(&ws, &git)
+    })
+    .await
+}
+
+/// A worktree of `branch` at `at`.
+pub(super) async fn worktree(
+    ws: &Workspace,
+    repo: &RepoName,
+    branch: &str,
+    at: &CommitSha,
+) -> Result<Worktree, JobError> {
+    let (repo2, branch, at) = (repo.clone(), branch.to_owned(), at.oid());
+    on_mirror(ws, repo, move |ws, g| {
+        ws.worktree_at(&repo2, g, &branch, at)
+    })
+    .await
+}
+
+/// Removes scratch worktree `branch` (a failure is only logged: the next add clears it).
+pub(super) async fn drop_scratch(ws: &Workspace, repo: &RepoName, branch: &str) {
+    let (repo2, branch) = (repo.clone(), branch.to_owned());
+    if let Err(e) = on_mirror(ws, repo, move |ws, _| ws.drop_scratch(&repo2, &branch)).await {
+        tracing::warn!(error = %e, "cannot remove a scratch worktree");
+    }
+}
+
+/// Commits an agent's work in `wt` (if it changed: tracked files, and the new files in
+/// `written`) as `author` and pushes its branch; the branch's head.
+pub(super) async fn commit_push(
+    ws: &Workspace,
+    repo: &RepoName,
+    token: SecretString,
+    wt: &Worktree,
+    message: String,
+    written: Vec<String>,
+    author: &Author,
+) -> Result<CommitSha, JobError> {
+    let (repo2, wt, author) = (repo.clone(), wt.clone(), author.clone());
+    on_mirror(ws, repo, move |ws, g| {
+        ws.commit_written(&wt, &message, &author, &written)?;
+        let head = g
+            .find_branch(&wt.branch, git2::BranchType::Local)?
+            .get()
+            .peel_to_commit()?
+            .id();
+        ws.push(&repo2, &wt.branch, &token)?;
+        Ok(head.into())
+    })
+    .await
+}
+
+/// Pushes branch `branch` of the mirror as it is.
+pub(super) async fn push(
+    ws: &Workspace,
+    repo: &RepoName,
+    token: SecretString,
+    branch: &str,
+) -> Result<(), JobError> {
+    let (repo2, branch) = (repo.clone(), branch.to_owned());
+    on_mirror(ws, repo, move |ws, _| ws.push(&repo2, &branch, &token)).await
+}

@@ -1,0 +1,124 @@
+//! What every job of the hive shares: the [`Hive`] (store, GitHub App, workspace, models,
+//! prompts, sandbox…), how a job ends ([`Done`]) or fails ([`JobError`], keeping the error it
+//! came from), and [`blocking`] for git work off the async threads.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::agent::prompts::Prompts;
+use crate::github::{GitHubApp, GitHubError};
+use crate::llm::LlmError;
+use crate::llm::routing::Router;
+use crate::store::Store;
+use crate::workspace::{Author, Workspace, WorkspaceError};
+
+/// Everything a worker needs.
+pub struct Hive {
+    pub store: Store,
+    pub github: Arc<GitHubApp>,
+    pub workspace: Workspace,
+    /// Which model each role uses, and the price table.
+    pub models: Arc<Router>,
+    pub prompts: Prompts,
+    /// Where gate commands run.
+    pub sandbox: crate::sandbox::Backend,
+    pub author: Author,
+    /// This process's lease-owner name.
+    pub owner: String,
+    /// How often the sweep runs.
+    pub sweep_every: Duration,
+    /// How long a job's lease lasts unless renewed (renewed every third of it).
+    pub lease: Duration,
+    pub jobs_queued: Arc<Notify>,
+}
+
+impl Hive {
+    pub(super) fn lease_ms(&self) -> i64 {
+        self.lease.as_millis() as i64
+    }
+}
+
+/// How a job succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Done {
+    /// The job is done; the worker marks it so.
+    Finished,
+    /// The handler already marked the job done, in the transaction that recorded its result.
+    Recorded,
+}
+
+/// How a job failed. Either way the error it came from is kept, with its chain of causes;
+/// `{}` shows them all ("pushing feat/T-1: the remote refused …").
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// Worth another try later.
+    #[error("{0:#}")]
+    Transient(anyhow::Error),
+    /// Trying again will not help; the message is for people.
+    #[error("{0:#}")]
+    Permanent(anyhow::Error),
+}
+
+impl JobError {
+    /// A failure worth another try, said in words.
+    pub fn transient(message: impl std::fmt::Display) -> Self {
+        JobError::Transient(anyhow::Error::msg(message.to_string()))
+    }
+
+    /// A failure trying again will not mend, said in words for people.
+    pub fn permanent(message: impl std::fmt::Display) -> Self {
+        JobError::Permanent(anyhow::Error::msg(message.to_string()))
+    }
+
+    pub fn is_transient(&self) -> bool {
+        matches!(self, JobError::Transient(_))
+    }
+}
+
+impl From<GitHubError> for JobError {
+    fn from(e: GitHubError) -> Self {
+        if e.is_transient() {
+            JobError::Transient(e.into())
+        } else {
+            JobError::Permanent(e.into())
+        }
+    }
+}
+
+impl From<crate::store::StoreError> for JobError {
+    fn from(e: crate::store::StoreError) -> Self {
+        JobError::Transient(e.into())
+    }
+}
+
+impl From<LlmError> for JobError {
+    fn from(e: LlmError) -> Self {
+        match e {
+            LlmError::Status { status, .. } if (400..500).contains(&status) && status != 429 => {
+                JobError::Permanent(e.into())
+            }
+            _ => JobError::Transient(e.into()),
+        }
+    }
+}
+
+impl From<WorkspaceError> for JobError {
+    fn from(e: WorkspaceError) -> Self {
+        match e {
+            WorkspaceError::MissingBranch(_) => JobError::Permanent(e.into()),
+            _ => JobError::Transient(e.into()),
+        }
+    }
+}
+
+/// Runs git work (`f`) on a blocking thread; a panic there is a transient failure.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
+) -> Result<T, JobError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| JobError::transient(format!("workspace task panicked: {e}")))?
+        .map_err(JobError::from)
+}

@@ -1,0 +1,122 @@
+//! [`Signal`]: what a person — or GitHub, through the bot's sweep and webhooks — asks of a
+//! ticket. Signals are stored with the ticket and read by its run at every node boundary, in
+//! the order they came. One enum, so a misspelt kind is a compile error, and a stored signal this
+//! version cannot read is reported, never silently skipped.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::CommitSha;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Signal {
+    /// Stop the ticket (`/hive abort`, or the issue closed, the label removed…): `why` in words.
+    Abort {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
+    },
+    /// The pull request was merged on GitHub: `sha` is the commit the merge put on the base,
+    /// `by` who merged it when it was a person.
+    Landed {
+        pr: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha: Option<CommitSha>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
+    /// A hint for the agents (`/hive feedback`).
+    Feedback { text: String },
+    /// Plan again (`/hive plan`, or the issue was edited while Blocked).
+    Plan,
+    /// Approval of the plan or of the merge.
+    Approve,
+    /// Rebase the pull request and check it again.
+    Rebase,
+    /// Try again, from a role (`architect`, `breaker`, `builder`, `critic`) or where it stopped.
+    Retry {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+    },
+    /// Something a waiting landing waits for may have happened (a check completed): try again.
+    Recheck,
+}
+
+impl Signal {
+    /// The stored `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Signal::Abort { .. } => "abort",
+            Signal::Landed { .. } => "landed",
+            Signal::Feedback { .. } => "feedback",
+            Signal::Plan => "plan",
+            Signal::Approve => "approve",
+            Signal::Rebase => "rebase",
+            Signal::Retry { .. } => "retry",
+            Signal::Recheck => "recheck",
+        }
+    }
+
+    /// The stored `data`: the fields beside the kind.
+    pub fn data(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("kind");
+        }
+        v
+    }
+
+    /// Reads a stored `(kind, data)`.
+    pub fn read(kind: &str, data: &serde_json::Value) -> Result<Self, String> {
+        let mut v = match data {
+            serde_json::Value::Object(o) => serde_json::Value::Object(o.clone()),
+            _ => serde_json::json!({}),
+        };
+        v["kind"] = serde_json::Value::String(kind.to_owned());
+        serde_json::from_value(v).map_err(|e| format!("signal {kind:?}: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_round_trip_through_kind_and_data() {
+        let sha = CommitSha::parse(&"a".repeat(40)).unwrap();
+        for s in [
+            Signal::Abort { why: None },
+            Signal::Abort {
+                why: Some("the issue was closed".into()),
+            },
+            Signal::Landed {
+                pr: 2,
+                sha: Some(sha),
+                by: Some("alice".into()),
+            },
+            Signal::Feedback {
+                text: "use i64".into(),
+            },
+            Signal::Plan,
+            Signal::Approve,
+            Signal::Rebase,
+            Signal::Retry { role: None },
+            Signal::Retry {
+                role: Some("breaker".into()),
+            },
+            Signal::Recheck,
+        ] {
+            assert_eq!(Signal::read(s.kind(), &s.data()), Ok(s.clone()), "{s:?}");
+        }
+        // Rows written before the enum: `retry` with an empty role, `landed` without a sha.
+        assert_eq!(
+            Signal::read("landed", &serde_json::json!({ "pr": 4 })),
+            Ok(Signal::Landed {
+                pr: 4,
+                sha: None,
+                by: None
+            })
+        );
+        assert!(Signal::read("aprove", &serde_json::json!({})).is_err());
+        assert!(Signal::read("feedback", &serde_json::json!({})).is_err());
+    }
+}
