@@ -35,6 +35,16 @@ async fn waiting_world(extra: Vec<(&str, &str)>) -> (World, vibeloop::ids::Ticke
     (w, t.key)
 }
 
+/// The interventions and commands about the world's issue, once none is pending any more.
+async fn carried_out(w: &World) -> Vec<vibeloop::store::commands::CommandRecord> {
+    w.bot
+        .wait_until("the interventions to be carried out", WAIT, || async {
+            let c = commands(w).await;
+            c.iter().all(|c| c.outcome != "pending").then_some(c)
+        })
+        .await
+}
+
 async fn commands(w: &World) -> Vec<vibeloop::store::commands::CommandRecord> {
     let store = w.bot.store().await;
     let c = store
@@ -161,7 +171,8 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
         );
     }
 
-    // An intervention through the API, recorded like a slash command.
+    // An intervention through the API: recorded like a slash command and queued at once, then
+    // carried out by a worker; the ticket's JSON shows it pending, then done.
     let r = intervene(
         &http,
         &w,
@@ -169,15 +180,40 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
         "/hive feedback Keep the public API unchanged",
     )
     .await;
-    assert_eq!(r.status(), StatusCode::OK);
-    let c = commands(&w).await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let queued: Value = r.json().await.unwrap();
+    let source = queued["source"].as_str().unwrap().to_owned();
+    let c = carried_out(&w).await;
     assert_eq!(c.len(), 1, "{c:?}");
     assert!(c[0].source.starts_with("dashboard:"), "{c:?}");
+    assert_eq!(c[0].source, source);
     assert_eq!(c[0].author, "dashboard-operator");
     assert!(c[0].command.contains("feedback"), "{c:?}");
-    // Nonsense is refused with a reason, and nothing is run.
+    assert_eq!(c[0].outcome, "feedback");
+    let view: Value = http
+        .get(format!("{}/api/tickets/{key}", w.bot.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let shown = &view["interventions"][0];
+    assert_eq!(
+        (&shown["source"], &shown["outcome"]),
+        (&json!(source), &json!("feedback"))
+    );
+    assert!(
+        shown["reply"]
+            .as_str()
+            .unwrap()
+            .contains("the agents get it"),
+        "{shown}"
+    );
+    // Nonsense is refused with a reason, and nothing is recorded or run.
     let r = intervene(&http, &w, key, "/hive aprove").await;
-    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let a: Value = r.json().await.unwrap();
     assert!(
         a["text"]
@@ -334,11 +370,18 @@ async fn github_sign_in_admits_listed_people_and_their_permission_decides() {
     let ticket_page = format!("{}/tickets/{key}", w.bot.url);
     b.wait_url("the ticket's page", |u| u == ticket_page).await;
     b.click("#do-approve").await;
-    let refused = b.text("p.error#answer").await;
-    assert!(refused.contains("needs write permission"), "{refused}");
-    let c = commands(&w).await;
+    let sent = b.text("p.ok#answer").await;
+    assert!(sent.contains("a worker carries it out"), "{sent}");
+    let c = carried_out(&w).await;
     assert_eq!(c.last().unwrap().author, "reader");
     assert_eq!(c.last().unwrap().outcome.as_str(), "refused: permission");
+    // The page shows why.
+    b.goto(&ticket_page).await;
+    let shown = b.text("#interventions").await;
+    assert!(
+        shown.contains("refused: permission") && shown.contains("needs write permission"),
+        "{shown}"
+    );
     assert_eq!(
         w.ticket().await.unwrap().state,
         TaskState::AwaitingVerification

@@ -17,7 +17,7 @@ use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 
 use super::Dashboard;
-use crate::hive::intervene::{Person, intervene as run_intervention};
+use crate::hive::intervene::{Person, Request, request};
 use crate::ids::TicketKey;
 use crate::llm::budget::Spend;
 use crate::sandbox::SandboxInfo;
@@ -47,6 +47,21 @@ pub struct TicketView {
     pub row: TicketRow,
     pub flow: Option<serde_json::Value>,
     pub events: Vec<Event>,
+    /// People's interventions from the dashboard, oldest first: `pending` until a worker has
+    /// carried one out.
+    pub interventions: Vec<InterventionRow>,
+}
+
+/// One intervention as the ticket's page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct InterventionRow {
+    pub source: String,
+    pub author: String,
+    pub command: String,
+    /// `pending`, or what it did (`approve`, `refused: permission`, `failed`…).
+    pub outcome: String,
+    pub reply: Option<String>,
+    pub at: i64,
 }
 
 /// A worktree of this process's data directory.
@@ -123,10 +138,26 @@ pub async fn ticket_view(
     let mut events = d.store.events_after(key, 0, 100_000).await?;
     let cut = events.len().saturating_sub(500);
     events.drain(..cut);
+    let interventions = d
+        .store
+        .commands_for(&t.repo, t.issue_number)
+        .await?
+        .into_iter()
+        .filter(|c| c.ticket == Some(t.key) && c.source.starts_with("dashboard:"))
+        .map(|c| InterventionRow {
+            source: c.source,
+            author: c.author,
+            command: c.command,
+            outcome: c.outcome,
+            reply: c.reply,
+            at: c.at,
+        })
+        .collect();
     Ok(Some(TicketView {
         row: row(d, t).await,
         flow,
         events,
+        interventions,
     }))
 }
 
@@ -285,13 +316,19 @@ pub struct Intervention {
     pub command: String,
 }
 
+/// How the dashboard answers an intervention: queued for a worker (202), or not a command (400).
 #[derive(Debug, Serialize)]
 pub struct InterventionAnswer {
-    pub ok: bool,
+    pub queued: bool,
+    /// Names the intervention among the ticket's (`dashboard:<nonce>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub text: String,
 }
 
-/// `POST /api/tickets/{key}/interventions` with `{"command": "/hive retry"}`.
+/// `POST /api/tickets/{key}/interventions` with `{"command": "/hive retry"}`: recorded and queued;
+/// `GET /api/tickets/{key}` shows it under `interventions`, pending until a worker has carried it
+/// out, then with its outcome and reply.
 pub async fn intervene(
     State(d): State<Dashboard>,
     Extension(who): Extension<Person>,
@@ -300,10 +337,10 @@ pub async fn intervene(
 ) -> Response {
     match apply(&d, key, &i.command, &who).await {
         Ok(a) => {
-            let status = if a.ok {
-                StatusCode::OK
+            let status = if a.queued {
+                StatusCode::ACCEPTED
             } else {
-                StatusCode::FORBIDDEN
+                StatusCode::BAD_REQUEST
             };
             (status, Json(a)).into_response()
         }
@@ -311,19 +348,13 @@ pub async fn intervene(
     }
 }
 
-/// Runs an intervention; the error is an HTTP status and a reason.
+/// Records and queues an intervention; the error is an HTTP status and a reason.
 pub async fn apply(
     d: &Dashboard,
     key: TicketKey,
     command: &str,
     who: &Person,
 ) -> Result<InterventionAnswer, (StatusCode, String)> {
-    let Some(hive) = &d.hive else {
-        return Err((
-            StatusCode::SERVICE_UNAVAILABLE,
-            "interventions need the GitHub App's credentials (GITHUB_APP_ID and its key) in this process\n".into(),
-        ));
-    };
     let t = d
         .store
         .ticket(key)
@@ -335,13 +366,23 @@ pub async fn apply(
     } else {
         format!("/hive {}", command.trim())
     };
-    let a = run_intervention(hive, &t, &line, who)
+    match request(&d.store, &t, &line, who)
         .await
-        .map_err(|e| (StatusCode::BAD_GATEWAY, format!("{e}\n")))?;
-    Ok(InterventionAnswer {
-        ok: a.ok,
-        text: a.text,
-    })
+        .map_err(unavailable)?
+    {
+        Request::Queued { source, command } => Ok(InterventionAnswer {
+            queued: true,
+            source: Some(source),
+            text: format!(
+                "Sent `{command}`: a worker carries it out, and its answer shows under Interventions."
+            ),
+        }),
+        Request::NotACommand(text) => Ok(InterventionAnswer {
+            queued: false,
+            source: None,
+            text,
+        }),
+    }
 }
 
 #[cfg(test)]

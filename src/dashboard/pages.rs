@@ -230,6 +230,7 @@ async fn render_ticket(
     body.push_str(&format!("<p>Spent: {}</p>", esc(&v.row.spent.describe())));
     body.push_str(&plan_and_attempts(&v));
     body.push_str(&interventions(key, &csrf));
+    body.push_str(&sent(&v));
     body.push_str(&timeline(&v));
     page(StatusCode::OK, layout(&v.row.id, &body))
 }
@@ -278,9 +279,37 @@ fn interventions(key: TicketKey, csrf: &str) -> String {
          <label>Command <input name=\"command\" id=\"command\" size=\"60\" placeholder=\"/hive feedback Keep the public API unchanged\"></label> \
          <button type=\"submit\" id=\"send\">Send</button></form>\
          <p class=\"muted\">Any <code>/hive</code> command: feedback, retry [role], approve, abort, rebase, plan, reset &lt;tag&gt;. \
-         Recorded like a comment's, with your permission checked.</p>",
+         Recorded like a comment's and carried out by a worker, with your permission checked.</p>",
         esc(csrf)
     ));
+    s
+}
+
+/// The interventions sent from this dashboard, with what each did once carried out.
+fn sent(v: &TicketView) -> String {
+    if v.interventions.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<table id=\"interventions\"><thead><tr><th>Sent</th><th>By</th><th>Command</th><th>Outcome</th><th>Answer</th></tr></thead><tbody>",
+    );
+    for i in &v.interventions {
+        let class = match i.outcome.as_str() {
+            "pending" => "muted",
+            o if o.starts_with("refused") || o == "failed" => "error",
+            _ => "ok",
+        };
+        s.push_str(&format!(
+            "<tr data-source=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"{class}\">{}</td><td>{}</td></tr>",
+            esc(&i.source),
+            age(i.at),
+            esc(&i.author),
+            esc(&i.command),
+            esc(&i.outcome),
+            esc(i.reply.as_deref().unwrap_or("a worker carries it out…")),
+        ));
+    }
+    s.push_str("</tbody></table>");
     s
 }
 
@@ -331,7 +360,7 @@ pub async fn intervene(
         );
     }
     let flash = match api::apply(&d, key, &f.command, &who).await {
-        Ok(a) => (a.ok, a.text),
+        Ok(a) => (a.queued, a.text),
         Err((_, text)) => (false, text.trim().to_owned()),
     };
     render_ticket(&d, key, &headers, Some(flash)).await

@@ -209,7 +209,7 @@ async fn check_completed(
     };
     let flow = super::flow::load(&hive.store, t.key).await?;
     let waits = flow.waiting == Some(super::flow::Wait::Checks)
-        && flow.rebased.as_deref() == Some(c.head_sha.as_str());
+        && flow.rebased.as_ref().map(CommitSha::as_str) == Some(c.head_sha.as_str());
     if t.state.is_final() || !waits {
         return Ok((
             "ignored",

@@ -169,7 +169,7 @@ pub fn status_section(f: &Flow) -> String {
             s.push_str(&format!(
                 "| {} | `{}` | {} |\n",
                 a.n,
-                &a.sha[..a.sha.len().min(7)],
+                a.sha.short(),
                 cells.join(" | ")
             ));
         }

@@ -110,6 +110,9 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
                     .map(|()| Done::Finished)
             }
             JobKey::Sweep => super::sweep::sweep(hive).await.map(|()| Done::Finished),
+            JobKey::Intervention(source) => super::intervene::carry_out(hive, source)
+                .await
+                .map(|()| Done::Finished),
         }
     };
     let result = tokio::select! {
@@ -159,6 +162,15 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
                 JobKey::Sweep => {
                     let every = hive.sweep_every.as_millis() as i64;
                     let _ = store.enqueue_after(&JobKey::Sweep, every).await;
+                }
+                // The page shows why it was not carried out.
+                JobKey::Intervention(source) => {
+                    if let Ok(Some(c)) = store.command_by_source(source).await {
+                        let reply = format!("Not carried out: {msg}");
+                        let _ = store
+                            .finish_command(source, &c.command, "failed", &reply)
+                            .await;
+                    }
                 }
             }
             store.fail_job(job.id, &hive.owner, &msg).await

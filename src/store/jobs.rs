@@ -20,6 +20,8 @@ pub enum JobKind {
     Gates,
     /// The periodic sweep: missed webhooks, tickets reconciled with GitHub.
     Sweep,
+    /// Carry out a person's intervention from the dashboard.
+    Intervention,
 }
 
 impl JobKind {
@@ -29,6 +31,7 @@ impl JobKind {
             JobKind::Ticket => "ticket",
             JobKind::Gates => "gates",
             JobKind::Sweep => "sweep",
+            JobKind::Intervention => "intervention",
         }
     }
 
@@ -38,6 +41,7 @@ impl JobKind {
             "ticket" => Some(JobKind::Ticket),
             "gates" => Some(JobKind::Gates),
             "sweep" => Some(JobKind::Sweep),
+            "intervention" => Some(JobKind::Intervention),
             _ => None,
         }
     }
@@ -56,6 +60,8 @@ pub enum JobKey {
         gate: String,
     },
     Sweep,
+    /// An intervention, by the `source` it is recorded under.
+    Intervention(String),
 }
 
 impl JobKey {
@@ -65,6 +71,7 @@ impl JobKey {
             JobKey::Ticket(_) => JobKind::Ticket,
             JobKey::Gates { .. } => JobKind::Gates,
             JobKey::Sweep => JobKind::Sweep,
+            JobKey::Intervention(_) => JobKind::Intervention,
         }
     }
 
@@ -75,6 +82,7 @@ impl JobKey {
             JobKey::Ticket(t) => t.to_string(),
             JobKey::Gates { ticket, sha, gate } => format!("{ticket}|{sha}|{gate}"),
             JobKey::Sweep => "github".into(),
+            JobKey::Intervention(source) => source.clone(),
         }
     }
 
@@ -92,6 +100,7 @@ impl JobKey {
                 }
             }
             JobKind::Sweep => JobKey::Sweep,
+            JobKind::Intervention => JobKey::Intervention(key.to_owned()),
         })
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::follow::{Ending, clean, minutes};
 use crate::hive::flow::{Flow, Node};
-use crate::ids::TicketKey;
+use crate::ids::{CommitSha, TicketKey};
 use crate::llm::budget::Spend;
 use crate::store::Store;
 use crate::store::tickets::Ticket;
@@ -32,13 +32,13 @@ pub struct Report {
 }
 
 /// Files, lines added and lines removed from `base` to `head` in bare repository `bare`.
-fn diffstat(bare: &std::path::Path, base: &str, head: &str) -> Option<(usize, usize, usize)> {
+fn diffstat(
+    bare: &std::path::Path,
+    base: &CommitSha,
+    head: &CommitSha,
+) -> Option<(usize, usize, usize)> {
     let git = crate::forge::gitops::open(bare)?;
-    let (base, head) = (
-        git2::Oid::from_str(base).ok()?,
-        git2::Oid::from_str(head).ok()?,
-    );
-    let files = crate::forge::gitops::diff_files(&git, Some(base), head);
+    let files = crate::forge::gitops::diff_files(&git, Some(base.oid()), head.oid());
     let (add, del) = files
         .iter()
         .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));
@@ -121,10 +121,6 @@ impl Report {
     }
 }
 
-fn short(sha: &str) -> &str {
-    sha.get(..7).unwrap_or(sha)
-}
-
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (t, flow) = (&self.ticket, &self.flow);
@@ -169,7 +165,7 @@ impl fmt::Display for Report {
                 f,
                 "tests:    {} at {} ({})",
                 t.id.test_branch(),
-                short(&w.sha),
+                w.sha.short(),
                 files(&w.files)
             )?;
         }
@@ -185,7 +181,7 @@ impl fmt::Display for Report {
                 f,
                 "change:   {} at {}, attempt {}{stat} with the tests; the Builder wrote {}",
                 t.id.feat_branch(),
-                short(&w.sha),
+                w.sha.short(),
                 w.attempt,
                 files(&w.files)
             )?;
@@ -228,7 +224,7 @@ impl fmt::Display for Report {
                 f,
                 "landed:   {} of the scratch copy at {}{tag}",
                 t.base_branch,
-                short(sha)
+                sha.short()
             )?;
         }
         writeln!(f, "spent:    {}", self.spent.describe())?;

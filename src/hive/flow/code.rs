@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
-use super::ctx::{Ctx, Step, commit_push, enter_node, git, sync};
+use super::ctx::{Ctx, Step, commit_push, enter_node, sync};
 use super::state::{Node, Work};
 use crate::agent::StopReason;
 use crate::hive::agents::{Assignment, Role, RoleRun, run_role};
 use crate::hive::job::JobError;
+use crate::ids::CommitSha;
 use crate::workspace::Worktree;
 
 /// Code: the Breaker (when its tests are still to write) and the Builder (when this attempt's
@@ -22,13 +23,13 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let need_builder = cx.flow.builder.as_ref().map(|w| w.attempt) != Some(cx.flow.attempt);
     let id = cx.run.ticket.id;
     let breaker_wt = if need_breaker {
-        Some(branch_worktree(cx, &id.test_branch(), base.as_str()).await?)
+        Some(branch_worktree(cx, &id.test_branch(), &base).await?)
     } else {
         None
     };
     let builder_from = match (&cx.flow.builder, cx.flow.attempt) {
         (Some(prev), n) if n > 1 => prev.sha.clone(),
-        _ => base.to_string(),
+        _ => base.clone(),
     };
     let builder_wt = if need_builder {
         Some(branch_worktree(cx, &id.feat_branch(), &builder_from).await?)
@@ -81,7 +82,7 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .await?;
         cx.flow.breaker = Some(Work {
             attempt: cx.flow.breaker_attempts + 1,
-            sha: sha.to_string(),
+            sha: sha.clone(),
             files: r.written,
             summary: r.outcome.summary,
         });
@@ -106,10 +107,10 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             r.outcome.summary.trim()
         );
         let sha = commit_push(cx, wt, msg, r.written.clone()).await?;
-        cx.flow.pushed = Some(sha.to_string());
+        cx.flow.pushed = Some(sha.clone());
         cx.flow.builder = Some(Work {
             attempt: cx.flow.attempt,
-            sha: sha.to_string(),
+            sha: sha.clone(),
             files: r.written,
             summary: r.outcome.summary,
         });
@@ -143,16 +144,12 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
 }
 
 /// The worktree of `branch` at `from`.
-async fn branch_worktree(cx: &Ctx<'_, '_>, branch: &str, from: &str) -> Result<Worktree, JobError> {
-    let (repo, branch, from) = (
-        cx.run.ticket.repo.clone(),
-        branch.to_owned(),
-        from.to_owned(),
-    );
-    git(cx, move |ws, g| {
-        ws.worktree_at(&repo, g, &branch, git2::Oid::from_str(&from)?)
-    })
-    .await
+async fn branch_worktree(
+    cx: &Ctx<'_, '_>,
+    branch: &str,
+    from: &CommitSha,
+) -> Result<Worktree, JobError> {
+    super::git::worktree(&cx.run.hive.workspace, &cx.run.ticket.repo, branch, from).await
 }
 
 async fn run(

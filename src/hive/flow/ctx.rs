@@ -150,14 +150,7 @@ pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
         .clone()
         .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
     let tip = git::fetch(&cx.run.hive.workspace, &cx.run.ticket.repo, token, &base).await?;
-    let base = match &cx.flow.base_sha {
-        Some(sha) => CommitSha::parse(sha).map_err(|e| JobError::permanent(e.to_string()))?,
-        None => {
-            cx.flow.base_sha = Some(tip.to_string());
-            tip
-        }
-    };
-    Ok(base)
+    Ok(cx.flow.base_sha.get_or_insert(tip).clone())
 }
 
 /// Runs `f` on the workspace and the ticket's mirror, off the async threads.
@@ -174,13 +167,10 @@ pub(super) async fn git<T: Send + 'static>(
 pub(super) async fn scratch(
     cx: &mut Ctx<'_, '_>,
     name: &str,
-    at: Option<&str>,
+    at: Option<&CommitSha>,
 ) -> Result<Worktree, JobError> {
     let base = sync(cx).await?;
-    let at = match at {
-        Some(sha) => CommitSha::parse(sha).map_err(|e| JobError::permanent(e.to_string()))?,
-        None => base,
-    };
+    let at = at.cloned().unwrap_or(base);
     let branch = format!("vibeloop/{name}-{}", cx.run.ticket.id);
     git::worktree(&cx.run.hive.workspace, &cx.run.ticket.repo, &branch, &at).await
 }
@@ -285,7 +275,7 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
             // base (or, without its merge commit, the ticket just completes).
             Signal::Landed { pr, sha, by } if cx.flow.merged.is_none() => match sha {
                 Some(sha) => {
-                    cx.flow.merged = Some(sha.to_string());
+                    cx.flow.merged = Some(sha.clone());
                     cx.flow.merged_by = by.clone();
                     cx.flow.waiting = None;
                     cx.flow.next = Node::Snapshot;
@@ -434,7 +424,7 @@ mod tests {
         let mut f = Flow {
             next: Node::Rebase,
             pr: Some(4),
-            rebased: Some("x".into()),
+            rebased: Some(CommitSha::parse(&"a".repeat(40)).unwrap()),
             requeues: 4,
             ..Flow::default()
         };
@@ -444,11 +434,17 @@ mod tests {
 
     #[test]
     fn retry_starts_where_asked() {
+        let work = || Work {
+            attempt: 1,
+            sha: CommitSha::parse(&"b".repeat(40)).unwrap(),
+            files: vec![],
+            summary: String::new(),
+        };
         let mut f = Flow {
             next: Node::Done,
             blueprint: Some(Default::default()),
-            breaker: Some(Work::default()),
-            builder: Some(Work::default()),
+            breaker: Some(work()),
+            builder: Some(work()),
             attempt: 3,
             attempt_limit: 3,
             ..Flow::default()

@@ -34,8 +34,11 @@ fn base_branch(cx: &Ctx<'_, '_>) -> String {
 /// Merge: land the regated commit on the base.
 pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
-    let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default())
-        .map_err(|_| JobError::permanent("merge without a rebased commit"))?;
+    let sha = cx
+        .flow
+        .rebased
+        .clone()
+        .ok_or_else(|| JobError::permanent("merge without a rebased commit"))?;
     let landed = match cx.config.merge.method {
         MergeMethod::FastForward => fast_forward(cx, &sha).await?,
         method => {
@@ -54,7 +57,7 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     };
     match landed {
         Ok(on_base) => {
-            cx.flow.merged = Some(on_base.to_string());
+            cx.flow.merged = Some(on_base.clone());
             cx.flow.waiting = None;
             cx.flow.next = Node::Snapshot;
             cx.checkpoint(
@@ -178,7 +181,7 @@ async fn refused(
 /// True when the base branch moved past the commit the change was rebased onto.
 async fn base_moved(cx: &mut Ctx<'_, '_>, base: &str) -> Result<bool, JobError> {
     let tip = cx.run.client.get_ref(&format!("heads/{base}")).await?;
-    Ok(tip.is_some() && tip != cx.flow.base_sha)
+    Ok(tip.is_some() && tip.as_deref() != cx.flow.base_sha.as_ref().map(CommitSha::as_str))
 }
 
 /// The next `auto-vX.Y.Z` after the highest one in `tags` (a patch bump).
@@ -197,8 +200,11 @@ pub(super) fn next_version(tags: &[(String, String)]) -> String {
 
 /// Snapshot: tag, move `LATEST_STABLE`, promote the memory, complete.
 pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
-    let sha = CommitSha::parse(cx.flow.merged.as_deref().unwrap_or_default())
-        .map_err(|_| JobError::permanent("snapshot without a merge"))?;
+    let sha = cx
+        .flow
+        .merged
+        .clone()
+        .ok_or_else(|| JobError::permanent("snapshot without a merge"))?;
     if cx.flow.tag.is_none() {
         sync(cx).await?;
         let tags = git(cx, |ws, g| ws.tags(g)).await?;

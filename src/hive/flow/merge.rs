@@ -20,10 +20,6 @@ use crate::workspace::{Conflict, Squashed};
 
 const MAX_REQUEUES: u32 = 3;
 
-fn oid(sha: &str) -> Result<git2::Oid, JobError> {
-    git2::Oid::from_str(sha).map_err(|e| JobError::permanent(e.to_string()))
-}
-
 /// True when a conflict is only about formatting: the base branch changed the file's
 /// whitespace alone (someone ran a formatter), or both sides agree but for whitespace. Taking
 /// the change's side and running the formatter then loses nothing.
@@ -62,7 +58,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     );
     let message = format!("{id}: {title}\n\nCloses #{issue}.");
     let (author, bb) = (cx.run.hive.author.clone(), base_branch.clone());
-    let (f, h) = (oid(from.as_str())?, oid(&head)?);
+    let (f, h) = (from.oid(), head.oid());
     let msg = message.clone();
     let (tip, squashed) = git(cx, move |ws, g| {
         let tip = ws.remote_head(g, &bb)?;
@@ -84,7 +80,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .pushed
         .clone()
         .or_else(|| cx.flow.builder.as_ref().map(|w| w.sha.clone()));
-    if let Err(found) = push_with_lease(cx, &rebased, expected.as_deref()).await? {
+    if let Err(found) = push_with_lease(cx, &rebased, expected.as_ref()).await? {
         let report = format!(
             "Someone pushed to `{}` (now `{}`) since the bot's last push, and the bot does not overwrite people's commits. Look at the branch, then `/hive retry` (or merge the pull request yourself).",
             id.feat_branch(),
@@ -92,13 +88,17 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         );
         return cx.needs_human(&report).await;
     }
-    cx.flow.pushed = Some(rebased.to_string());
-    cx.flow.rebased = Some(rebased.to_string());
-    cx.flow.base_sha = Some(tip.to_string());
+    cx.flow.pushed = Some(rebased.clone());
+    cx.flow.rebased = Some(rebased.clone());
+    cx.flow.base_sha = Some(tip.clone());
     cx.flow.next = Node::Regate;
     let out = serde_json::json!({ "onto": tip.as_str(), "sha": rebased.as_str() });
-    cx.checkpoint(Node::Rebase, serde_json::json!({ "head": head }), out)
-        .await?;
+    cx.checkpoint(
+        Node::Rebase,
+        serde_json::json!({ "head": head.as_str() }),
+        out,
+    )
+    .await?;
     Ok(Step::Next)
 }
 
@@ -108,16 +108,16 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
 async fn push_with_lease(
     cx: &mut Ctx<'_, '_>,
     sha: &CommitSha,
-    expected: Option<&str>,
+    expected: Option<&CommitSha>,
 ) -> Result<Result<(), String>, JobError> {
     let branch = cx.run.ticket.id.feat_branch();
-    let mut expected = expected.map(oid).transpose()?;
+    let mut expected = expected.map(CommitSha::oid);
     for _ in 0..2 {
         let (b, repo, token, new) = (
             branch.clone(),
             cx.run.ticket.repo.clone(),
             cx.run.client.token().await?,
-            oid(sha.as_str())?,
+            sha.oid(),
         );
         let pushed = git(cx, move |ws, g| {
             ws.set_branch(g, &b, new)?;
@@ -131,20 +131,19 @@ async fn push_with_lease(
         };
         sync(cx).await?;
         let bot = cx.run.hive.author.email.clone();
-        let ours = match git2::Oid::from_str(&found) {
-            Ok(f) => {
-                git(cx, move |_, g| {
-                    Ok(g.find_commit(f)
-                        .is_ok_and(|c| c.author().email() == Some(bot.as_str())))
-                })
-                .await?
-            }
-            Err(_) => false,
+        let Ok(theirs) = CommitSha::parse(&found) else {
+            return Ok(Err(found));
         };
+        let f = theirs.oid();
+        let ours = git(cx, move |_, g| {
+            Ok(g.find_commit(f)
+                .is_ok_and(|c| c.author().email() == Some(bot.as_str())))
+        })
+        .await?;
         if !ours {
             return Ok(Err(found));
         }
-        expected = Some(oid(&found)?);
+        expected = Some(f);
     }
     Err(JobError::transient(format!(
         "{branch} kept moving while the bot pushed"
@@ -156,7 +155,7 @@ async fn resolve(
     cx: &mut Ctx<'_, '_>,
     conflicts: &[Conflict],
     from: &CommitSha,
-    head: &str,
+    head: &CommitSha,
     tip: &CommitSha,
     message: &str,
 ) -> Result<Option<CommitSha>, JobError> {
@@ -170,12 +169,12 @@ async fn resolve(
     {
         // A: either side will do; take the change's, then let the formatter settle it.
         let (author, msg) = (cx.run.hive.author.clone(), message.to_owned());
-        let (f, h, t) = (oid(from.as_str())?, oid(head)?, oid(tip.as_str())?);
+        let (f, h, t) = (from.oid(), head.oid(), tip.oid());
         let taken = git(cx, move |ws, g| {
             ws.squash_taking_theirs(g, f, h, t, &msg, &author)
         })
         .await?;
-        let wt = super::ctx::scratch(cx, "merge-format", Some(taken.as_str())).await?;
+        let wt = super::ctx::scratch(cx, "merge-format", Some(&taken)).await?;
         let spec = crate::hive::verify::sandbox_spec(cx.run, &cx.config, &wt, "formatter", true);
         let sandbox = cx.run.hive.sandbox.start(&spec).await?;
         let out = sandbox
@@ -265,7 +264,7 @@ async fn requeue(
             path: Some(c.path.clone()),
         })
         .collect();
-    cx.flow.base_sha = Some(tip.to_string());
+    cx.flow.base_sha = Some(tip.clone());
     cx.flow.builder = None;
     cx.flow.rebased = None;
     cx.flow.approved_by = None;
@@ -297,14 +296,13 @@ async fn requeue(
 pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     let base = sync(cx).await?;
-    let sha = CommitSha::parse(cx.flow.rebased.as_deref().unwrap_or_default())
-        .map_err(|_| JobError::permanent("regate without a rebased commit"))?;
-    let tests = cx
+    let sha = cx
         .flow
-        .breaker
-        .as_ref()
-        .and_then(|b| CommitSha::parse(&b.sha).ok());
-    let wt = super::ctx::scratch(cx, "regate", Some(sha.as_str())).await?;
+        .rebased
+        .clone()
+        .ok_or_else(|| JobError::permanent("regate without a rebased commit"))?;
+    let tests = cx.flow.breaker.as_ref().map(|b| b.sha.clone());
+    let wt = super::ctx::scratch(cx, "regate", Some(&sha)).await?;
     let v = Verification {
         worktree: &wt,
         base: &base,
@@ -351,7 +349,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         return cx.needs_human("The gates fail after rebasing onto the current base, and no attempts are left. Look at the check runs of the pull request, then `/hive retry`.").await;
     }
     cx.flow.builder = cx.flow.builder.take().map(|w| super::state::Work {
-        sha: sha.to_string(),
+        sha: sha.clone(),
         ..w
     });
     cx.flow.attempt += 1;

@@ -27,11 +27,8 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .breaker
         .clone()
         .ok_or_else(|| JobError::permanent("red proof without the Breaker's tests"))?;
-    let wt = scratch(cx, "redproof", Some(base.as_str())).await?;
-    let (b, t) = (
-        git2::Oid::from_str(base.as_str()).map_err(git_err)?,
-        git2::Oid::from_str(&breaker.sha).map_err(git_err)?,
-    );
+    let wt = scratch(cx, "redproof", Some(&base)).await?;
+    let (b, t) = (base.oid(), breaker.sha.oid());
     let test_set = cx.config.test_paths();
     let wt2 = wt.clone();
     git(cx, move |ws, g| {
@@ -69,7 +66,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .await;
     drop_scratch(cx, "redproof").await;
     let (verdict, output) = result?;
-    let sha = CommitSha::parse(&breaker.sha).map_err(|e| JobError::permanent(e.to_string()))?;
+    let sha = breaker.sha.clone();
     let external_id = format!(
         "vibeloop:{}:red-proof:{}",
         cx.run.ticket.id, breaker.attempt
@@ -151,10 +148,6 @@ fn red_proof_report(verdict: &Verdict, attempts: u32) -> String {
     }
 }
 
-fn git_err(e: git2::Error) -> JobError {
-    JobError::permanent(e.to_string())
-}
-
 /// The Encounter: the tests meet the code.
 pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
@@ -174,13 +167,13 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         builder.sha.clone(),
     );
     let wt = git(cx, move |ws, g| {
-        ws.worktree_at(&repo, g, &branch, git2::Oid::from_str(&from)?)
+        ws.worktree_at(&repo, g, &branch, from.oid())
     })
     .await?;
     let (wt2, author, tests) = (wt.clone(), cx.run.hive.author.clone(), breaker.sha.clone());
     let msg = format!("{id}: the Breaker's tests");
     let merged = git(cx, move |ws, _| {
-        ws.merge_into(&wt2, git2::Oid::from_str(&tests)?, &msg, &author)
+        ws.merge_into(&wt2, tests.oid(), &msg, &author)
     })
     .await?;
     let findings_of_conflict = |paths: &[String]| -> Vec<Finding> {
@@ -196,12 +189,11 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         }
         Merged::Clean(sha) => {
             super::ctx::push(cx, &wt).await?;
-            cx.flow.pushed = Some(sha.to_string());
+            cx.flow.pushed = Some(sha.clone());
             sha
         }
     };
-    let tests_sha =
-        CommitSha::parse(&breaker.sha).map_err(|e| JobError::permanent(e.to_string()))?;
+    let tests_sha = breaker.sha.clone();
     let verification = Verification {
         worktree: &wt,
         base: &base,
@@ -212,9 +204,9 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         tests: Some(&tests_sha),
     };
     let gates = run_gates(cx.run, &cx.config, verification).await?;
-    let h = git2::Oid::from_str(head.as_str()).map_err(git_err)?;
+    let h = head.oid();
     let tree = git(cx, move |ws, g| ws.tree_of(g, h)).await?;
-    let attempt = Attempt::from_gates(cx.flow.attempt, head.as_str(), &tree, &gates);
+    let attempt = Attempt::from_gates(cx.flow.attempt, &head, &tree, &gates);
     cx.run
         .hive
         .store
@@ -224,7 +216,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     if attempt.passed() {
         cx.flow.attempts.push(attempt);
         cx.flow.builder = Some(super::state::Work {
-            sha: head.to_string(),
+            sha: head.clone(),
             ..builder
         });
         cx.flow.next = if cx.flow.pr.is_some() {
@@ -269,23 +261,23 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             f
         })
         .collect();
-    failed(cx, head.as_str(), &tree, &[attempt], findings).await
+    failed(cx, &head, &tree, &[attempt], findings).await
 }
 
 /// An attempt failed: back to the Builder, unless the attempts are spent or stall.
 async fn failed(
     cx: &mut Ctx<'_, '_>,
-    sha: &str,
+    sha: &CommitSha,
     tree: &str,
     attempt: &[Attempt],
     findings: Vec<Finding>,
 ) -> Result<Step, JobError> {
     let attempt = attempt.first().cloned().unwrap_or_else(|| Attempt {
         n: cx.flow.attempt,
-        sha: sha.to_owned(),
+        sha: sha.clone(),
+        gates: Vec::new(),
         signature: crate::agent::heal::report(&findings),
         tree: tree.to_owned(),
-        ..Attempt::default()
     });
     let stalled = cx.flow.attempts.last().filter(|prev| {
         prev.signature == attempt.signature
@@ -304,32 +296,37 @@ async fn failed(
     if let Some(why) =
         stall.or((cx.flow.attempt >= cx.flow.attempt_limit).then_some("no attempts left"))
     {
-        cx.checkpoint(Node::Encounter, serde_json::json!({ "head": sha }), out)
-            .await?;
+        cx.checkpoint(
+            Node::Encounter,
+            serde_json::json!({ "head": sha.as_str() }),
+            out,
+        )
+        .await?;
         offer_retry(cx, sha).await;
         return cx.needs_human(&human_report(cx, why)).await;
     }
     cx.flow.attempt += 1;
     cx.flow.next = Node::Code;
-    cx.checkpoint(Node::Encounter, serde_json::json!({ "head": sha }), out)
-        .await?;
+    cx.checkpoint(
+        Node::Encounter,
+        serde_json::json!({ "head": sha.as_str() }),
+        out,
+    )
+    .await?;
     cx.publish().await?;
     Ok(Step::Next)
 }
 
 /// Puts a "Retry" button on the failing gates' check runs of this attempt (best effort: the
 /// comment's `/hive retry` does the same).
-async fn offer_retry(cx: &Ctx<'_, '_>, sha: &str) {
-    let Ok(sha) = CommitSha::parse(sha) else {
-        return;
-    };
+async fn offer_retry(cx: &Ctx<'_, '_>, sha: &CommitSha) {
     let Some(attempt) = cx.flow.attempts.last() else {
         return;
     };
     let run_id = format!("vibeloop:{}:attempt-{}", cx.run.ticket.id, attempt.n);
     for g in attempt.gates.iter().filter(|g| !g.passed) {
         let external = format!("{run_id}:{}", g.gate);
-        let found = cx.run.client.find_check_run(&sha, &external).await;
+        let found = cx.run.client.find_check_run(sha, &external).await;
         if let Ok(Some(run)) = found
             && let Err(e) = cx.run.client.offer_actions(run.id, &[RETRY]).await
         {

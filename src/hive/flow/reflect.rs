@@ -66,7 +66,7 @@ pub(super) async fn tests_go_back(
     else {
         return Ok(false);
     };
-    let (b, t) = (oid(base.as_str())?, oid(&breaker.sha)?);
+    let (b, t) = (base.oid(), breaker.sha.oid());
     let diff = super::ctx::git(cx, move |ws, g| ws.diff_text(g, b, t, 30_000)).await?;
     let wt = super::ctx::scratch(cx, "reflect", Some(&breaker.sha)).await?;
     let round = cx.flow.test_reflections.len() as u32;
@@ -87,10 +87,6 @@ pub(super) async fn tests_go_back(
     cx.flow.breaker = None;
     cx.flow.red_proof = None;
     Ok(true)
-}
-
-fn oid(sha: &str) -> Result<git2::Oid, JobError> {
-    git2::Oid::from_str(sha).map_err(|e| JobError::permanent(e.to_string()))
 }
 
 /// The JSON list in the answer (code fences and prose around it are tolerated); nothing when

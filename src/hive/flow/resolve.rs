@@ -16,17 +16,17 @@ pub(super) async fn with_model(
     cx: &mut Ctx<'_, '_>,
     conflicts: &[Conflict],
     from: &CommitSha,
-    head: &str,
+    head: &CommitSha,
     tip: &CommitSha,
     message: &str,
 ) -> Result<Option<CommitSha>, JobError> {
     let (author, msg) = (cx.run.hive.author.clone(), message.to_owned());
-    let (f, h, t) = (oid(from.as_str())?, oid(head)?, oid(tip.as_str())?);
+    let (f, h, t) = (from.oid(), head.oid(), tip.oid());
     let start = git(cx, move |ws, g| {
         ws.squash_taking_theirs(g, f, h, t, &msg, &author)
     })
     .await?;
-    let wt = scratch(cx, NAME, Some(start.as_str())).await?;
+    let wt = scratch(cx, NAME, Some(&start)).await?;
     for c in conflicts {
         let text = format!(
             "<<<<<<< base branch\n{}=======\n{}>>>>>>> this change\n",
@@ -90,8 +90,4 @@ pub(super) async fn with_model(
     };
     drop_scratch(cx, NAME).await;
     Ok(resolved)
-}
-
-fn oid(sha: &str) -> Result<git2::Oid, JobError> {
-    git2::Oid::from_str(sha).map_err(|e| JobError::permanent(e.to_string()))
 }

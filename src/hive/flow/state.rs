@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::gates::GateResult;
 use crate::gates::redproof::Verdict;
-use crate::ids::TicketKey;
+use crate::ids::{CommitSha, TicketKey};
 use crate::ticket::Finding;
 use crate::ticket::TaskState;
 use crate::ticket::plan::Blueprint;
@@ -55,13 +55,15 @@ impl Node {
 }
 
 /// A role's pushed work.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Work {
     /// The attempt that produced it.
+    #[serde(default)]
     pub attempt: u32,
-    pub sha: String,
+    pub sha: CommitSha,
+    #[serde(default)]
     pub files: Vec<String>,
+    #[serde(default)]
     pub summary: String,
 }
 
@@ -78,20 +80,23 @@ pub struct GateLine {
 }
 
 /// One Builder attempt and what the gates said of it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
+    #[serde(default)]
     pub n: u32,
-    pub sha: String,
+    pub sha: CommitSha,
+    #[serde(default)]
     pub gates: Vec<GateLine>,
     /// What failed, in a form two identical failures share (stall detection).
+    #[serde(default)]
     pub signature: String,
     /// A hash of the change's tree, so an unchanged retry is spotted.
+    #[serde(default)]
     pub tree: String,
 }
 
 impl Attempt {
-    pub fn from_gates(n: u32, sha: &str, tree: &str, gates: &[GateResult]) -> Self {
+    pub fn from_gates(n: u32, sha: &CommitSha, tree: &str, gates: &[GateResult]) -> Self {
         let mut failing: Vec<String> = gates
             .iter()
             .filter(|g| !g.ok())
@@ -108,7 +113,7 @@ impl Attempt {
         failing.sort();
         Self {
             n,
-            sha: sha.to_owned(),
+            sha: sha.clone(),
             gates: gates
                 .iter()
                 .map(|g| GateLine {
@@ -129,13 +134,15 @@ impl Attempt {
 }
 
 /// The Critic's verdict.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Review {
+    #[serde(default)]
     pub approve: bool,
+    #[serde(default)]
     pub summary: String,
+    #[serde(default)]
     pub comments: usize,
-    pub sha: String,
+    pub sha: CommitSha,
 }
 
 /// Everything a ticket's run has established so far.
@@ -149,7 +156,7 @@ pub struct Flow {
     /// first, counted again from a `/hive retry`).
     pub attempt_limit: u32,
     /// The base commit the work started from.
-    pub base_sha: Option<String>,
+    pub base_sha: Option<CommitSha>,
     pub blueprint: Option<Blueprint>,
     /// Open questions posted while Blocked.
     pub questions: Vec<String>,
@@ -173,7 +180,7 @@ pub struct Flow {
     pub critic_rounds: u32,
     pub approved_by: Option<String>,
     /// The Builder's branch after the last rebase.
-    pub rebased: Option<String>,
+    pub rebased: Option<CommitSha>,
     /// Times the merge was sent back to the queue's tail (conflict strategy C).
     pub requeues: u32,
     /// Rebases because GitHub refused to land the change (the head or the base moved).
@@ -181,9 +188,9 @@ pub struct Flow {
     /// What the landing waits for, when GitHub said a review or a check is missing.
     pub waiting: Option<Wait>,
     /// The head the bot last pushed to `feat/T-n` (the lease of its next push).
-    pub pushed: Option<String>,
+    pub pushed: Option<CommitSha>,
     /// The commit the landing put on the base.
-    pub merged: Option<String>,
+    pub merged: Option<CommitSha>,
     /// Who merged the pull request, when a person did it on GitHub.
     pub merged_by: Option<String>,
     pub tag: Option<String>,
@@ -199,13 +206,15 @@ pub enum Wait {
     Checks,
 }
 
-/// The ticket's stored flow; a fresh one when it has none yet (or an unreadable one).
+/// The ticket's stored flow; a fresh one when it has none yet. One that cannot be read is an
+/// error, never a silent fresh start (that would redo the ticket's side effects).
 pub async fn load(store: &crate::store::Store, key: TicketKey) -> crate::store::Result<Flow> {
-    Ok(store
-        .flow(key)
-        .await?
-        .and_then(|v| serde_json::from_value::<Flow>(v).ok())
-        .unwrap_or_default())
+    match store.flow(key).await? {
+        None => Ok(Flow::default()),
+        Some(v) => serde_json::from_value::<Flow>(v).map_err(|e| {
+            crate::store::StoreError::Invalid(format!("ticket {key}'s stored flow: {e}"))
+        }),
+    }
 }
 
 /// The state the ticket shows while `node` runs.
