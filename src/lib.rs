@@ -12,7 +12,6 @@ pub mod app;
 pub mod commands;
 pub mod config;
 pub mod dashboard;
-pub mod forge;
 pub mod gates;
 pub mod github;
 pub mod hive;
@@ -25,6 +24,10 @@ pub mod store;
 pub mod ticket;
 pub mod webhook;
 pub mod workspace;
+
+/// The in-process GitHub stand-in `vibeloop run` works against (the `forge` feature).
+#[cfg(feature = "forge")]
+pub use vibeloop_forge as forge;
 
 /// Milliseconds since the Unix epoch: the one clock format the store uses.
 pub fn now_ms() -> i64 {

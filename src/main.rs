@@ -32,10 +32,18 @@ async fn main() -> ExitCode {
             Ok(code) => return ExitCode::from(code as u8),
             Err(e) => Err(e),
         },
+        #[cfg(feature = "forge")]
         Command::Run(args) => match vibeloop::app::run::run(&args).await {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
         },
+        #[cfg(not(feature = "forge"))]
+        Command::Run(_) => {
+            eprintln!(
+                "error: this vibeloop was built without `vibeloop run` (the `forge` feature); rebuild with the default features"
+            );
+            return ExitCode::from(2);
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

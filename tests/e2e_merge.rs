@@ -146,12 +146,7 @@ async fn a_real_conflict_sends_the_builder_back_to_the_current_base() {
 async fn a_merge_github_refuses_asks_a_person_and_a_retry_lands_it() {
     let w = World::start(happy_script(), &calc(AUTO_YML)).await;
     // The repository turned rebase merges off; `merge.method` says `rebase` (the default).
-    w.gh.state()
-        .repos
-        .get_mut(REPO)
-        .unwrap()
-        .forbidden_methods
-        .insert("rebase".into());
+    w.gh.forbid_merge_method(REPO, "rebase");
     w.label().await;
     let t = w.wait_state(TaskState::HumanNeeded).await;
     let why = t.detail.unwrap_or_default();
@@ -168,12 +163,7 @@ async fn a_merge_github_refuses_asks_a_person_and_a_retry_lands_it() {
     );
 
     // The admin allows it again; /hive retry lands it.
-    w.gh.state()
-        .repos
-        .get_mut(REPO)
-        .unwrap()
-        .forbidden_methods
-        .clear();
+    w.gh.allow_merge_methods(REPO);
     let rebased = w.gh.branch_sha(REPO, "feat/T-1").unwrap();
     let id = w.say("/hive retry").await;
     assert!(w.reply_to(id).await.contains("try again"));

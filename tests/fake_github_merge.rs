@@ -132,12 +132,7 @@ async fn a_moved_head_a_conflict_and_a_forbidden_method_are_refused() {
             "Pull Request is not mergeable",
         );
     }
-    w.gh.state()
-        .repos
-        .get_mut(REPO)
-        .unwrap()
-        .forbidden_methods
-        .insert("squash".into());
+    w.gh.forbid_merge_method(REPO, "squash");
     refused(
         merge(&w, pr, "squash", json!({})).await,
         405,

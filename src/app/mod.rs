@@ -4,6 +4,7 @@
 
 pub mod doctor;
 pub mod gates;
+#[cfg(feature = "forge")]
 pub mod run;
 pub mod setup;
 

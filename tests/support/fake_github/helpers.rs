@@ -128,18 +128,32 @@ impl FakeGitHub {
 
     /// Protects `branch` with `rule` (replacing any rule it had).
     pub fn protect(&self, repo: &str, branch: &str, rule: Protection) {
-        let mut st = self.state();
-        let r = st.repos.get_mut(repo).expect("repo added");
-        r.protections.insert(branch.to_owned(), rule);
+        self.extras()
+            .rules
+            .branches
+            .insert((repo.to_owned(), branch.to_owned()), rule);
     }
 
     pub fn unprotect(&self, repo: &str, branch: &str) {
-        let mut st = self.state();
-        st.repos
-            .get_mut(repo)
-            .expect("repo added")
-            .protections
-            .remove(branch);
+        self.extras()
+            .rules
+            .branches
+            .remove(&(repo.to_owned(), branch.to_owned()));
+    }
+
+    /// The repository's settings turn merge method `method` off (`merge`, `squash`, `rebase`).
+    pub fn forbid_merge_method(&self, repo: &str, method: &str) {
+        self.extras()
+            .rules
+            .forbidden_methods
+            .entry(repo.to_owned())
+            .or_default()
+            .insert(method.to_owned());
+    }
+
+    /// The repository allows every merge method again.
+    pub fn allow_merge_methods(&self, repo: &str) {
+        self.extras().rules.forbidden_methods.remove(repo);
     }
 
     /// A commit status `context` = `state` (`success`, `failure`, `pending`, `error`) on `sha`,

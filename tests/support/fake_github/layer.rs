@@ -109,10 +109,23 @@ async fn intercept(AxState(s): AxState<Shared>, req: Request, next: Next) -> Res
             err(StatusCode::from_u16(f.status).unwrap(), "injected fault"),
             None,
         ),
-        _ => match test_route(&s, &method, &path, &headers) {
-            Some(answer) => respond(answer, None),
-            None => next.run(Request::from_parts(parts, Body::from(body))).await,
-        },
+        _ => {
+            let guarded = {
+                let (st, x) = (s.state(), s.extras());
+                super::protection::guard(
+                    &x.rules,
+                    &st,
+                    &s.root,
+                    method.as_str(),
+                    &path,
+                    json_body.as_ref(),
+                )
+            };
+            match test_route(&s, &method, &path, &headers).or(guarded) {
+                Some(answer) => respond(answer, None),
+                None => next.run(Request::from_parts(parts, Body::from(body))).await,
+            }
+        }
     };
     if let Some(delay) = fault.as_ref().and_then(|f| f.late) {
         tokio::time::sleep(delay).await;
@@ -199,7 +212,7 @@ fn snapshot(st: &State) -> Value {
                 "issues": issues, "comments": r.comments, "pulls": r.pulls, "check_runs": r.check_runs,
                 "reactions": r.reactions, "comment_reactions": r.comment_reactions, "labels": r.labels,
                 "reviews": r.reviews, "review_comments": r.review_comments, "statuses": r.statuses,
-                "permissions": r.permissions, "protections": r.protections,
+                "permissions": r.permissions,
             }),
             )
         })
@@ -277,14 +290,12 @@ async fn git(
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|up| up.split_once(':').map(|(_, p)| p.to_owned()));
     let (allowed, protected) = {
-        let st = s.state();
-        let allowed = check_token(&st, password.as_deref(), &repo).is_ok();
-        let protected: Vec<(String, git_http::PushRule)> = st
-            .repos
-            .get(&repo)
-            .map(|r| {
-                r.protections
-                    .iter()
+        let allowed = check_token(&s.state(), password.as_deref(), &repo).is_ok();
+        let x = s.extras();
+        let protected: Vec<(String, git_http::PushRule)> = Some(&x.rules)
+            .map(|rules| {
+                rules
+                    .of_repo(&repo)
                     .filter_map(|(b, p)| {
                         let rule = if p.lock_branch {
                             git_http::PushRule::Locked
@@ -295,7 +306,7 @@ async fn git(
                         } else {
                             return None;
                         };
-                        Some((b.clone(), rule))
+                        Some((b.to_owned(), rule))
                     })
                     .collect()
             })

@@ -4,8 +4,8 @@
 //! (through `git http-backend`, the installation token as the password), every request
 //! recorded, injected faults (an HTTP status, optionally with `Retry-After`, optionally after
 //! doing the work — the ambiguous failure that makes naive retries duplicate things) and
-//! latency, signed webhooks with GitHub's delivery log ([`hooks`]), the App-manifest exchange
-//! ([`apps`]) and OAuth sign-in ([`oauth`]). The people — users, their comments and reviews,
+//! latency, signed webhooks with GitHub's delivery log ([`hooks`]), branch protection
+//! ([`protection`]), the App-manifest exchange ([`apps`]) and OAuth sign-in ([`oauth`]). The people — users, their comments and reviews,
 //! buttons pressed, a maintainer's pushes and merges — are in `helpers.rs` and `by_hand.rs`;
 //! another CI's checks and statuses in `ci.rs`.
 
@@ -16,6 +16,7 @@ mod helpers;
 mod hooks;
 mod layer;
 mod oauth;
+mod protection;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -28,11 +29,13 @@ use vibeloop::forge::Forge;
 
 // Each test binary uses a different part of the forge's vocabulary.
 #[allow(unused_imports)]
+pub use protection::Protection;
+#[allow(unused_imports)]
 pub use vibeloop::forge::json::user_json;
 #[allow(unused_imports)]
 pub use vibeloop::forge::{
-    BOT_LOGIN, CheckRun, Comment, CommitStatus, Issue, Protection, Pull, Repo, Review,
-    ReviewComment, State, gitops,
+    BOT_LOGIN, CheckRun, Comment, CommitStatus, Issue, Pull, Repo, Review, ReviewComment, State,
+    gitops,
 };
 
 /// One request as the fake received it.
@@ -118,6 +121,8 @@ pub struct Extras {
     manifest_codes: std::collections::BTreeMap<String, Value>,
     /// The App's OAuth client and the sign-ins in progress (`oauth.rs`).
     oauth: oauth::OAuthApp,
+    /// Branch protection and the merge methods repositories turn off (`protection.rs`).
+    pub rules: protection::Rules,
 }
 
 /// What a fake needs to know of the app.

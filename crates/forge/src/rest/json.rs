@@ -4,8 +4,8 @@ use git2::{Oid, Repository};
 use serde_json::{Value, json};
 
 use super::now;
-use crate::forge::gitops::FileDiff;
-use crate::forge::{BOT_LOGIN, CheckRun, Comment, Pull, Repo, Review, ReviewComment};
+use crate::gitops::FileDiff;
+use crate::{BOT_LOGIN, CheckRun, Comment, Pull, Repo, Review, ReviewComment};
 
 const API: &str = "https://api.github.com";
 const WEB: &str = "https://github.com";
@@ -166,7 +166,7 @@ pub fn commit_json(repo: &str, git: &Repository, oid: Oid, with_files: bool) -> 
         "author": null, "committer": null, "parents": parents,
     });
     if with_files {
-        let files = crate::forge::gitops::diff_files(git, c.parent_id(0).ok(), oid);
+        let files = crate::gitops::diff_files(git, c.parent_id(0).ok(), oid);
         let (add, del) = files
             .iter()
             .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::json::{bot, check_json};
 use super::{Answer, Cx, not_found, num, unprocessable};
-use crate::forge::gitops;
-use crate::forge::{CheckRun, CommitStatus};
+use crate::gitops;
+use crate::{CheckRun, CommitStatus};
 
 /// The annotations of a check-run `output`; GitHub refuses more than 50 in one request.
 fn take_annotations(output: Option<&Value>) -> Result<Vec<Value>, Answer> {

@@ -11,8 +11,9 @@
 //! REST routes (in [`rest`]): issues, issue comments and their reactions, labels, collaborator
 //! permission; check runs and commit statuses; pull requests with their files, reviews and
 //! review comments; and the git database — refs, annotated tags, commits, compare — computed from
-//! and applied to the bare repository with git2 ([`gitops`]). Branch protection
-//! ([`Protection`]) is enforced on `PATCH`/`DELETE …/git/refs`.
+//! and applied to the bare repository with git2 ([`gitops`]) — and a pull request's merge, by
+//! the three methods. No branch is protected and every merge method is allowed: branch
+//! protection is what the test suite's fake GitHub adds in front (`tests/support/`).
 //!
 //! Where GitHub's behaviour is not documented, the forge picks:
 //! * collaborator permission: a role in [`Repo::permissions`] answers its legacy base permission
@@ -22,15 +23,9 @@
 //!   `REQUEST_CHANGES` on them are GitHub's 422 (`"Can not approve your own pull request"`).
 //! * `draft` is set on create only; `PATCH …/pulls/{n}` ignores it as GitHub does (ready for
 //!   review is a GraphQL mutation, `markPullRequestReadyForReview`, the one GraphQL call served).
-//! * `PUT …/pulls/{n}/merge` answers as GitHub does (405 with its reasons, 409 when `sha` is not
-//!   the head); a review counts toward required approvals when it is its author's latest
-//!   approving or change-requesting review, the author holds `write` or more, and is not the
-//!   pull request's author.
-//! * protected-branch refusals use GitHub's push wording: `Required status check "X" is
-//!   expected.` (missing or pending) / `is failing.`, `N of M required status checks are
-//!   expected.`, `Cannot force-push to this protected branch`, `Cannot change this locked
-//!   branch`, `Changes must be made through a pull request.`; a check passes when its latest
-//!   check run on the new head is `success`/`neutral`/`skipped` or its latest status `success`.
+//! * `PUT …/pulls/{n}/merge` answers as GitHub does: 409 when `sha` is not the head, 405 "Pull
+//!   Request is not mergeable" on conflicts or when it is closed; the merge and squash commits
+//!   are the bot's, committed by `GitHub`, and a rebase commits each commit anew.
 
 pub mod gitops;
 pub mod rest;
@@ -147,65 +142,6 @@ pub struct Issue {
     pub closed: bool,
 }
 
-/// A branch protection rule (the parts the forge enforces on `PATCH`/`DELETE …/git/refs`).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Protection {
-    /// Check-run names or commit-status contexts that must have succeeded on the new head.
-    pub required_checks: Vec<String>,
-    /// Changes only through pull requests (`required_pull_request_reviews`).
-    pub require_pull_request: bool,
-    pub required_approvals: u32,
-    /// Read-only branch: every update is refused.
-    pub lock_branch: bool,
-    pub allow_force_pushes: bool,
-    pub allow_deletions: bool,
-    /// "Require branches to be up to date before merging" (`required_status_checks.strict`).
-    pub strict: bool,
-}
-
-impl Protection {
-    /// Updates need these checks to have succeeded on the new head.
-    pub fn checks(names: &[&str]) -> Self {
-        Self {
-            required_checks: names.iter().map(|s| (*s).to_owned()).collect(),
-            ..Self::default()
-        }
-    }
-
-    /// Refuses all updates.
-    pub fn locked() -> Self {
-        Self {
-            lock_branch: true,
-            ..Self::default()
-        }
-    }
-
-    /// Changes only through pull requests with `approvals` approving reviews.
-    pub fn pull_requests_only(approvals: u32) -> Self {
-        Self {
-            require_pull_request: true,
-            required_approvals: approvals,
-            ..Self::default()
-        }
-    }
-
-    /// The rule most real `main` branches have: pull requests only, `approvals` approving
-    /// reviews, the `checks` passing on the head, and (when `strict`) the head up to date.
-    pub fn like_main(approvals: u32, checks: &[&str], strict: bool) -> Self {
-        Self {
-            strict,
-            ..Self::pull_requests_only(approvals).with_checks(checks)
-        }
-    }
-
-    fn with_checks(self, names: &[&str]) -> Self {
-        Self {
-            required_checks: names.iter().map(|s| (*s).to_owned()).collect(),
-            ..self
-        }
-    }
-}
-
 /// One repository's issues, pull requests and the rest; its git objects live in the bare
 /// repository.
 #[derive(Debug, Default)]
@@ -227,10 +163,6 @@ pub struct Repo {
     pub reviews: Vec<Review>,
     pub review_comments: Vec<ReviewComment>,
     pub statuses: Vec<CommitStatus>,
-    /// branch → its protection rule.
-    pub protections: BTreeMap<String, Protection>,
-    /// Merge methods the repository's settings turn off (`merge`, `squash`, `rebase`).
-    pub forbidden_methods: BTreeSet<String>,
     /// The last issue or pull request number given out.
     last_number: u64,
 }

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::json::{association, diff_entry_json, pull_json, review_comment_json, review_json};
 use super::{Answer, Cx, not_found, num, unprocessable, unprocessable_simple, validation_failed};
-use crate::forge::gitops::{self, FileDiff};
-use crate::forge::{BOT_LOGIN, Pull, Repo, Review, ReviewComment};
+use crate::gitops::{self, FileDiff};
+use crate::{BOT_LOGIN, Pull, Repo, Review, ReviewComment};
 
 /// Open pull requests follow their head branch, as on GitHub.
 pub fn refresh_heads(r: &mut Repo, bare: &Path) {

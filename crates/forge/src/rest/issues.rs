@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::json::{association, bot, comment_json, label_json, user_json};
 use super::{Answer, Cx, not_found, num, pct_decode, unprocessable, validation_failed};
-use crate::forge::{BOT_LOGIN, Comment, Repo};
+use crate::{BOT_LOGIN, Comment, Repo};
 
 /// The reaction types GitHub accepts.
 const REACTIONS: &[&str] = &[
