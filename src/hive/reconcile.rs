@@ -24,7 +24,11 @@ pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static
         }
         Err(e) => return Err(e.into()),
     };
-    // The pull request first: merging it closes the issue too, and that is a landing, not a stop.
+    // The issue first, then the pull request: merging the pull request closes the issue (a
+    // moment later), so an issue seen closed is a stop only if the pull request, read after it,
+    // was not merged. Read the other way round, the bot's own merge landing in between would
+    // look like an issue closed by hand.
+    let issue = client.issue(t.issue_number).await?;
     if let Some(pr) = t.pr_number {
         let pull = client.pull(pr).await?;
         if pull.merged {
@@ -47,12 +51,11 @@ pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static
             stop(hive, t, &why).await?;
             return Ok(Some("pull request closed"));
         }
-        if flow.waiting.is_some() {
+        if flow.waiting.is_some() && issue.state != "closed" {
             // A review or a check event may have been missed: the landing tries again.
             super::signal::send(hive, t, &Signal::Recheck, "github").await?;
         }
     }
-    let issue = client.issue(t.issue_number).await?;
     if issue.state == "closed" {
         stop(hive, t, "the issue was closed on GitHub").await?;
         return Ok(Some("issue closed"));

@@ -1,4 +1,4 @@
-//! The fake GitHub over real HTTP, for the tests of the fake itself (`tests/fake_github*.rs`):
+//! The fake GitHub over real HTTP, for the tests of the fake itself (`tests/github/fake_github*.rs`):
 //! a repository with two files, an installation token, and calls that return status and JSON.
 // Each test file uses part of it.
 #![allow(dead_code)]

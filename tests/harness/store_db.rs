@@ -1,4 +1,4 @@
-//! Both databases for the store suites (`tests/store*.rs`): a migrated SQLite file in a temp
+//! Both databases for the store suites (`tests/store/`): a migrated SQLite file in a temp
 //! dir, and a fresh PostgreSQL database on the server named by `VIBELOOP_TEST_POSTGRES_URL`
 //! (which `scripts/test` starts); [`both!`] runs each listed test on each.
 // Each suite uses part of it.
@@ -36,11 +36,11 @@ macro_rules! both {
     ($($name:ident),* $(,)?) => {
         mod on_sqlite {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { crate::$name(crate::store_db::sqlite().await.store).await })*
+            async fn $name() { super::$name(crate::store_db::sqlite().await.store).await })*
         }
         mod on_postgres {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { crate::$name(crate::store_db::postgres().await.store).await })*
+            async fn $name() { super::$name(crate::store_db::postgres().await.store).await })*
         }
     };
 }

@@ -1,4 +1,4 @@
-//! Reading what `tests/packaging.rs` checks: the real binary's `serve --help`, the Dockerfile's
+//! Reading what `tests/cli/packaging.rs` checks: the real binary's `serve --help`, the Dockerfile's
 //! instructions, command lines, and YAML documents (compose output, Kubernetes manifests).
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -263,6 +263,8 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
             )
             .await;
         let ends = match signal {
+            // GitHub closed the issue because the change landed: that is no stop.
+            Signal::Abort { .. } if cx.flow.merged.is_some() && s.author == "github" => None,
             Signal::Abort { why } => {
                 let why = match why.as_deref() {
                     None | Some("") => format!("Aborted by @{}.", s.author),

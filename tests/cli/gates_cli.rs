@@ -1,0 +1,169 @@
+//! `vibeloop gates` on a local checkout, in real containers: the gates the bot would run, on
+//! the working tree as it is (uncommitted changes included), without touching the checkout.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const HIVE_YML: &str = "\
+gates:
+  test: python3 -m unittest -q
+  lint: flake8 --max-line-length=100 .
+policy:
+  banned_calls: [eval]
+";
+
+fn checkout() -> tempfile::TempDir {
+    checkout_with(HIVE_YML)
+}
+
+fn checkout_with(hive_yml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    let files = [
+        ("calc.py", "def add(a, b):\n    return a + b\n"),
+        (
+            "test_calc.py",
+            "import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+        ),
+        (".github/hive.yml", hive_yml),
+    ];
+    for (path, text) in files {
+        std::fs::create_dir_all(dir.path().join(path).parent().unwrap()).unwrap();
+        std::fs::write(dir.path().join(path), text).unwrap();
+    }
+    let mut index = repo.index().unwrap();
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("Dev", "dev@example.com").unwrap();
+    repo.commit(Some("refs/heads/main"), &sig, &sig, "init", &tree, &[])
+        .unwrap();
+    repo.set_head("refs/heads/main").unwrap();
+    dir
+}
+
+fn gates(dir: &Path, extra: &[&str]) -> (i32, String) {
+    let base: &[&str] = if extra.contains(&"--base") {
+        &[]
+    } else {
+        &["--base", "main"]
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_vibeloop"))
+        .args(["gates", "--repo", dir.to_str().unwrap()])
+        .args(base)
+        .args(extra)
+        .env_remove("VIBELOOP_SANDBOX")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        format!("{text}{}", String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+fn status_of(all: &Value, gate: &str) -> String {
+    all.as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gate"] == gate)
+        .unwrap()["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_clean_checkout_passes_and_a_bad_change_fails_with_findings() {
+    let dir = checkout();
+    let (code, out) = gates(dir.path(), &["--sandbox", "docker"]);
+    assert_eq!(code, 0, "{out}");
+    // Skipped is not passed: typecheck and build have no command here.
+    assert!(out.contains("3 passed, 2 skipped, 0 failed"), "{out}");
+
+    // Uncommitted: an unused import (flake8 F401) and an eval call (banned by policy).
+    std::fs::write(
+        dir.path().join("calc.py"),
+        "import os\n\n\ndef add(a, b):\n    return eval('a + b')\n",
+    )
+    .unwrap();
+    let before = std::fs::read(dir.path().join("calc.py")).unwrap();
+    let (code, out) = gates(dir.path(), &["--sandbox", "docker", "--json"]);
+    assert_eq!(code, 1, "{out}");
+    let all: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(status_of(&all, "test"), "passed");
+    assert_eq!(status_of(&all, "lint"), "failed");
+    assert_eq!(status_of(&all, "typecheck"), "skipped");
+    assert_eq!(status_of(&all, "security"), "failed");
+    let findings = |gate: &str| -> Vec<Value> {
+        all.as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["gate"] == gate)
+            .unwrap()["annotations"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let lint = findings("lint");
+    assert!(
+        lint.iter().any(|a| a["path"] == "calc.py"
+            && a["start_line"] == 1
+            && a["message"]
+                .as_str()
+                .unwrap()
+                .contains("imported but unused")),
+        "{lint:?}"
+    );
+    let security = findings("security");
+    assert!(
+        security
+            .iter()
+            .any(|a| a["path"] == "calc.py" && a["start_line"] == 5 && a["title"] == "policy"),
+        "{security:?}"
+    );
+
+    // The checkout is left as it was.
+    assert_eq!(std::fs::read(dir.path().join("calc.py")).unwrap(), before);
+    let repo = git2::Repository::open(dir.path()).unwrap();
+    assert_eq!(
+        repo.statuses(None).unwrap().len(),
+        1,
+        "only the user's own edit is pending"
+    );
+    assert_eq!(repo.head().unwrap().shorthand(), Some("main"));
+}
+
+#[test]
+fn one_gate_on_local_processes_and_bad_arguments() {
+    let dir = checkout();
+    let (code, out) = gates(dir.path(), &["--sandbox", "local", "--gate", "test"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("1 passed, 0 skipped, 0 failed"), "{out}");
+    let (code, out) = gates(dir.path(), &["--gate", "style"]);
+    assert_ne!(code, 0);
+    assert!(out.contains("--gate \"style\""), "{out}");
+    let (code, out) = gates(dir.path(), &["--base", "no-such-branch"]);
+    assert_ne!(code, 0);
+    assert!(out.contains("no-such-branch"), "{out}");
+}
+
+#[test]
+fn without_a_test_command_nothing_was_tested_and_the_exit_code_says_so() {
+    let dir = checkout_with("gates:\n  lint: python3 -m py_compile calc.py\n");
+    let (code, out) = gates(dir.path(), &["--sandbox", "local"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("2 passed, 3 skipped, 0 failed"), "{out}");
+    assert!(
+        out.contains("the test gate has no command, so nothing was tested")
+            && out.contains("gates.test"),
+        "{out}"
+    );
+    // Asking for another gate alone is not a claim that anything was tested.
+    let (code, out) = gates(dir.path(), &["--sandbox", "local", "--gate", "lint"]);
+    assert_eq!(code, 0, "{out}");
+}

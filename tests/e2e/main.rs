@@ -1,0 +1,19 @@
+//! End to end: the real bot binary against the fake GitHub (REST, git, webhooks) and the fake model, real containers and databases: each module one part of the user's journey.
+//!
+//! One test binary for these modules (each was a binary of its own): the crate is linked once.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod dashboard;
+mod e2e_crash;
+mod e2e_hive;
+mod e2e_land;
+mod e2e_merge;
+mod e2e_skeleton;
+mod e2e_steer;
+mod hostile;
+mod hostile_repo;
+mod run_local;
+mod scale_out;
+mod sweep;

@@ -1,0 +1,291 @@
+//! Git through git2 against the fake GitHub's smart-HTTP server: a mirror fetched with the
+//! installation token (handed over only by the credential callback), a worktree per branch,
+//! commits authored as the app, pushes — and refusals without a valid token.
+
+use crate::support;
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use support::bot::app_public_key;
+use support::fake_github::{self, FakeGitHub};
+use vibeloop::ids::RepoName;
+use vibeloop::workspace::{Author, Workspace, WorkspaceError};
+
+async fn setup() -> (tempfile::TempDir, FakeGitHub, Workspace, RepoName) {
+    let dir = tempfile::tempdir().unwrap();
+    let gh = FakeGitHub::start(fake_github::Options {
+        app_id: 1,
+        public_key_pem: app_public_key(),
+        git_root: dir.path().join("gh"),
+        token_ttl: Duration::from_secs(3600),
+    })
+    .await;
+    gh.add_installation(7, "acme");
+    gh.add_repo(
+        7,
+        "acme/widgets",
+        &[("README.md", "hello\n"), ("src/lib.py", "x = 1\n")],
+    );
+    let ws = Workspace::new(&dir.path().join("data"), &url::Url::parse(&gh.url).unwrap());
+    (dir, gh, ws, RepoName::parse("acme/widgets").unwrap())
+}
+
+fn all_files_text(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for entry in ignore::WalkBuilder::new(dir)
+        .hidden(false)
+        .ignore(false)
+        .git_ignore(false)
+        .build()
+        .flatten()
+    {
+        if entry.file_type().is_some_and(|t| t.is_file()) {
+            out.push_str(&String::from_utf8_lossy(
+                &std::fs::read(entry.path()).unwrap_or_default(),
+            ));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirror_worktree_commit_push() {
+    let (dir, gh, ws, repo) = setup().await;
+    let token = SecretString::from(gh.mint_token(7));
+    let (ws2, repo2, token2) = (ws.clone(), repo.clone(), token.clone());
+    let sha = tokio::task::spawn_blocking(move || {
+        let git = ws2.sync_mirror(&repo2, &token2).unwrap();
+        assert_eq!(
+            ws2.read_remote_file(&git, "main", "src/lib.py")
+                .unwrap()
+                .as_deref(),
+            Some("x = 1\n")
+        );
+        assert_eq!(
+            ws2.read_remote_file(&git, "main", "missing.txt").unwrap(),
+            None
+        );
+        let wt = ws2
+            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .unwrap();
+        assert!(wt.path.join("README.md").exists());
+        assert_eq!(
+            ws2.commit_all(&wt, "nothing", &Author::default()).unwrap(),
+            None,
+            "committed no change"
+        );
+        std::fs::write(wt.path.join("src/lib.py"), "x = 2\n").unwrap();
+        std::fs::remove_file(wt.path.join("README.md")).unwrap();
+        std::fs::write(wt.path.join("NEW.md"), "new\n").unwrap();
+        let sha = ws2
+            .commit_all(&wt, "T-1: change", &Author::default())
+            .unwrap()
+            .expect("a commit");
+        ws2.push(&repo2, "feat/T-1", &token2).unwrap();
+        // A second run starts over from the base, replacing the old worktree.
+        let wt = ws2
+            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(wt.path.join("src/lib.py")).unwrap(),
+            "x = 1\n"
+        );
+        ws2.drop_worktree(&repo2, "feat/T-1").unwrap();
+        assert!(!wt.path.exists());
+        sha
+    })
+    .await
+    .unwrap();
+
+    assert_eq!(
+        gh.branch_sha("acme/widgets", "feat/T-1").as_deref(),
+        Some(sha.as_str())
+    );
+    assert_eq!(
+        gh.file_on_branch("acme/widgets", "feat/T-1", "src/lib.py")
+            .as_deref(),
+        Some("x = 2\n")
+    );
+    assert_eq!(
+        gh.file_on_branch("acme/widgets", "feat/T-1", "README.md"),
+        None
+    );
+    assert_eq!(
+        gh.file_on_branch("acme/widgets", "feat/T-1", "NEW.md")
+            .as_deref(),
+        Some("new\n")
+    );
+    let git = git2::Repository::open_bare(gh.bare_path("acme/widgets")).unwrap();
+    let commit = git
+        .find_commit(git2::Oid::from_str(sha.as_str()).unwrap())
+        .unwrap();
+    assert_eq!(commit.author().name(), Some("vibeloop[bot]"));
+
+    // The token was used (every git request carried it)…
+    let git_requests: Vec<_> = gh
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains(".git/"))
+        .collect();
+    assert!(git_requests.iter().any(|r| r.status == 200));
+    // …but it is nowhere on disk: not in the mirror's config, not in a remote URL.
+    let secret = secrecy::ExposeSecret::expose_secret(&token).to_owned();
+    assert!(
+        !all_files_text(&dir.path().join("data")).contains(&secret),
+        "the token was written to disk"
+    );
+    let mirror = git2::Repository::open_bare(ws.mirror_path(&repo)).unwrap();
+    assert_eq!(
+        mirror.find_remote("origin").unwrap().url(),
+        Some(format!("{}/acme/widgets.git", gh.url).as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_and_push_need_a_valid_token() {
+    let (_dir, gh, ws, repo) = setup().await;
+    let good = SecretString::from(gh.mint_token(7));
+    let bad = SecretString::from("ghs_not_a_token".to_owned());
+    let other = SecretString::from(gh.mint_token(8));
+    tokio::task::spawn_blocking(move || {
+        for token in [&bad, &other] {
+            let err = ws.sync_mirror(&repo, token).err().expect("fetch refused");
+            assert!(matches!(err, WorkspaceError::Git(_)), "{err}");
+        }
+        let git = ws.sync_mirror(&repo, &good).unwrap();
+        let wt = ws.fresh_worktree(&repo, &git, "feat/T-2", "main").unwrap();
+        std::fs::write(wt.path.join("a.txt"), "a").unwrap();
+        ws.commit_all(&wt, "a", &Author::default())
+            .unwrap()
+            .unwrap();
+        let err = ws.push(&repo, "feat/T-2", &bad).expect_err("push refused");
+        assert!(
+            err.to_string().contains("refused the installation token"),
+            "{err}"
+        );
+        // A crash in the middle of adding a worktree leaves git's half-made administrative
+        // directory behind (here: without its `gitdir` file); the next add starts clean.
+        let admin = ws.mirror_path(&repo).join("worktrees").join("feat-T-2");
+        std::fs::remove_file(admin.join("gitdir")).unwrap();
+        std::fs::remove_dir_all(&wt.path).unwrap();
+        let again = ws.fresh_worktree(&repo, &git, "feat/T-2", "main").unwrap();
+        assert!(again.path.join(".git").is_file(), "a worktree again");
+        let missing = ws
+            .fresh_worktree(&repo, &git, "feat/T-3", "no-such-base")
+            .err()
+            .unwrap();
+        assert!(
+            matches!(missing, WorkspaceError::MissingBranch(_)),
+            "{missing}"
+        );
+    })
+    .await
+    .unwrap();
+    assert_eq!(gh.branch_sha("acme/widgets", "feat/T-2"), None);
+}
+
+#[tokio::test]
+async fn an_agents_commit_leaves_out_new_files_its_tools_did_not_write() {
+    let (_dir, gh, ws, repo) = setup().await;
+    let token = SecretString::from(gh.mint_token(7));
+    tokio::task::spawn_blocking(move || {
+        let git = ws.sync_mirror(&repo, &token).unwrap();
+        let wt = ws.fresh_worktree(&repo, &git, "feat/T-2", "main").unwrap();
+        // The tools wrote NEW.py and deleted README.md; a command rewrote src/lib.py, and a
+        // test left junk behind, one file in .gitignore's way.
+        std::fs::write(wt.path.join(".gitignore"), "*.log\n").unwrap();
+        std::fs::write(wt.path.join("NEW.py"), "y = 2\n").unwrap();
+        std::fs::remove_file(wt.path.join("README.md")).unwrap();
+        std::fs::write(wt.path.join("src/lib.py"), "x = 2\n").unwrap();
+        std::fs::create_dir_all(wt.path.join("junk")).unwrap();
+        std::fs::write(wt.path.join("junk/fill-0.bin"), [0u8; 64]).unwrap();
+        std::fs::write(wt.path.join("run.log"), "log\n").unwrap();
+        let written = ["NEW.py", "README.md", "run.log", "gone.py"].map(String::from);
+        ws.commit_written(&wt, "T-2: change", &Author::default(), &written)
+            .unwrap()
+            .expect("a commit");
+        let g = git2::Repository::open(&wt.path).unwrap();
+        let tree = g.head().unwrap().peel_to_tree().unwrap();
+        let mut files = Vec::new();
+        tree.walk(git2::TreeWalkMode::PreOrder, |root, e| {
+            if e.kind() == Some(git2::ObjectType::Blob) {
+                files.push(format!("{root}{}", e.name().unwrap()));
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .unwrap();
+        files.sort();
+        assert_eq!(files, ["NEW.py", "src/lib.py"]);
+        let lib = tree.get_path(std::path::Path::new("src/lib.py")).unwrap();
+        let blob = lib.to_object(&g).unwrap().peel_to_blob().unwrap();
+        assert_eq!(blob.content(), b"x = 2\n");
+    })
+    .await
+    .unwrap();
+}
+
+/// A push with a lease moves the remote branch only from the head the bot expects; a commit a
+/// person pushed meanwhile is left where it is, and the refusal names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_with_a_lease_never_overwrites_a_head_it_did_not_expect() {
+    let (_dir, gh, ws, repo) = setup().await;
+    let token = SecretString::from(gh.mint_token(7));
+    let theirs = gh.push_commit("acme/widgets", "feat/T-1", &[("a.txt", "a\n")], "Bot's");
+    let (ws2, repo2, token2, expected) = (ws.clone(), repo.clone(), token.clone(), theirs.clone());
+    let ours = tokio::task::spawn_blocking(move || {
+        let git = ws2.sync_mirror(&repo2, &token2).unwrap();
+        let base = git
+            .find_reference("refs/remotes/origin/feat/T-1")
+            .unwrap()
+            .peel_to_commit()
+            .unwrap();
+        let tree = base.tree().unwrap();
+        let sig = git2::Signature::now("vibeloop[bot]", "bot@example.com").unwrap();
+        let ours = git
+            .commit(None, &sig, &sig, "Rebased", &tree, &[&base])
+            .unwrap();
+        ws2.set_branch(&git, "feat/T-1", ours).unwrap();
+        let lease = git2::Oid::from_str(&expected).unwrap();
+        ws2.push_with_lease(&repo2, "feat/T-1", Some(lease), &token2)
+            .unwrap();
+        ours
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        gh.branch_sha("acme/widgets", "feat/T-1"),
+        Some(ours.to_string())
+    );
+
+    // A person pushes; the bot's next push with its old lease is refused and changes nothing.
+    let person = gh.push_commit("acme/widgets", "feat/T-1", &[("b.txt", "b\n")], "Person's");
+    let (ws2, repo2, token2) = (ws.clone(), repo.clone(), token.clone());
+    let refused = tokio::task::spawn_blocking(move || {
+        ws2.push_with_lease(&repo2, "feat/T-1", Some(ours), &token2)
+    })
+    .await
+    .unwrap();
+    match refused {
+        Err(WorkspaceError::LeaseBroken {
+            found, expected, ..
+        }) => {
+            assert_eq!((found, expected), (person.clone(), ours.to_string()));
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    assert_eq!(gh.branch_sha("acme/widgets", "feat/T-1"), Some(person));
+    // A lease on "no such branch" refuses an existing one too.
+    let (ws2, repo2, token2) = (ws.clone(), repo.clone(), token.clone());
+    let new_branch = tokio::task::spawn_blocking(move || {
+        let git = ws2.sync_mirror(&repo2, &token2).unwrap();
+        ws2.set_branch(&git, "feat/T-1", ours).unwrap();
+        ws2.push_with_lease(&repo2, "feat/T-1", None, &token2)
+    })
+    .await
+    .unwrap();
+    assert!(
+        matches!(new_branch, Err(WorkspaceError::LeaseBroken { .. })),
+        "{new_branch:?}"
+    );
+}

@@ -1,0 +1,384 @@
+//! The store suite, run against both databases (see `harness/store_db.rs`): migrations,
+//! deliveries, tickets and their transitions, installations, memory, the budget ledger,
+//! checkpoints, commands and signals. The job queue is in `store_jobs.rs`.
+
+use vibeloop::ids::{DeliveryId, InstallationId, RepoName};
+use vibeloop::store::Store;
+use vibeloop::store::deliveries::Stored;
+use vibeloop::store::tickets::{NewTicket, Opened};
+use vibeloop::ticket::{TaskState, TicketId};
+
+use crate::store_db::delivery;
+
+both!(
+    migrations_run_twice,
+    deliveries_are_deduplicated,
+    tickets_are_numbered_per_repository,
+    transitions_are_enforced_and_recorded,
+    installations_are_tracked,
+    memory_only_rises_and_canonical_feeds_the_repository,
+    the_budget_ledger_is_kept_per_role,
+    checkpoints_keep_the_flow,
+    commands_run_once_per_source,
+    signals_are_consumed_with_the_flow_they_changed,
+);
+
+async fn migrations_run_twice(store: Store) {
+    store.migrate().await.unwrap();
+    assert!(store.ping().await);
+}
+
+async fn deliveries_are_deduplicated(store: Store) {
+    let a = DeliveryId::parse("aaaa-1").unwrap();
+    let b = DeliveryId::parse("bbbb-2").unwrap();
+    assert_eq!(
+        store.insert_delivery(&delivery(&a, None)).await.unwrap(),
+        Stored::New
+    );
+    assert_eq!(
+        store.insert_delivery(&delivery(&a, None)).await.unwrap(),
+        Stored::Duplicate
+    );
+    assert_eq!(
+        store
+            .insert_delivery(&delivery(&b, Some("not handled")))
+            .await
+            .unwrap(),
+        Stored::New
+    );
+    assert_eq!(
+        store.delivery_counts().await.unwrap(),
+        vec![("ignored".into(), 1), ("queued".into(), 1)]
+    );
+    // Only the handled delivery has a job, once.
+    assert_eq!(
+        store.job_counts().await.unwrap(),
+        vec![("queued".into(), 1)]
+    );
+    store
+        .finish_delivery("aaaa-1", "processed", Some("opened T-1"))
+        .await
+        .unwrap();
+    let d = store.delivery("aaaa-1").await.unwrap().unwrap();
+    assert_eq!(
+        (d.status.as_str(), d.detail.as_deref()),
+        ("processed", Some("opened T-1"))
+    );
+    assert!(store.delivery("nope").await.unwrap().is_none());
+}
+
+fn ticket<'a>(repo: &'a RepoName, issue: u64) -> NewTicket<'a> {
+    NewTicket {
+        repo,
+        issue_number: issue,
+        installation_id: InstallationId(7),
+        title: "t",
+        body: "b",
+        base_branch: "main",
+    }
+}
+
+async fn tickets_are_numbered_per_repository(store: Store) {
+    let a = RepoName::parse("acme/a").unwrap();
+    let b = RepoName::parse("acme/b").unwrap();
+    let (t1, o1) = store.open_ticket(&ticket(&a, 10)).await.unwrap();
+    let (t2, _) = store.open_ticket(&ticket(&a, 11)).await.unwrap();
+    let (t3, _) = store.open_ticket(&ticket(&b, 10)).await.unwrap();
+    assert_eq!(
+        (t1.id, t2.id, t3.id),
+        (TicketId(1), TicketId(2), TicketId(1))
+    );
+    assert_eq!(o1, Opened::Created);
+    assert_eq!(t1.state, TaskState::Pending);
+    // The same issue labelled again: the open ticket stands.
+    let (same, o) = store.open_ticket(&ticket(&a, 10)).await.unwrap();
+    assert_eq!((same.key, o), (t1.key, Opened::AlreadyOpen));
+    assert_eq!(
+        store.job_counts().await.unwrap(),
+        vec![("queued".into(), 3)]
+    );
+    // A failed ticket is restarted by a new label, keeping its number.
+    store
+        .move_ticket(t1.key, TaskState::Pending, TaskState::Failed, Some("boom"))
+        .await
+        .unwrap();
+    let (restarted, o) = store.open_ticket(&ticket(&a, 10)).await.unwrap();
+    assert_eq!(
+        (restarted.id, restarted.state, o),
+        (TicketId(1), TaskState::Pending, Opened::Restarted)
+    );
+    assert_eq!(restarted.detail, None);
+    assert_eq!(store.tickets().await.unwrap().len(), 3);
+    assert_eq!(
+        store.ticket_for_issue(&b, 10).await.unwrap().unwrap().key,
+        t3.key
+    );
+}
+
+async fn transitions_are_enforced_and_recorded(store: Store) {
+    let repo = RepoName::parse("acme/a").unwrap();
+    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    assert!(
+        store
+            .move_ticket(t.key, TaskState::Pending, TaskState::InProgress, None)
+            .await
+            .is_err(),
+        "skipped ahead"
+    );
+    store
+        .move_ticket(t.key, TaskState::Pending, TaskState::Preparing, None)
+        .await
+        .unwrap();
+    // A stale view of the state is refused: nobody moves a ticket they did not see.
+    assert!(
+        store
+            .move_ticket(t.key, TaskState::Pending, TaskState::Preparing, None)
+            .await
+            .is_err()
+    );
+    store.set_status_comment(t.key, 99).await.unwrap();
+    store.set_pr_number(t.key, 5).await.unwrap();
+    store.set_head_sha(t.key, "abc").await.unwrap();
+    let t = store.ticket(t.key).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            t.state,
+            t.status_comment_id,
+            t.pr_number,
+            t.head_sha.as_deref()
+        ),
+        (TaskState::Preparing, Some(99), Some(5), Some("abc"))
+    );
+    store
+        .add_event(
+            t.key,
+            "tool_complete",
+            &serde_json::json!({ "name": "read_file" }),
+        )
+        .await
+        .unwrap();
+    let kinds: Vec<String> = store
+        .events(t.key)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, k, _)| k)
+        .collect();
+    assert_eq!(kinds, ["state", "state", "tool_complete"]);
+}
+
+async fn installations_are_tracked(store: Store) {
+    store
+        .upsert_installation(InstallationId(7), "acme")
+        .await
+        .unwrap();
+    store
+        .upsert_installation(InstallationId(8), "other")
+        .await
+        .unwrap();
+    store.delete_installation(InstallationId(8)).await.unwrap();
+    assert_eq!(
+        store.installations().await.unwrap(),
+        vec![(7, "acme".into())]
+    );
+    store
+        .upsert_installation(InstallationId(8), "other")
+        .await
+        .unwrap();
+    assert_eq!(store.installations().await.unwrap().len(), 2);
+}
+
+async fn memory_only_rises_and_canonical_feeds_the_repository(store: Store) {
+    use vibeloop::ticket::MemoryStability::*;
+    let repo = RepoName::parse("acme/a").unwrap();
+    let other = RepoName::parse("acme/b").unwrap();
+    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    let (u, _) = store.open_ticket(&ticket(&other, 1)).await.unwrap();
+    store
+        .add_memory(&repo, t.key, "plan", "add() lives in calc.py", Ephemeral)
+        .await
+        .unwrap();
+    store
+        .add_memory(
+            &repo,
+            t.key,
+            "gate_command",
+            "python3 -m pytest -q works",
+            Verified,
+        )
+        .await
+        .unwrap();
+    store
+        .add_memory(&other, u.key, "plan", "elsewhere", Canonical)
+        .await
+        .unwrap();
+    assert!(store.canonical_memory(&repo, 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.promote_memory(t.key, Derived).await.unwrap(),
+        1,
+        "only the Ephemeral entry rises to Derived"
+    );
+    let levels: Vec<_> = store
+        .ticket_memory(t.key)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.stability)
+        .collect();
+    assert_eq!(levels, [Derived, Verified], "an entry never falls");
+    store.promote_memory(t.key, Canonical).await.unwrap();
+    let canon = store.canonical_memory(&repo, 10).await.unwrap();
+    assert_eq!(
+        canon.iter().map(|e| e.text.as_str()).collect::<Vec<_>>(),
+        ["python3 -m pytest -q works", "add() lives in calc.py"]
+    );
+    assert_eq!(store.canonical_memory(&repo, 1).await.unwrap().len(), 1);
+}
+
+async fn the_budget_ledger_is_kept_per_role(store: Store) {
+    use vibeloop::llm::budget::Spend;
+    let repo = RepoName::parse("acme/a").unwrap();
+    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    assert!(store.budget(t.key).await.unwrap().is_empty());
+    let mut ledger = std::collections::BTreeMap::new();
+    ledger.insert(
+        "builder".to_owned(),
+        Spend {
+            calls: 3,
+            prompt_tokens: 1200,
+            completion_tokens: 300,
+            cost_usd: 0.0125,
+            millis: 4200,
+        },
+    );
+    store.save_budget(t.key, &ledger).await.unwrap();
+    ledger.get_mut("builder").unwrap().calls = 4;
+    ledger.insert(
+        "critic".to_owned(),
+        Spend {
+            calls: 1,
+            ..Spend::default()
+        },
+    );
+    store.save_budget(t.key, &ledger).await.unwrap();
+    assert_eq!(store.budget(t.key).await.unwrap(), ledger);
+}
+
+async fn checkpoints_keep_the_flow(store: Store) {
+    use serde_json::json;
+    let repo = RepoName::parse("acme/a").unwrap();
+    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    assert_eq!(store.flow(t.key).await.unwrap(), None);
+    store
+        .checkpoint(
+            t.key,
+            "plan",
+            1,
+            &json!({"issue": 1}),
+            &json!({"steps": 2}),
+            &json!({"next": "plan_check"}),
+        )
+        .await
+        .unwrap();
+    store
+        .checkpoint(
+            t.key,
+            "plan_check",
+            1,
+            &json!({}),
+            &json!({"findings": []}),
+            &json!({"next": "builder"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.flow(t.key).await.unwrap(),
+        Some(json!({"next": "builder"}))
+    );
+    let cps = store.checkpoints(t.key).await.unwrap();
+    assert_eq!(
+        cps.iter().map(|c| c.node.as_str()).collect::<Vec<_>>(),
+        ["plan", "plan_check"]
+    );
+    assert_eq!(cps[0].outputs, json!({"steps": 2}));
+    store
+        .set_flow(t.key, &json!({"next": "abort"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.flow(t.key).await.unwrap(),
+        Some(json!({"next": "abort"}))
+    );
+}
+
+async fn commands_run_once_per_source(store: Store) {
+    use vibeloop::store::commands::NewCommand;
+    let repo = RepoName::parse("acme/a").unwrap();
+    let c = NewCommand {
+        repo: &repo,
+        issue: 3,
+        ticket: None,
+        source: "comment:9#1",
+        author: "octocat",
+        command: "approve",
+        permission: "write",
+    };
+    assert!(store.claim_command(&c).await.unwrap());
+    assert!(
+        !store.claim_command(&c).await.unwrap(),
+        "the same comment line ran twice"
+    );
+    assert!(
+        store
+            .claim_command(&NewCommand {
+                source: "comment:9#2",
+                ..c.clone()
+            })
+            .await
+            .unwrap()
+    );
+    store
+        .command_outcome("comment:9#1", "approve", "approved")
+        .await
+        .unwrap();
+    let all = store.commands_for(&repo, 3).await.unwrap();
+    assert_eq!(
+        all.iter().map(|r| r.outcome.as_str()).collect::<Vec<_>>(),
+        ["approved", "received"]
+    );
+    assert_eq!(all[0].author, "octocat");
+}
+
+async fn signals_are_consumed_with_the_flow_they_changed(store: Store) {
+    use serde_json::json;
+    use vibeloop::ticket::Signal;
+    let repo = RepoName::parse("acme/a").unwrap();
+    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    let kinds = |signals: &[vibeloop::store::flow::StoredSignal]| -> Vec<&'static str> {
+        signals
+            .iter()
+            .map(|s| s.signal.as_ref().map(Signal::kind).unwrap_or("unreadable"))
+            .collect()
+    };
+    let feedback = Signal::Feedback { text: "x".into() };
+    store.signal(t.key, &feedback, "ann").await.unwrap();
+    store.signal(t.key, &Signal::Approve, "bob").await.unwrap();
+    let pending = store.pending_signals(t.key).await.unwrap();
+    assert_eq!(kinds(&pending), ["feedback", "approve"]);
+    assert_eq!(pending[0].signal, Ok(feedback));
+    // Read again before they are consumed (a crash in between): still there.
+    assert_eq!(store.pending_signals(t.key).await.unwrap(), pending);
+    // One more arrives while the first two are applied: it stays pending.
+    let abort = Signal::Abort { why: None };
+    store.signal(t.key, &abort, "cy").await.unwrap();
+    store
+        .consume_signals(t.key, pending[1].id, &json!({"approved_by": "bob"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.flow(t.key).await.unwrap(),
+        Some(json!({"approved_by": "bob"}))
+    );
+    let left = store.pending_signals(t.key).await.unwrap();
+    assert_eq!(kinds(&left), ["abort"]);
+}

@@ -1,0 +1,231 @@
+//! The durable job queue, on both databases (see `harness/store_db.rs`): one live job per
+//! subject, claims and leases, takeovers, retries and their timing, requeues while running, and
+//! a delivery's outcome recorded only by its job's owner.
+
+use std::collections::HashSet;
+
+use vibeloop::ids::DeliveryId;
+use vibeloop::ids::TicketKey;
+use vibeloop::store::Store;
+use vibeloop::store::jobs::JobKey;
+
+use crate::store_db::delivery;
+
+both!(
+    a_delivery_outcome_is_recorded_only_by_its_jobs_owner,
+    jobs_are_claimed_once_and_leases_expire,
+    concurrent_claims_never_share_a_job,
+    retries_wait_until_due,
+    a_job_queued_for_later_can_be_hurried,
+    a_job_asked_for_while_it_runs_runs_again,
+    fresh_retries_restart_the_count_of_attempts,
+);
+
+async fn a_delivery_outcome_is_recorded_only_by_its_jobs_owner(store: Store) {
+    let a = DeliveryId::parse("aaaa-1").unwrap();
+    store.insert_delivery(&delivery(&a, None)).await.unwrap();
+    let job = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    // w1's lease runs out and w2 takes the job over.
+    assert!(store.renew_lease(job.id, "w1", -1).await.unwrap());
+    let taken = store.claim_job("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(taken.id, job.id);
+    let late = store
+        .finish_delivery_job(job.id, "w1", "aaaa-1", "processed", Some("by w1"))
+        .await
+        .unwrap();
+    assert!(!late, "a worker that lost the lease recorded an outcome");
+    assert_eq!(
+        store.delivery("aaaa-1").await.unwrap().unwrap().status,
+        "queued"
+    );
+    assert!(
+        store
+            .finish_delivery_job(job.id, "w2", "aaaa-1", "processed", Some("by w2"))
+            .await
+            .unwrap()
+    );
+    let d = store.delivery("aaaa-1").await.unwrap().unwrap();
+    assert_eq!(
+        (d.status.as_str(), d.detail.as_deref()),
+        ("processed", Some("by w2"))
+    );
+    assert!(store.job_counts().await.unwrap().is_empty());
+}
+
+async fn jobs_are_claimed_once_and_leases_expire(store: Store) {
+    assert!(store.enqueue(&JobKey::Ticket(TicketKey(1))).await.unwrap());
+    assert!(
+        !store.enqueue(&JobKey::Ticket(TicketKey(1))).await.unwrap(),
+        "a second live job for the same ticket"
+    );
+    assert!(store.enqueue(&JobKey::Ticket(TicketKey(2))).await.unwrap());
+
+    let j1 = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    assert_eq!((&j1.key, j1.attempts), (&JobKey::Ticket(TicketKey(1)), 1));
+    let j2 = store.claim_job("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(j2.key, JobKey::Ticket(TicketKey(2)));
+    assert!(store.claim_job("w3", 60_000).await.unwrap().is_none());
+
+    assert!(store.renew_lease(j1.id, "w1", 60_000).await.unwrap());
+    assert!(
+        !store.renew_lease(j1.id, "w2", 60_000).await.unwrap(),
+        "renewed someone else's lease"
+    );
+
+    // w2's lease runs out (renewed to the past): the job is claimed again by another worker.
+    assert!(store.renew_lease(j2.id, "w2", -1).await.unwrap());
+    let again = store.claim_job("w3", 60_000).await.unwrap().unwrap();
+    assert_eq!((again.id, again.attempts), (j2.id, 2));
+    assert_eq!(
+        again.taken_from.as_deref(),
+        Some("w2"),
+        "whose work it resumes"
+    );
+    assert_eq!(j1.taken_from, None);
+    assert!(
+        !store.renew_lease(j2.id, "w2", 60_000).await.unwrap(),
+        "the old owner kept its lease"
+    );
+
+    store.complete_job(j1.id, "w1").await.unwrap();
+    assert!(
+        store.enqueue(&JobKey::Ticket(TicketKey(1))).await.unwrap(),
+        "a finished job blocks a new one"
+    );
+    assert_eq!(store.release_all_leases().await.unwrap(), 1);
+    assert_eq!(
+        store.job_counts().await.unwrap(),
+        vec![("queued".into(), 2)],
+        "finished jobs are deleted"
+    );
+}
+
+async fn concurrent_claims_never_share_a_job(store: Store) {
+    for i in 0..40 {
+        store
+            .enqueue(&JobKey::Delivery(format!("d{i}")))
+            .await
+            .unwrap();
+    }
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while let Some(job) = store.claim_job(&format!("w{w}"), 60_000).await.unwrap() {
+                mine.push(job.key);
+            }
+            mine
+        }));
+    }
+    let mut seen = HashSet::new();
+    for t in tasks {
+        for key in t.await.unwrap() {
+            assert!(seen.insert(key.clone()), "{key} claimed twice");
+        }
+    }
+    assert_eq!(seen.len(), 40);
+}
+
+async fn retries_wait_until_due(store: Store) {
+    store.enqueue(&JobKey::Delivery("d".into())).await.unwrap();
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    store
+        .retry_job(job.id, "w", 3_600_000, "GitHub 502", false)
+        .await
+        .unwrap();
+    assert!(
+        store.claim_job("w", 60_000).await.unwrap().is_none(),
+        "claimed before its time"
+    );
+    store
+        .retry_job(job.id, "w", 0, "no owner: ignored", false)
+        .await
+        .unwrap();
+    assert!(
+        store.claim_job("w", 60_000).await.unwrap().is_none(),
+        "a non-owner rescheduled the job"
+    );
+    store.fail_job(job.id, "w", "gave up").await.unwrap();
+    assert_eq!(
+        store.job_counts().await.unwrap(),
+        vec![("queued".into(), 1)],
+        "only the owner may end a job"
+    );
+}
+
+async fn a_job_queued_for_later_can_be_hurried(store: Store) {
+    store
+        .enqueue_after(&JobKey::Sweep, 3_600_000)
+        .await
+        .unwrap();
+    assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
+    // Asking again does not bring it forward; hurrying does.
+    store.enqueue(&JobKey::Sweep).await.unwrap();
+    assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
+    store.hurry(&JobKey::Sweep).await.unwrap();
+    let job = store
+        .claim_job("w", 60_000)
+        .await
+        .unwrap()
+        .expect("due now");
+    assert_eq!(job.key, JobKey::Sweep);
+    // A running job is left alone.
+    store.hurry(&JobKey::Sweep).await.unwrap();
+    assert!(store.claim_job("v", 60_000).await.unwrap().is_none());
+}
+
+async fn a_job_asked_for_while_it_runs_runs_again(store: Store) {
+    assert!(store.enqueue(&JobKey::Ticket(TicketKey(7))).await.unwrap());
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    // A signal arrives while the run works: no second live job, but the request is kept.
+    assert!(!store.enqueue(&JobKey::Ticket(TicketKey(7))).await.unwrap());
+    assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
+    store.complete_job(job.id, "w").await.unwrap();
+    let again = store
+        .claim_job("w", 60_000)
+        .await
+        .unwrap()
+        .expect("queued again");
+    assert_eq!(
+        (&again.key, again.attempts),
+        (&JobKey::Ticket(TicketKey(7)), 1)
+    );
+    // Without a request during the run, a finished job is gone.
+    store.complete_job(again.id, "w").await.unwrap();
+    assert!(store.claim_job("w", 60_000).await.unwrap().is_none());
+    assert_eq!(store.job_counts().await.unwrap(), vec![]);
+
+    // A requeue at the tail, asked by the run itself, waits for its delay.
+    store.enqueue(&JobKey::Ticket(TicketKey(8))).await.unwrap();
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert!(
+        !store
+            .enqueue_after(&JobKey::Ticket(TicketKey(8)), 3_600_000)
+            .await
+            .unwrap()
+    );
+    store.complete_job(job.id, "w").await.unwrap();
+    assert!(
+        store.claim_job("w", 60_000).await.unwrap().is_none(),
+        "ran before its delay"
+    );
+    assert_eq!(
+        store.job_counts().await.unwrap(),
+        vec![("queued".into(), 1)]
+    );
+}
+
+async fn fresh_retries_restart_the_count_of_attempts(store: Store) {
+    store.enqueue(&JobKey::Ticket(TicketKey(1))).await.unwrap();
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    store.retry_job(job.id, "w", 0, "502", false).await.unwrap();
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(job.attempts, 2);
+    store
+        .retry_job(job.id, "w", 0, "502 after progress", true)
+        .await
+        .unwrap();
+    let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(job.attempts, 1);
+}
