@@ -244,6 +244,26 @@ pub fn check_transition(from: TaskState, to: TaskState) -> Result<(), IllegalTra
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn paths_go_through_legal_states_only() {
+        assert_eq!(
+            Pending.path_to(InProgress),
+            Some(vec![Preparing, Validating, InProgress])
+        );
+        assert_eq!(HumanNeeded.path_to(InProgress), Some(vec![InProgress]));
+        assert_eq!(
+            Failed.path_to(InProgress),
+            Some(vec![Pending, Preparing, Validating, InProgress])
+        );
+        assert_eq!(Blocked.path_to(Preparing), Some(vec![Preparing]));
+        assert_eq!(
+            Preparing.path_to(HumanNeeded),
+            Some(vec![Validating, HumanNeeded])
+        );
+        assert_eq!(Completed.path_to(Completed), Some(vec![]));
+        assert_eq!(Completed.path_to(Pending), None);
+    }
+
     use super::*;
 
     #[test]
