@@ -42,6 +42,9 @@ fn spec(worktree: &Path, n: usize) -> SandboxSpec {
         memory_mb: 1024,
         pids: 512,
         disk_mb: 1024,
+        cache: None,
+        ca_bundle: None,
+        env: vec![],
     }
 }
 

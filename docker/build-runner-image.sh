@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
-# Build the sandbox image Vibeloop runs Python test suites in (vibeloop-runner:python)
-# without pulling anything from a container registry: debootstrap a Debian bookworm
-# rootfs from the Debian mirror this machine's apt already uses, then `docker import` it.
+# Build a sandbox image Vibeloop runs a repository's commands in (vibeloop-runner:<ecosystem>)
+# without pulling anything from a container registry: debootstrap a Debian trixie rootfs
+# from the Debian mirror this machine's apt already uses, then `docker import` it.
 #
-# Usage: docker/build-runner-image.sh [--if-missing] [--tag NAME:TAG]
-#   --if-missing   exit 0 at once when the image already exists (used by scripts/test)
-#   --tag NAME     image tag to build (default vibeloop-runner:python)
+# Usage: docker/build-runner-image.sh [--if-missing] [--ecosystem NAME] [--tag NAME:TAG]
+#   --ecosystem NAME  python (default), rust, go, node, or all (every toolchain in one image)
+#   --if-missing      exit 0 at once when the image already exists (used by scripts/test)
+#   --tag NAME        image tag to build (default vibeloop-runner:<ecosystem>)
 # Environment:
 #   VIBELOOP_DEBIAN_MIRROR  Debian mirror URL to use instead of the one found in apt sources
 #
-# For machines that can pull from a registry, docker/runner-python.Dockerfile builds the
-# equivalent image.
+# For machines that can pull from a registry, docker/runner.Dockerfile builds the
+# equivalent images (--build-arg PACKAGES=...).
 set -euo pipefail
 
-TAG="vibeloop-runner:python"
+TAG=""
+ECOSYSTEM="python"
 IF_MISSING=0
-SUITE="bookworm"
-# Keep in sync with docker/runner-python.Dockerfile.
-PACKAGES="python3,python3-pytest,flake8,mypy,git,ca-certificates"
+# Debian 13: rustc 1.85, Go 1.24, Node 20, Python 3.13 with pip 25 (bookworm's rustc and Go
+# are too old for today's crates and modules).
+SUITE="trixie"
+# Every image: git for the agents, certificates for setup's downloads.
+COMMON="git,ca-certificates"
+# Keep in sync with the README's "Ecosystems" section and docker/runner.Dockerfile.
+PKG_PYTHON="python3,python3-pip,python3-venv,python3-pytest,flake8,mypy"
+PKG_RUST="rustc,cargo,rust-clippy,rustfmt,gcc,libc6-dev,pkg-config"
+PKG_GO="golang-go"
+PKG_NODE="nodejs,npm"
 KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
 RUNNER_UID=1000
 
@@ -32,12 +41,26 @@ while [ $# -gt 0 ]; do
         --tag) [ $# -ge 2 ] || die "--tag needs a value, e.g. --tag vibeloop-runner:python"
                TAG="$2"; shift ;;
         --tag=*) TAG="${1#--tag=}" ;;
+        --ecosystem) [ $# -ge 2 ] || die "--ecosystem needs a value: python, rust, go, node or all"
+               ECOSYSTEM="$2"; shift ;;
+        --ecosystem=*) ECOSYSTEM="${1#--ecosystem=}" ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument '$1'" ;;
     esac
     shift
 done
-[ -n "$TAG" ] || die "--tag must not be empty"
+case "$ECOSYSTEM" in
+    python) PACKAGES="$PKG_PYTHON"
+            VERIFY="python3 -c 'import pytest, flake8, mypy' && python3 -m venv /tmp/v && /tmp/v/bin/pip --version" ;;
+    rust)   PACKAGES="$PKG_RUST"; VERIFY="cargo --version && cargo clippy --version && cc --version" ;;
+    go)     PACKAGES="$PKG_GO"; VERIFY="go version" ;;
+    node)   PACKAGES="$PKG_NODE"; VERIFY="node --version && npm --version" ;;
+    all)    PACKAGES="$PKG_PYTHON,$PKG_RUST,$PKG_GO,$PKG_NODE"
+            VERIFY="python3 -m venv /tmp/v && cargo --version && go version && node --version" ;;
+    *) die "--ecosystem $ECOSYSTEM: must be python, rust, go, node or all" ;;
+esac
+PACKAGES="$PACKAGES,$COMMON"
+[ -n "$TAG" ] || TAG="vibeloop-runner:$ECOSYSTEM"
 
 command -v docker >/dev/null 2>&1 || die "docker is not installed; install Docker Engine first"
 docker info >/dev/null 2>&1 || die "cannot talk to the Docker daemon; start it (systemctl start docker) or add your user to the 'docker' group"
@@ -53,7 +76,7 @@ fi
 
 # Serialise concurrent builds (e.g. two scripts/test runs at once) so they do not race on
 # the same tag; the second one then finds the image and, with --if-missing, stops.
-exec 9>/var/tmp/vibeloop-runner-image.lock
+exec 9>"/var/tmp/vibeloop-runner-image-$ECOSYSTEM.lock"
 flock 9
 if [ "$IF_MISSING" = 1 ] && image_exists; then
     exit 0
@@ -77,15 +100,17 @@ fi
 # --- which Debian mirror ------------------------------------------------------------------
 # The mirror host is never written down in this repository: it is read from the apt
 # sources of the machine (one-line *.list and deb822 *.sources formats). We take the first
-# 'deb' entry for suite $SUITE with component 'main' (this skips vendor repositories such
-# as Docker's, which use suite 'bookworm' with component 'stable').
+# 'deb' entry for suite $SUITE, or the machine's own release ($HOST_SUITE: the same mirror
+# serves every release), with component 'main' (this skips vendor repositories such as
+# Docker's, which use component 'stable').
+HOST_SUITE="$( . /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}")"
 mirrors_from_list_files() {
     local f
     for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
         [ -r "$f" ] || continue
         # Drop comments and "[option=...]" blocks, then: deb URI SUITE COMPONENT...
-        sed -e 's/#.*//' -e 's/\[[^]]*\]//g' "$f" | awk -v want="$SUITE" '
-            $1 == "deb" && $3 == want {
+        sed -e 's/#.*//' -e 's/\[[^]]*\]//g' "$f" | awk -v want="$SUITE" -v host="$HOST_SUITE" '
+            $1 == "deb" && ($3 == want || $3 == host) {
                 for (i = 4; i <= NF; i++) if ($i == "main") { print $2; break }
             }'
     done
@@ -94,14 +119,14 @@ mirrors_from_sources_files() {
     local f
     for f in /etc/apt/sources.list.d/*.sources; do
         [ -r "$f" ] || continue
-        awk -v want="$SUITE" '
+        awk -v want="$SUITE" -v host="$HOST_SUITE" '
             function has(list, word,   n, a, i) {
                 n = split(list, a, " ")
                 for (i = 1; i <= n; i++) if (a[i] == word) return 1
                 return 0
             }
             function flush(   n, u, i) {
-                if (uris != "" && has(types, "deb") && has(suites, want) && has(comps, "main") \
+                if (uris != "" && has(types, "deb") && (has(suites, want) || (host != "" && has(suites, host))) && has(comps, "main") \
                     && enabled !~ /^(no|false|0)$/) {
                     n = split(uris, u, " ")
                     for (i = 1; i <= n; i++) print u[i]
@@ -171,11 +196,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# minbase = only Essential + apt; --include pulls in our tools and their Depends (no
-# Recommends), checked against the Debian archive keyring. It runs in the background so
-# that INT/TERM reach our trap at once instead of after debootstrap has finished.
+# minbase = only Essential + apt, checked against the Debian archive keyring; then apt-get in
+# the new root installs the toolchain (debootstrap's own --include resolver misses some
+# dependencies, e.g. npm's). It runs in the background so that INT/TERM reach our trap at
+# once instead of after debootstrap has finished.
 debootstrap --variant=minbase --components=main --keyring="$KEYRING" \
-    --include="$PACKAGES" "$SUITE" "$ROOTFS" "$MIRROR" </dev/null >"$WORKDIR/debootstrap.log" 2>&1 &
+    --include="$COMMON" "$SUITE" "$ROOTFS" "$MIRROR" </dev/null >"$WORKDIR/debootstrap.log" 2>&1 &
 DEBOOTSTRAP_PID=$!
 if ! wait "$DEBOOTSTRAP_PID"; then
     DEBOOTSTRAP_PID=""
@@ -184,19 +210,29 @@ if ! wait "$DEBOOTSTRAP_PID"; then
     die "debootstrap failed (see above); check that $MIRROR serves Debian $SUITE and that this machine can reach it"
 fi
 DEBOOTSTRAP_PID=""
+mount -t proc proc "$ROOTFS/proc"
+if ! chroot "$ROOTFS" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(echo "$PACKAGES" | tr , ' ')" \
+        </dev/null >"$WORKDIR/apt.log" 2>&1; then
+    umount "$ROOTFS/proc" || true
+    tail -n 30 "$WORKDIR/apt.log" >&2
+    die "installing $PACKAGES in the new root failed (see above)"
+fi
+umount "$ROOTFS/proc"
 log "debootstrap done after $((SECONDS - START))s"
 
 # Unprivileged user the sandboxed commands run as, and the workspace it owns.
 chroot "$ROOTFS" useradd --uid "$RUNNER_UID" --user-group --create-home \
     --home-dir /home/runner --shell /bin/bash runner
-mkdir -p "$ROOTFS/work"
-chown "$RUNNER_UID:$RUNNER_UID" "$ROOTFS/work"
-chmod 0755 "$ROOTFS/work"
+# /cache is where a repository's set-up environment is mounted (a virtual environment,
+# cargo's registry and target directory, Go's caches, node_modules).
+mkdir -p "$ROOTFS/work" "$ROOTFS/cache"
+chown "$RUNNER_UID:$RUNNER_UID" "$ROOTFS/work" "$ROOTFS/cache"
+chmod 0755 "$ROOTFS/work" "$ROOTFS/cache"
 
 # Keep the image small: no package caches or lists (containers run without network
 # anyway), no man pages, info or translations; keep only the copyright files of the docs.
 rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/cache/apt/*.bin \
-       "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/cache/debconf/*-old "$ROOTFS"/var/lib/dpkg/*-old \
+       "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/cache/debconf/*-old "$ROOTFS"/var/log/apt "$ROOTFS"/var/lib/dpkg/*-old \
        "$ROOTFS"/usr/share/man/* "$ROOTFS"/usr/share/info/* "$ROOTFS"/usr/share/locale/*
 mkdir -p "$ROOTFS/var/lib/apt/lists/partial"
 find "$ROOTFS/usr/share/doc" -type f ! -name copyright -delete
@@ -224,9 +260,8 @@ verify_failed() {
     docker image rm "$TAG" >/dev/null 2>&1 || true
     die "$1; the image was removed, fix the problem and run $0 again"
 }
-out="$(docker run --rm --network none "$TAG" python3 -c 'import pytest, flake8, mypy; print("ok")' 2>&1)" \
-    || verify_failed "the new image cannot import pytest, flake8 and mypy: $out"
-[ "$out" = ok ] || verify_failed "unexpected output from the import check: $out"
+out="$(docker run --rm --network none --tmpfs /tmp:exec -e HOME=/tmp "$TAG" sh -c "$VERIFY" 2>&1)" \
+    || verify_failed "the $ECOSYSTEM toolchain does not run in the new image ($VERIFY): $out"
 uid="$(docker run --rm --network none "$TAG" id -u 2>&1)" || verify_failed "'id -u' failed in the new image: $uid"
 [ "$uid" != 0 ] || verify_failed "the new image runs as root; it must run as the 'runner' user"
 

@@ -12,6 +12,7 @@ pub mod app;
 pub mod commands;
 pub mod config;
 pub mod dashboard;
+pub mod env;
 pub mod gates;
 pub mod github;
 pub mod hive;

@@ -27,7 +27,17 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     let repo = Repository::open(&args.repo)
         .with_context(|| format!("{} is not a git checkout", args.repo.display()))?;
     let base = resolve_base(&repo, args.base.as_deref())?;
-    let config = read_config(&repo, &base)?;
+    let yaml = read_config(&repo, &base)?;
+    let files = crate::env::tree::Tree::of_commit(&repo, git2::Oid::from_str(base.as_str())?)?;
+    let env = crate::env::resolve(yaml, &files);
+    if args.explain {
+        print!("{}", env.explain());
+        return Ok(0);
+    }
+    for p in &env.problems {
+        eprintln!("warning: {p}");
+    }
+    let config = env.config.clone();
     let head = snapshot(&repo)?;
     // The change is what `head` adds to the base: compare with their merge base.
     let base: CommitSha = repo
@@ -45,7 +55,7 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     if let Some(why) = fallback {
         eprintln!("note: running gates as local processes: no Docker engine answered ({why})");
     }
-    let spec = SandboxSpec {
+    let mut spec = SandboxSpec {
         repo: "local/checkout".into(),
         ticket: "preview".into(),
         role: format!("gates-{}", std::process::id()),
@@ -57,7 +67,37 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
         memory_mb: config.limits.memory_mb,
         pids: config.limits.pids,
         disk_mb: config.limits.disk_mb,
+        cache: None,
+        ca_bundle: None,
+        env: vec![],
     };
+    let settings = crate::env::Settings {
+        envs: crate::env::Envs::new(env_dir(args)?),
+        ..crate::env::Settings::new(scratch.path())
+    };
+    match settings.maker(&backend).prepare(&env, &spec).await {
+        Ok(Some(ready)) => {
+            if ready.reused {
+                eprintln!("setup: environment {} reused (setup skipped)", ready.key);
+            } else {
+                eprintln!(
+                    "setup: environment {} made in {:.1}s",
+                    ready.key, ready.setup_seconds
+                );
+            }
+            ready.apply(&mut spec);
+        }
+        Ok(None) => {}
+        Err(crate::env::SetupError::Failed { command, output }) => {
+            eprintln!(
+                "error: setup failed ({}): `{command}`\n{}\nFix the command (`setup:` in {CONFIG_PATH}) or the dependency manifests; `vibeloop gates --explain` shows where it comes from.",
+                output.describe(),
+                output.tail(30)
+            );
+            return Ok(1);
+        }
+        Err(e) => return Err(e.into()),
+    }
     let sandbox = backend.start(&spec).await?;
     let inputs = Inputs {
         config: &config,
@@ -87,7 +127,7 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     let only_others = !only.is_empty() && !only.contains(&"test");
     if !tested && !only_others {
         eprintln!(
-            "error: the test gate has no command, so nothing was tested; set `gates.test` in {CONFIG_PATH} (e.g. `gates: {{ test: \"python3 -m pytest -q\" }}`)"
+            "error: the test gate has no command, so nothing was tested: no ecosystem was detected and {CONFIG_PATH} sets no `gates.test` (e.g. `gates: {{ test: \"make test\" }}`); see `vibeloop gates --explain`"
         );
         return Ok(1);
     }
@@ -96,6 +136,19 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     } else {
         1
     })
+}
+
+/// `--env-dir`, else `$XDG_CACHE_HOME/vibeloop/envs`, else `~/.cache/vibeloop/envs`.
+fn env_dir(args: &GatesArgs) -> anyhow::Result<std::path::PathBuf> {
+    if let Some(d) = &args.env_dir {
+        return Ok(d.clone());
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))
+        .context("neither XDG_CACHE_HOME nor HOME is set: name a directory with --env-dir")?;
+    Ok(cache.join("vibeloop").join("envs"))
 }
 
 fn resolve_base(repo: &Repository, base: Option<&str>) -> anyhow::Result<CommitSha> {

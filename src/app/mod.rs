@@ -194,6 +194,7 @@ async fn build_hive(
         models: Arc::new(router(&config.llm)?),
         prompts: crate::agent::prompts::Prompts::new(config.llm.prompts_dir.clone()),
         sandbox,
+        environments: crate::env::Settings::new(&config.data_dir),
         author: Author::default(),
         owner: format!("{}-{}", hostname(), std::process::id()),
         sweep_every: config.sweep_interval,

@@ -57,6 +57,13 @@ pub struct GatesArgs {
     /// Only these gates (repeatable): test, lint, typecheck, build, security.
     #[arg(long = "gate")]
     pub gates: Vec<String>,
+    /// Print what was detected (ecosystems, devcontainer) and where each setting comes from,
+    /// then stop; nothing runs.
+    #[arg(long)]
+    pub explain: bool,
+    /// Where set-up environments are kept between runs [default: ~/.cache/vibeloop/envs]
+    #[arg(long, env = "VIBELOOP_ENV_DIR")]
+    pub env_dir: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -1,6 +1,8 @@
 //! Repository configuration: `.github/hive.yml`, read from the base branch (never from a branch
 //! an agent wrote). Parsed strictly: an unknown key is an error naming the key and its line.
 //! Every key has a default, documented in README.md, so an absent file is a valid config.
+//! Which keys the file set is kept ([`HiveConfig::is_set`]): what the repository's files show
+//! (its ecosystems, a devcontainer) fills the others, one by one (`crate::env`).
 
 use globset::Glob;
 
@@ -22,6 +24,9 @@ pub struct HiveConfig {
     pub base: Option<String>,
     /// Runner image for the sandbox.
     pub image: String,
+    /// Installs what the gates need (dependencies, a virtual environment…); runs once per
+    /// environment, with network, before any gate (`crate::env`).
+    pub setup: Option<String>,
     pub gates: Gates,
     pub policy: Policy,
     pub limits: Limits,
@@ -29,6 +34,9 @@ pub struct HiveConfig {
     pub budget: Caps,
     pub review: Review,
     pub merge: Merge,
+    /// The dotted keys the file set (`gates.test`, `image`…), for [`HiveConfig::is_set`].
+    #[serde(skip)]
+    explicit: std::collections::BTreeSet<String>,
 }
 
 /// Who must agree before a change lands.
@@ -107,6 +115,8 @@ impl Default for HiveConfig {
             budget: Caps::default(),
             review: Review::default(),
             merge: Merge::default(),
+            setup: None,
+            explicit: Default::default(),
         }
     }
 }
@@ -120,6 +130,9 @@ pub struct Gates {
     pub typecheck: Option<String>,
     pub build: Option<String>,
     pub security: SecurityGate,
+    /// A JUnit XML report the test command writes (relative to the repository root): read
+    /// for counts and failures when the runner's own output is not understood.
+    pub test_report: Option<String>,
 }
 
 impl Default for Gates {
@@ -129,6 +142,7 @@ impl Default for Gates {
             lint: None,
             typecheck: None,
             build: None,
+            test_report: None,
             security: SecurityGate::Builtin,
         }
     }
@@ -177,6 +191,8 @@ impl Default for Policy {
 pub struct Limits {
     /// Wall-clock limit of one gate command.
     pub timeout_seconds: u64,
+    /// Wall-clock limit of `setup`.
+    pub setup_timeout_seconds: u64,
     /// Attempts of the Builder after failed gates.
     pub max_retries: u32,
     /// CPUs of a sandbox.
@@ -195,6 +211,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             timeout_seconds: 600,
+            setup_timeout_seconds: 1800,
             max_retries: 3,
             cpu: 2.0,
             memory_mb: 2048,
@@ -237,8 +254,11 @@ impl HiveConfig {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        let config: Self =
+        let mut config: Self =
             serde_yaml_ng::from_str(text).map_err(|e| RepoConfigError(e.to_string()))?;
+        let value: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(text).map_err(|e| RepoConfigError(e.to_string()))?;
+        config.explicit = keys_of(&value);
         config.check().map_err(|RepoConfigError(m)| {
             let key = m.split(':').next().unwrap_or_default();
             match line_of(text, key) {
@@ -247,6 +267,11 @@ impl HiveConfig {
             }
         })?;
         Ok(config)
+    }
+
+    /// Whether the file set the dotted `key` (`image`, `gates.test`, `policy.test_paths`).
+    pub fn is_set(&self, key: &str) -> bool {
+        self.explicit.contains(key)
     }
 
     fn check(&self) -> Result<(), RepoConfigError> {
@@ -265,6 +290,16 @@ impl HiveConfig {
             .is_some_and(|f| f.trim().is_empty())
         {
             return bad("merge.formatter: empty command; remove the key for none".into());
+        }
+        if self.setup.as_deref().is_some_and(|f| f.trim().is_empty()) {
+            return bad("setup: empty command; remove the key for none".into());
+        }
+        if let Some(p) = &self.gates.test_report
+            && (p.trim().is_empty() || p.starts_with('/') || p.split('/').any(|c| c == ".."))
+        {
+            return bad(format!(
+                "gates.test_report: {p:?} must be a path relative to the repository root, without '..'"
+            ));
         }
         for (gate, cmd) in self.gates.commands() {
             if cmd.trim().is_empty() {
@@ -301,6 +336,9 @@ impl HiveConfig {
         let l = &self.limits;
         if !(1..=86_400).contains(&l.timeout_seconds) {
             return bad("limits.timeout_seconds: must be from 1 to 86400".into());
+        }
+        if !(1..=86_400).contains(&l.setup_timeout_seconds) {
+            return bad("limits.setup_timeout_seconds: must be from 1 to 86400".into());
         }
         if l.max_retries > 20 {
             return bad("limits.max_retries: must be at most 20".into());
@@ -352,6 +390,27 @@ impl Gates {
         .into_iter()
         .filter_map(|(name, cmd)| cmd.as_deref().map(|c| (name, c)))
     }
+}
+
+/// The dotted keys of a YAML mapping, two levels deep (`image`, `gates.test`).
+fn keys_of(value: &serde_yaml_ng::Value) -> std::collections::BTreeSet<String> {
+    let mut keys = std::collections::BTreeSet::new();
+    let Some(map) = value.as_mapping() else {
+        return keys;
+    };
+    for (k, v) in map {
+        let Some(k) = k.as_str() else { continue };
+        keys.insert(k.to_owned());
+        if let Some(inner) = v.as_mapping() {
+            keys.extend(
+                inner
+                    .keys()
+                    .filter_map(|i| i.as_str())
+                    .map(|i| format!("{k}.{i}")),
+            );
+        }
+    }
+    keys
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -425,6 +484,20 @@ budget: { max_usd: 2.5, max_minutes: 30 }
     }
 
     #[test]
+    fn the_keys_a_file_sets_are_known() {
+        let c =
+            HiveConfig::parse("setup: make deps\ngates:\n  test: make test\nlimits: { cpu: 1 }\n")
+                .unwrap();
+        for k in ["setup", "gates", "gates.test", "limits.cpu"] {
+            assert!(c.is_set(k), "{k}");
+        }
+        for k in ["image", "gates.lint", "policy.test_paths", "limits.pids"] {
+            assert!(!c.is_set(k), "{k}");
+        }
+        assert_eq!(c.setup.as_deref(), Some("make deps"));
+    }
+
+    #[test]
     fn unknown_keys_name_the_key_and_line() {
         let err = HiveConfig::parse("label: hive\ngates:\n  tset: pytest\n").unwrap_err();
         let msg = err.to_string();
@@ -466,6 +539,9 @@ budget: { max_usd: 2.5, max_minutes: 30 }
             "image: \"a b\"",
             "budget: { max_usd: 0 }",
             "budget: { max_dollars: 3 }",
+            "setup: \"  \"",
+            "gates: { test_report: /tmp/junit.xml }",
+            "limits: { setup_timeout_seconds: 0 }",
         ] {
             assert!(HiveConfig::parse(text).is_err(), "{text}");
         }

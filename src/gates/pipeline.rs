@@ -138,7 +138,7 @@ async fn command_gate(inputs: &Inputs<'_>, gate: &'static str) -> Result<GateRes
     let Some(command) = command else {
         return Ok(GateResult::skipped(
             gate,
-            &format!("No `gates.{gate}` command in .github/hive.yml."),
+            &format!("No `gates.{gate}` command: none in .github/hive.yml, none detected."),
         ));
     };
     let timeout = Duration::from_secs(inputs.config.limits.timeout_seconds);

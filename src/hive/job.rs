@@ -24,6 +24,8 @@ pub struct Hive {
     pub prompts: Prompts,
     /// Where gate commands run.
     pub sandbox: crate::sandbox::Backend,
+    /// Where repositories' set-up environments are kept, and what setup may use of the network.
+    pub environments: crate::env::Settings,
     pub author: Author,
     /// This process's lease-owner name.
     pub owner: String,

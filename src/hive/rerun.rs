@@ -45,7 +45,7 @@ pub async fn rerun(
             .await?
             .map_err(|e| JobError::permanent(e.to_string()));
         let scratch = format!("vibeloop/rerun-{job_id}");
-        let (merge_base, worktree) = blocking({
+        let (merge_base, worktree, tree) = blocking({
             let (workspace, repo, scratch, head) =
                 (workspace.clone(), repo.clone(), scratch.clone(), sha.oid());
             move || {
@@ -53,13 +53,15 @@ pub async fn rerun(
                 let base_tip = workspace.remote_head(&git, &base)?.oid();
                 let merge_base = git.merge_base(head, base_tip)?;
                 let worktree = workspace.worktree_at(&repo, &git, &scratch, head)?;
-                Ok((CommitSha::from(merge_base), worktree))
+                let tree = crate::env::tree::Tree::of_commit(&git, base_tip)?;
+                Ok((CommitSha::from(merge_base), worktree, tree))
             }
         })
         .await?;
         let only = [gate];
         let result = match config {
             Ok(config) => {
+                let env = crate::env::resolve(config, &tree);
                 let v = Verification {
                     worktree: &worktree,
                     base: &merge_base,
@@ -69,7 +71,7 @@ pub async fn rerun(
                     role: "rerun",
                     tests: None,
                 };
-                run_gates(&run, &config, v).await.map(|results| {
+                run_gates(&run, &env, v).await.map(|results| {
                     for r in &results {
                         info!(gate = r.gate, result = %r.describe(), "re-run finished");
                     }

@@ -4,6 +4,7 @@
 use super::job::JobError;
 use super::ticket_run::TicketRun;
 use crate::config::repo::HiveConfig;
+use crate::env::{Resolved, SetupError};
 use crate::gates::pipeline::{self, Inputs, RunError};
 use crate::gates::{GateError, GateResult};
 use crate::github::GitHubError;
@@ -40,9 +41,44 @@ impl From<SandboxError> for JobError {
     }
 }
 
-/// The sandbox a role works in, for a worktree of this ticket; `lock_tests` mounts the test
-/// paths read-only too.
-pub(in crate::hive) fn sandbox_spec(
+impl From<SetupError> for JobError {
+    fn from(e: SetupError) -> Self {
+        match e {
+            SetupError::Failed { command, output } => JobError::permanent(format!(
+                "setup (`{command}`) failed: {}\n\n{}",
+                output.describe(),
+                output.tail(20)
+            )),
+            SetupError::Sandbox(s) => s.into(),
+            SetupError::Io(e) => JobError::transient(format!("the environment: {e}")),
+        }
+    }
+}
+
+/// The sandbox a role works in, for a worktree of this ticket, with the repository's
+/// environment (set up now if this worktree's manifests need one not made yet); `lock_tests`
+/// mounts the test paths read-only too.
+pub(in crate::hive) async fn sandbox_spec(
+    run: &TicketRun<'_>,
+    env: &Resolved,
+    worktree: &Worktree,
+    role: &str,
+    lock_tests: bool,
+) -> Result<SandboxSpec, SetupError> {
+    let mut spec = bare_spec(run, &env.config, worktree, role, lock_tests);
+    let maker = run.hive.environments.maker(&run.hive.sandbox);
+    if let Some(ready) = maker.prepare(env, &spec).await? {
+        if !ready.reused {
+            let data = serde_json::json!({ "key": ready.key.as_str(), "seconds": ready.setup_seconds, "role": role });
+            run.event("env_setup", data).await;
+        }
+        ready.apply(&mut spec);
+    }
+    Ok(spec)
+}
+
+/// The sandbox of `role` without the repository's environment.
+pub(in crate::hive) fn bare_spec(
     run: &TicketRun<'_>,
     config: &HiveConfig,
     worktree: &Worktree,
@@ -65,6 +101,9 @@ pub(in crate::hive) fn sandbox_spec(
         memory_mb: config.limits.memory_mb,
         pids: config.limits.pids,
         disk_mb: config.limits.disk_mb,
+        cache: None,
+        ca_bundle: None,
+        env: vec![],
     }
 }
 
@@ -89,10 +128,11 @@ pub(super) struct Verification<'a> {
 /// the results on the ticket's timeline. The sandbox is removed when the gates end.
 pub(super) async fn run_gates(
     run: &TicketRun<'_>,
-    config: &HiveConfig,
+    env: &Resolved,
     v: Verification<'_>,
 ) -> Result<Vec<GateResult>, JobError> {
-    let spec = sandbox_spec(run, config, v.worktree, v.role, true);
+    let config = &env.config;
+    let spec = sandbox_spec(run, env, v.worktree, v.role, true).await?;
     let started = std::time::Instant::now();
     let sandbox = run.hive.sandbox.start(&spec).await?;
     run.event("stage_enter", serde_json::json!({ "stage": "gates", "run": v.run_id, "sandbox": sandbox.kind().as_str() })).await;

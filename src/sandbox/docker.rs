@@ -123,6 +123,15 @@ impl DockerBackend {
             chown_tree(&spec.worktree, uid)?;
         }
         let mut mounts = vec![bind(&spec.worktree, "/work", false)];
+        if let Some(cache) = &spec.cache {
+            if let Some(uid) = self.chown_to {
+                std::os::unix::fs::chown(cache, Some(uid), Some(uid))?;
+            }
+            mounts.push(bind(cache, super::CACHE_MOUNT, false));
+        }
+        if let Some(ca) = &spec.ca_bundle {
+            mounts.push(bind(ca, super::CA_MOUNT, true));
+        }
         for rel in &spec.read_only {
             if let Some(path) = contained_path(&spec.worktree, rel)? {
                 mounts.push(bind(
@@ -146,11 +155,16 @@ impl DockerBackend {
             cmd: Some(vec!["sleep".into(), "infinity".into()]),
             user: Some(self.user.clone()),
             working_dir: Some("/work".into()),
-            env: Some(vec![
-                "HOME=/tmp".into(),
-                "LANG=C.UTF-8".into(),
-                "PYTHONDONTWRITEBYTECODE=1".into(),
-            ]),
+            env: Some(
+                [
+                    "HOME=/tmp".to_owned(),
+                    "LANG=C.UTF-8".to_owned(),
+                    "PYTHONDONTWRITEBYTECODE=1".to_owned(),
+                ]
+                .into_iter()
+                .chain(spec.env.iter().map(|(k, v)| format!("{k}={v}")))
+                .collect(),
+            ),
             labels: Some(labels),
             network_disabled: Some(!spec.network),
             host_config: Some(HostConfig {

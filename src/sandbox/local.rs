@@ -51,6 +51,7 @@ pub struct LocalSandbox {
     worktree: PathBuf,
     limits: Rlimits,
     disk_mb: u64,
+    env: Vec<(String, String)>,
 }
 
 impl LocalSandbox {
@@ -71,6 +72,7 @@ impl LocalSandbox {
                 processes: (!root).then_some(4096),
             },
             disk_mb: spec.disk_mb,
+            env: spec.host_env(),
         }
     }
 
@@ -93,6 +95,7 @@ impl LocalSandbox {
     ) -> Result<CommandOutput, super::SandboxError> {
         let mut cmd = LocalCommand::new(script, &self.worktree, timeout);
         cmd.output_cap = cap;
+        cmd.env = self.env.clone();
         cmd.limits = Rlimits {
             cpu_seconds: Some(timeout.as_secs() + 5),
             ..self.limits.clone()

@@ -38,6 +38,41 @@ pub struct SandboxSpec {
     /// What one command may write to disk (MiB): the largest file, and the worktree's disk
     /// space a command may take before it is killed.
     pub disk_mb: u64,
+    /// A directory on the host seen as [`CACHE_MOUNT`] inside: the repository's set-up
+    /// environment (packages, build caches), shared by its sandboxes.
+    pub cache: Option<PathBuf>,
+    /// A CA bundle on the host seen as [`CA_MOUNT`] inside (read-only), for setup's downloads
+    /// through a network that re-signs TLS.
+    pub ca_bundle: Option<PathBuf>,
+    /// Environment of every command, on top of the minimal one. A value that starts with
+    /// [`CACHE_MOUNT`] or is [`CA_MOUNT`] names those mounts; the local backend, which has no
+    /// mounts, points it at the host's path instead.
+    pub env: Vec<(String, String)>,
+}
+
+/// Where [`SandboxSpec::cache`] is seen inside a sandbox.
+pub const CACHE_MOUNT: &str = "/cache";
+/// Where [`SandboxSpec::ca_bundle`] is seen inside a sandbox.
+pub const CA_MOUNT: &str = "/etc/vibeloop/ca-certificates.crt";
+
+impl SandboxSpec {
+    /// The spec's environment as the local backend needs it: the mounts' paths replaced by
+    /// the host's.
+    pub(crate) fn host_env(&self) -> Vec<(String, String)> {
+        self.env
+            .iter()
+            .map(|(k, v)| {
+                let mut v = v.clone();
+                if let Some(ca) = &self.ca_bundle {
+                    v = v.replace(CA_MOUNT, &ca.to_string_lossy());
+                }
+                if let Some(cache) = &self.cache {
+                    v = v.replace(CACHE_MOUNT, &cache.to_string_lossy());
+                }
+                (k.clone(), v)
+            })
+            .collect()
+    }
 }
 
 /// Errors callers branch on.

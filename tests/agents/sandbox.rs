@@ -20,6 +20,9 @@ fn spec(worktree: &Path, read_only: &[&str]) -> SandboxSpec {
         memory_mb: 256,
         pids: 256,
         disk_mb: 1024,
+        cache: None,
+        ca_bundle: None,
+        env: vec![],
     }
 }
 

@@ -34,6 +34,9 @@ async fn verdict_for(tests: &str) -> (Verdict, vibeloop::sandbox::CommandOutput)
         memory_mb: 512,
         pids: 256,
         disk_mb: 1024,
+        cache: None,
+        ca_bundle: None,
+        env: vec![],
     };
     let sandbox = backend.start(&spec).await.unwrap();
     let r = redproof::run(

@@ -126,6 +126,9 @@ mod tests {
             memory_mb: 512,
             pids: 64,
             disk_mb: 256,
+            cache: None,
+            ca_bundle: None,
+            env: vec![],
         };
         CommandRunner {
             sandbox: Arc::new(Backend::Local.start(&spec).await.unwrap()),

@@ -89,6 +89,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
         models: Arc::new(router),
         prompts: crate::agent::prompts::Prompts::new(llm.prompts_dir.clone()),
         sandbox: super::start_sandbox_backend(&data_dir, sandbox).await?,
+        environments: crate::env::Settings::new(&data_dir),
         author: Author::default(),
         owner: format!("vibeloop-run-{}", std::process::id()),
         sweep_every: Duration::from_secs(600),

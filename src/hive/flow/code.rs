@@ -166,13 +166,7 @@ async fn run(
         .unwrap_or_default();
     // The role's own container: its run_command runs the gate commands there, with the
     // tests mounted read-only for the Builder.
-    let spec = crate::hive::verify::sandbox_spec(
-        cx.run,
-        &cx.config,
-        wt,
-        role.name(),
-        role == Role::Builder,
-    );
+    let spec = super::ctx::sandbox_spec(cx, wt, role.name(), role == Role::Builder).await?;
     let sandbox = Arc::new(cx.run.hive.sandbox.start(&spec).await?);
     // A retried step runs a little warmer, so it does not collapse onto the same answer.
     let step_retry = match role {

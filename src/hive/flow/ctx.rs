@@ -6,6 +6,7 @@
 use super::git;
 use super::state::{Flow, Node, state_of};
 use crate::config::repo::HiveConfig;
+use crate::env::Resolved;
 use crate::hive::job::JobError;
 use crate::hive::status::Extras;
 use crate::hive::ticket_run::TicketRun;
@@ -26,7 +27,11 @@ pub(super) enum Step {
 pub(super) struct Ctx<'r, 'a> {
     pub run: &'r mut TicketRun<'a>,
     pub flow: Flow,
+    /// The effective config: `.github/hive.yml` with what the base's files show filled in
+    /// (`env.config`, copied here for the nodes).
     pub config: HiveConfig,
+    /// The repository's environment as resolved on the base.
+    pub env: Resolved,
     pub ledger: Ledger,
 }
 
@@ -151,6 +156,31 @@ pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
         .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
     let tip = git::fetch(&cx.run.hive.workspace, &cx.run.ticket.repo, token, &base).await?;
     Ok(cx.flow.base_sha.get_or_insert(tip).clone())
+}
+
+/// Resolves the effective config on the base commit: `.github/hive.yml` (as read) with the keys
+/// it leaves unset filled from the base's files (ecosystems, a devcontainer).
+pub(super) async fn resolve_env(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
+    let base = sync(cx).await?.oid();
+    let tree = git(cx, move |_, repo| {
+        Ok(crate::env::tree::Tree::of_commit(repo, base)?)
+    })
+    .await?;
+    let yaml = cx.env.config.clone();
+    cx.env = crate::env::resolve(yaml, &tree);
+    cx.config = cx.env.config.clone();
+    Ok(())
+}
+
+/// The sandbox of `role` for a worktree, with the repository's environment (see
+/// [`crate::hive::verify::sandbox_spec`]).
+pub(super) async fn sandbox_spec(
+    cx: &Ctx<'_, '_>,
+    wt: &Worktree,
+    role: &str,
+    lock_tests: bool,
+) -> Result<crate::sandbox::SandboxSpec, JobError> {
+    Ok(crate::hive::verify::sandbox_spec(cx.run, &cx.env, wt, role, lock_tests).await?)
 }
 
 /// Runs `f` on the workspace and the ticket's mirror, off the async threads.

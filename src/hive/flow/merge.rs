@@ -175,7 +175,7 @@ async fn resolve(
         })
         .await?;
         let wt = super::ctx::scratch(cx, "merge-format", Some(&taken)).await?;
-        let spec = crate::hive::verify::sandbox_spec(cx.run, &cx.config, &wt, "formatter", true);
+        let spec = super::ctx::sandbox_spec(cx, &wt, "formatter", true).await?;
         let sandbox = cx.run.hive.sandbox.start(&spec).await?;
         let out = sandbox
             .exec(
@@ -316,7 +316,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         role: "regate",
         tests: tests.as_ref(),
     };
-    let gates = run_gates(cx.run, &cx.config, v).await;
+    let gates = run_gates(cx.run, &cx.env, v).await;
     super::ctx::drop_scratch(cx, "regate").await;
     let gates = gates?;
     if gates.iter().all(|g| g.ok()) {

@@ -46,10 +46,12 @@ pub(in crate::hive) async fn drive(
     let mut cx = Ctx {
         run,
         flow,
-        config,
+        config: config.clone(),
+        env: crate::env::Resolved::plain(config),
         ledger,
     };
     cx.run.spent = Some(cx.ledger.total());
+    ctx::resolve_env(&mut cx).await?;
     loop {
         if let Step::Stop = ctx::apply_signals(&mut cx).await? {
             return Ok(());

@@ -44,7 +44,13 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         drop_scratch(cx, "redproof").await;
         return cx.needs_human(super::plan::NO_TEST_COMMAND).await;
     };
-    let spec = crate::hive::verify::sandbox_spec(cx.run, &cx.config, &wt, "redproof", true);
+    let spec = match super::ctx::sandbox_spec(cx, &wt, "redproof", true).await {
+        Ok(s) => s,
+        Err(e) => {
+            drop_scratch(cx, "redproof").await;
+            return Err(e);
+        }
+    };
     let started = std::time::Instant::now();
     cx.run
         .event("stage_enter", serde_json::json!({ "stage": "red_proof" }))
@@ -203,7 +209,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         role: "builder",
         tests: Some(&tests_sha),
     };
-    let gates = run_gates(cx.run, &cx.config, verification).await?;
+    let gates = run_gates(cx.run, &cx.env, verification).await?;
     let h = head.oid();
     let tree = git(cx, move |ws, g| ws.tree_of(g, h)).await?;
     let attempt = Attempt::from_gates(cx.flow.attempt, &head, &tree, &gates);

@@ -1,0 +1,360 @@
+//! Set-up environments kept on the host, so a second ticket (and every Builder attempt) on the
+//! same lockfile starts with everything installed and a warm build cache.
+//!
+//! An environment is a directory `<data>/envs/<repo>/<key>/`, mounted at `/cache` in the
+//! repository's sandboxes, with its record `<key>.json` beside it (outside the mount, so no
+//! command can forge it). The key hashes the image, the setup command, the environment variables
+//! and the content of the files that decide what setup installs (manifests and lockfiles). Setup
+//! writes into a scratch directory that becomes the environment only when it succeeded (a rename:
+//! two workers setting up the same key never see a half-made one). Old environments go by age and
+//! by total size.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+/// What identifies an environment.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EnvKey(String);
+
+impl EnvKey {
+    /// Hashes what decides the environment; `inputs` are the files' paths and contents (`None`
+    /// when a file is absent).
+    pub fn new(
+        image: &str,
+        setup: &str,
+        env: &[(String, String)],
+        inputs: &[(String, Option<Vec<u8>>)],
+    ) -> Self {
+        let mut h = Sha256::new();
+        let mut field = |b: &[u8]| {
+            h.update((b.len() as u64).to_le_bytes());
+            h.update(b);
+        };
+        field(b"vibeloop-env-1");
+        field(image.as_bytes());
+        field(setup.as_bytes());
+        for (k, v) in env {
+            field(k.as_bytes());
+            field(v.as_bytes());
+        }
+        for (path, content) in inputs {
+            field(path.as_bytes());
+            match content {
+                Some(c) => field(c),
+                None => field(b"\0absent"),
+            }
+        }
+        EnvKey(hex::encode(&h.finalize()[..8]))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for EnvKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The record kept beside an environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub key: EnvKey,
+    pub repo: String,
+    pub image: String,
+    pub setup: String,
+    pub inputs: Vec<String>,
+    /// Unix seconds.
+    pub created: u64,
+    pub used: u64,
+    /// How long setup took.
+    pub setup_seconds: f64,
+}
+
+/// An environment as `vibeloop doctor` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnvInfo {
+    pub record: Record,
+    pub dir: PathBuf,
+    pub bytes: u64,
+}
+
+/// How many environments are kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retention {
+    /// Unused for longer than this: removed.
+    pub max_age: Duration,
+    /// Together larger than this: the least recently used go first.
+    pub max_bytes: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self {
+            max_age: Duration::from_secs(14 * 86_400),
+            max_bytes: 20 << 30,
+        }
+    }
+}
+
+/// The environments of one bot, under `<data>/envs`.
+#[derive(Debug, Clone)]
+pub struct Envs {
+    root: PathBuf,
+}
+
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// `owner/name` as one directory name.
+fn slug(repo: &str) -> String {
+    repo.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '~'
+            }
+        })
+        .collect::<String>()
+        .trim_start_matches('.')
+        .to_owned()
+}
+
+impl Envs {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// `<data>/envs` of a data directory.
+    pub fn in_data_dir(data_dir: &Path) -> Self {
+        Self::new(data_dir.join("envs"))
+    }
+
+    fn dir(&self, repo: &str, key: &EnvKey) -> PathBuf {
+        self.root.join(slug(repo)).join(key.as_str())
+    }
+
+    fn record_path(&self, repo: &str, key: &EnvKey) -> PathBuf {
+        self.root.join(slug(repo)).join(format!("{key}.json"))
+    }
+
+    /// The environment of `key`, when it was set up; marks it used.
+    pub fn find(&self, repo: &str, key: &EnvKey) -> Option<(PathBuf, Record)> {
+        let dir = self.dir(repo, key);
+        let path = self.record_path(repo, key);
+        let mut record: Record = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+        if !dir.is_dir() || &record.key != key {
+            return None;
+        }
+        record.used = now();
+        let _ = write_record(&path, &record);
+        Some((dir, record))
+    }
+
+    /// A new, empty directory for setup to write into (see [`Envs::keep`]).
+    pub fn scratch(&self, repo: &str) -> std::io::Result<tempfile::TempDir> {
+        let parent = self.root.join(slug(repo));
+        std::fs::create_dir_all(&parent)?;
+        tempfile::Builder::new()
+            .prefix(".setup-")
+            .tempdir_in(parent)
+    }
+
+    /// Makes a scratch directory setup succeeded in the environment of `record.key`. Another
+    /// worker may have made it first: then theirs is kept and this one removed.
+    pub fn keep(&self, scratch: tempfile::TempDir, record: &Record) -> std::io::Result<PathBuf> {
+        let dir = self.dir(&record.repo, &record.key);
+        let path = scratch.keep();
+        if std::fs::rename(&path, &dir).is_err() && dir.is_dir() {
+            remove_tree(&path);
+        } else if !dir.is_dir() {
+            return Err(std::io::Error::other(format!(
+                "cannot move {} to {}",
+                path.display(),
+                dir.display()
+            )));
+        }
+        write_record(&self.record_path(&record.repo, &record.key), record)?;
+        Ok(dir)
+    }
+
+    /// Every environment kept, most recently used first.
+    pub fn list(&self) -> Vec<EnvInfo> {
+        let mut out = Vec::new();
+        let Ok(repos) = std::fs::read_dir(&self.root) else {
+            return out;
+        };
+        for repo in repos.flatten() {
+            let Ok(files) = std::fs::read_dir(repo.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let p = f.path();
+                if p.extension().is_none_or(|e| e != "json") {
+                    continue;
+                }
+                let Some(record) = std::fs::read(&p)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Record>(&b).ok())
+                else {
+                    continue;
+                };
+                let dir = p.with_extension("");
+                if dir.is_dir() {
+                    out.push(EnvInfo {
+                        bytes: tree_size(&dir),
+                        dir,
+                        record,
+                    });
+                }
+            }
+        }
+        out.sort_by_key(|e| std::cmp::Reverse(e.record.used));
+        out
+    }
+
+    /// Removes environments unused for longer than `r.max_age`, then the least recently used
+    /// until the rest fit in `r.max_bytes`; never `keep`. Returns what was removed.
+    pub fn evict(&self, r: Retention, keep: Option<&EnvKey>) -> Vec<EnvInfo> {
+        let now = now();
+        let mut total: u64 = 0;
+        let mut removed = Vec::new();
+        for e in self.list() {
+            let old = now.saturating_sub(e.record.used) > r.max_age.as_secs();
+            let kept = keep == Some(&e.record.key);
+            if !kept && (old || total + e.bytes > r.max_bytes) {
+                let _ = std::fs::remove_file(e.dir.with_extension("json"));
+                remove_tree(&e.dir);
+                removed.push(e);
+            } else {
+                total += e.bytes;
+            }
+        }
+        removed
+    }
+}
+
+fn write_record(path: &Path, record: &Record) -> std::io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(record)?)?;
+    std::fs::rename(tmp, path)
+}
+
+/// Removes a directory tree that commands wrote (its directories may have lost their write bit).
+fn remove_tree(dir: &Path) {
+    if std::fs::remove_dir_all(dir).is_ok() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    for entry in walk(dir) {
+        if entry.is_dir() && !entry.is_symlink() {
+            let _ = std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Every path below `dir`, symbolic links not followed.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Bytes the files below `dir` take.
+fn tree_size(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    walk(dir)
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .map(|m| m.blocks() * 512)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(key: &EnvKey, used: u64) -> Record {
+        Record {
+            key: key.clone(),
+            repo: "acme/app".into(),
+            image: "vibeloop-runner:rust".into(),
+            setup: "cargo fetch".into(),
+            inputs: vec!["Cargo.lock".into()],
+            created: used,
+            used,
+            setup_seconds: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_key_changes_with_any_input() {
+        let lock = |s: &str| vec![("Cargo.lock".to_owned(), Some(s.as_bytes().to_vec()))];
+        let k = EnvKey::new("img", "cargo fetch", &[], &lock("a"));
+        assert_eq!(k, EnvKey::new("img", "cargo fetch", &[], &lock("a")));
+        assert_ne!(k, EnvKey::new("img", "cargo fetch", &[], &lock("b")));
+        assert_ne!(k, EnvKey::new("img2", "cargo fetch", &[], &lock("a")));
+        assert_ne!(k, EnvKey::new("img", "cargo fetch -q", &[], &lock("a")));
+        let absent = vec![("Cargo.lock".to_owned(), None)];
+        assert_ne!(k, EnvKey::new("img", "cargo fetch", &[], &absent));
+    }
+
+    #[test]
+    fn kept_environments_are_found_listed_and_evicted() {
+        let root = tempfile::tempdir().unwrap();
+        let envs = Envs::new(root.path());
+        let (a, b) = (EnvKey("a".repeat(16)), EnvKey("b".repeat(16)));
+        assert!(envs.find("acme/app", &a).is_none());
+        let s = envs.scratch("acme/app").unwrap();
+        std::fs::write(s.path().join("blob"), vec![7u8; 64 << 10]).unwrap();
+        let dir = envs.keep(s, &record(&a, now())).unwrap();
+        assert!(dir.join("blob").is_file());
+        assert_eq!(envs.find("acme/app", &a).unwrap().0, dir);
+        // A second worker that set up the same key meanwhile: the first one stays.
+        let s = envs.scratch("acme/app").unwrap();
+        assert_eq!(envs.keep(s, &record(&a, now())).unwrap(), dir);
+        assert!(dir.join("blob").is_file());
+
+        let s = envs.scratch("acme/app").unwrap();
+        envs.keep(s, &record(&b, now() - 30 * 86_400)).unwrap();
+        let listed: Vec<String> = envs.list().iter().map(|e| e.record.key.0.clone()).collect();
+        assert_eq!(listed, [a.0.clone(), b.0.clone()]);
+        assert!(envs.list()[0].bytes >= 64 << 10);
+
+        let gone = envs.evict(Retention::default(), None);
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].record.key, b);
+        // Over the size limit: everything but the one in use goes.
+        let tight = Retention {
+            max_bytes: 1,
+            ..Retention::default()
+        };
+        assert!(envs.evict(tight, Some(&a)).is_empty());
+        assert_eq!(envs.evict(tight, None).len(), 1);
+        assert!(envs.list().is_empty());
+        assert!(!dir.exists());
+    }
+}

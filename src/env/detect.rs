@@ -1,0 +1,473 @@
+//! Which ecosystems a repository is, read from the files of its base branch — Rust
+//! (`Cargo.toml`, workspaces too), Python (`pyproject.toml`, `setup.cfg`/`setup.py`,
+//! `requirements*.txt`, `tox.ini`), Node and TypeScript (`package.json`, its lockfile: npm, pnpm
+//! or yarn), Go (`go.mod`) — and what each gives by default: the setup command, the gates, the
+//! runner image, the test paths and the test output's format. Every default says why, so
+//! `vibeloop gates --explain` can show it and a person can pin it.
+
+use serde::Serialize;
+
+use crate::sandbox::CACHE_MOUNT as CACHE;
+
+/// What the detector may read of the base branch.
+pub trait Files {
+    /// Every file path, relative and `/`-separated.
+    fn paths(&self) -> &[String];
+    /// A file's text, when it is one.
+    fn read(&self, path: &str) -> Option<String>;
+}
+
+/// The ecosystems Vibeloop knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ecosystem {
+    Rust,
+    Python,
+    Node,
+    Go,
+}
+
+impl Ecosystem {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ecosystem::Rust => "rust",
+            Ecosystem::Python => "python",
+            Ecosystem::Node => "node",
+            Ecosystem::Go => "go",
+        }
+    }
+
+    /// The runner image with this ecosystem's toolchain (`docker/build-runner-image.sh`).
+    pub fn image(self) -> String {
+        format!("vibeloop-runner:{}", self.as_str())
+    }
+}
+
+/// The format a test command prints, for counting tests and reading failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestFormat {
+    Libtest,
+    Pytest,
+    GoTest,
+    NodeTest,
+    Jest,
+    Vitest,
+}
+
+/// One ecosystem found, with its defaults and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Found {
+    pub ecosystem: Ecosystem,
+    /// The file that says so (`Cargo.toml`, `pyproject.toml`…).
+    pub manifest: String,
+    /// What the defaults are based on, for people.
+    pub why: String,
+    pub setup: Option<String>,
+    pub test: Option<String>,
+    pub lint: Option<String>,
+    pub typecheck: Option<String>,
+    pub build: Option<String>,
+    pub test_paths: Vec<String>,
+    pub format: TestFormat,
+    /// Files whose content decides what setup installs (manifests and lockfiles): the
+    /// environment is set up again only when one of them changes.
+    pub inputs: Vec<String>,
+    /// Where the ecosystem's tools keep what setup installs and builds (in the environment's
+    /// cache), and the directories to put first on `PATH`.
+    pub env: Vec<(String, String)>,
+    pub path: Vec<String>,
+    /// Directories setup makes in the worktree that belong to the environment
+    /// (`node_modules`): kept in its cache, and linked into every worktree.
+    pub links: Vec<String>,
+}
+
+/// Every ecosystem found at the repository's root, in a stable order (Rust, Python, Node, Go).
+pub fn detect(files: &dyn Files) -> Vec<Found> {
+    let mut found = Vec::new();
+    let has = |p: &str| files.paths().iter().any(|f| f == p);
+    if has("Cargo.toml") {
+        found.push(rust(files));
+    }
+    if let Some(p) = python(files) {
+        found.push(p);
+    }
+    if has("package.json") {
+        found.push(node(files));
+    }
+    if has("go.mod") {
+        found.push(go(files));
+    }
+    found
+}
+
+fn present(files: &dyn Files, candidates: &[&str]) -> Vec<String> {
+    candidates
+        .iter()
+        .filter(|c| files.paths().iter().any(|p| p == *c))
+        .map(|c| (*c).to_owned())
+        .collect()
+}
+
+fn rust(files: &dyn Files) -> Found {
+    let manifest = files.read("Cargo.toml").unwrap_or_default();
+    let workspace = manifest.lines().any(|l| l.trim() == "[workspace]");
+    let all = if workspace { " --workspace" } else { "" };
+    let mut inputs: Vec<String> = files
+        .paths()
+        .iter()
+        .filter(|p| p.ends_with("Cargo.toml"))
+        .cloned()
+        .collect();
+    inputs.extend(present(files, &["Cargo.lock", "rust-toolchain.toml"]));
+    let lock = if inputs.iter().any(|p| p == "Cargo.lock") {
+        "with its Cargo.lock"
+    } else {
+        "without a Cargo.lock (dependencies resolved at setup)"
+    };
+    Found {
+        ecosystem: Ecosystem::Rust,
+        manifest: "Cargo.toml".into(),
+        why: format!(
+            "Cargo.toml{} {lock}",
+            if workspace { " (a workspace)" } else { "" }
+        ),
+        setup: Some(format!("cargo fetch && cargo build --tests --offline{all}")),
+        test: Some(format!("cargo test --offline{all}")),
+        lint: Some(format!(
+            "cargo clippy --all-targets --offline{all} -- -D warnings"
+        )),
+        typecheck: None,
+        build: Some(format!("cargo build --offline{all}")),
+        test_paths: vec!["tests/".into(), "**/tests/".into()],
+        format: TestFormat::Libtest,
+        inputs,
+        env: vars(&[
+            ("CARGO_HOME", format!("{CACHE}/cargo")),
+            ("CARGO_TARGET_DIR", format!("{CACHE}/target")),
+            ("CARGO_TERM_COLOR", "never".into()),
+        ]),
+        path: vec![format!("{CACHE}/cargo/bin")],
+        links: vec![],
+    }
+}
+
+/// The optional-dependency groups of a `pyproject.toml` that hold test tools.
+fn test_extras(pyproject: &str) -> Vec<String> {
+    let mut in_extras = false;
+    let mut extras = Vec::new();
+    for line in pyproject.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_extras = t == "[project.optional-dependencies]";
+            continue;
+        }
+        if !in_extras {
+            continue;
+        }
+        if let Some((name, _)) = t.split_once('=') {
+            let name = name.trim().trim_matches('"');
+            if ["test", "tests", "testing", "dev"].contains(&name) {
+                extras.push(name.to_owned());
+            }
+        }
+    }
+    extras
+}
+
+fn python(files: &dyn Files) -> Option<Found> {
+    let paths = files.paths();
+    let requirements: Vec<String> = paths
+        .iter()
+        .filter(|p| {
+            let name = p.rsplit('/').next().unwrap_or(p);
+            let top = !p.contains('/') || p.starts_with("requirements/");
+            top && name.starts_with("requirements") && name.ends_with(".txt")
+        })
+        .cloned()
+        .collect();
+    let markers = present(
+        files,
+        &["pyproject.toml", "setup.py", "setup.cfg", "tox.ini"],
+    );
+    if markers.is_empty() && requirements.is_empty() {
+        return None;
+    }
+    let pyproject = files.read("pyproject.toml").unwrap_or_default();
+    let installable = pyproject.contains("[project]")
+        || pyproject.contains("[build-system]")
+        || markers.iter().any(|m| m == "setup.py" || m == "setup.cfg");
+    let pip = "pip install --quiet";
+    let mut steps = vec!["python3 -m venv \"$VIRTUAL_ENV\"".to_owned()];
+    let mut why = Vec::new();
+    if installable {
+        let extras = test_extras(&pyproject);
+        let target = if extras.is_empty() {
+            ".".to_owned()
+        } else {
+            format!("'.[{}]'", extras.join(","))
+        };
+        steps.push(format!("{pip} -e {target}"));
+        why.push(if extras.is_empty() {
+            "the project installed from its metadata".to_owned()
+        } else {
+            format!(
+                "the project installed with its {} extra(s)",
+                extras.join(", ")
+            )
+        });
+    }
+    for r in &requirements {
+        steps.push(format!("{pip} -r {r}"));
+    }
+    if !requirements.is_empty() {
+        why.push(format!("{} installed", requirements.join(", ")));
+    }
+    // pytest runs unittest suites too; installed when nothing above brings it.
+    steps.push(format!(
+        "(python -c 'import pytest' 2>/dev/null || {pip} pytest)"
+    ));
+    let tool =
+        |section: &str, file: &str| pyproject.contains(section) || paths.iter().any(|p| p == file);
+    let lint = if tool("[tool.ruff", "ruff.toml") {
+        Some("ruff check .".to_owned())
+    } else if tool("[tool.flake8", ".flake8") {
+        Some("flake8 .".to_owned())
+    } else {
+        None
+    };
+    let typecheck = tool("[tool.mypy", "mypy.ini").then(|| "mypy .".to_owned());
+    let manifest = markers
+        .first()
+        .cloned()
+        .unwrap_or_else(|| requirements[0].clone());
+    let mut inputs = markers.clone();
+    inputs.extend(requirements.iter().cloned());
+    Some(Found {
+        ecosystem: Ecosystem::Python,
+        manifest: manifest.clone(),
+        why: format!(
+            "{manifest}: a virtual environment with {}",
+            if why.is_empty() {
+                "pytest".to_owned()
+            } else {
+                why.join(" and ")
+            }
+        ),
+        setup: Some(steps.join(" && ")),
+        test: Some("python -m pytest -q".into()),
+        lint,
+        typecheck,
+        build: None,
+        test_paths: vec![
+            "tests/".into(),
+            "**/test_*.py".into(),
+            "**/*_test.py".into(),
+        ],
+        format: TestFormat::Pytest,
+        inputs,
+        env: vars(&[
+            ("VIRTUAL_ENV", format!("{CACHE}/venv")),
+            ("PIP_CACHE_DIR", format!("{CACHE}/pip")),
+            ("PIP_DISABLE_PIP_VERSION_CHECK", "1".into()),
+        ]),
+        path: vec![format!("{CACHE}/venv/bin")],
+        links: vec![],
+    })
+}
+
+fn node(files: &dyn Files) -> Found {
+    let manifest = files.read("package.json").unwrap_or_default();
+    let pkg: serde_json::Value = serde_json::from_str(&manifest).unwrap_or_default();
+    let script = |name: &str| pkg["scripts"][name].as_str().map(str::to_owned);
+    let dev = |name: &str| {
+        pkg["devDependencies"].get(name).is_some() || pkg["dependencies"].get(name).is_some()
+    };
+    let locks = present(files, &["package-lock.json", "pnpm-lock.yaml", "yarn.lock"]);
+    let (install, run, tool) = match locks.first().map(String::as_str) {
+        Some("pnpm-lock.yaml") => ("pnpm install --frozen-lockfile", "pnpm run", "pnpm"),
+        Some("yarn.lock") => ("yarnpkg install --frozen-lockfile", "yarnpkg run", "yarn"),
+        Some(_) => ("npm ci", "npm run", "npm"),
+        None => ("npm install --no-package-lock", "npm run", "npm"),
+    };
+    let test_script = script("test").unwrap_or_default();
+    let format = if test_script.contains("vitest") || dev("vitest") {
+        TestFormat::Vitest
+    } else if test_script.contains("jest") || dev("jest") {
+        TestFormat::Jest
+    } else {
+        TestFormat::NodeTest
+    };
+    let typecheck = match script("typecheck") {
+        Some(_) => Some(format!("{run} typecheck")),
+        None if files.paths().iter().any(|p| p == "tsconfig.json") && dev("typescript") => {
+            Some("npx tsc --noEmit".to_owned())
+        }
+        None => None,
+    };
+    let mut inputs = vec!["package.json".to_owned()];
+    inputs.extend(locks.iter().cloned());
+    Found {
+        ecosystem: Ecosystem::Node,
+        manifest: "package.json".into(),
+        why: format!(
+            "package.json{}: {tool}, and the scripts it has",
+            locks
+                .first()
+                .map(|l| format!(" with {l}"))
+                .unwrap_or_default()
+        ),
+        setup: Some(install.to_owned()),
+        test: script("test").map(|_| format!("{run} test")),
+        lint: script("lint").map(|_| format!("{run} lint")),
+        typecheck,
+        build: script("build").map(|_| format!("{run} build")),
+        test_paths: vec![
+            "test/".into(),
+            "tests/".into(),
+            "**/__tests__/".into(),
+            "**/*.test.*".into(),
+            "**/*.spec.*".into(),
+        ],
+        format,
+        inputs,
+        env: vars(&[
+            ("npm_config_cache", format!("{CACHE}/npm")),
+            ("npm_config_update_notifier", "false".into()),
+            ("npm_config_fund", "false".into()),
+            ("npm_config_audit", "false".into()),
+        ]),
+        path: vec![],
+        links: vec!["node_modules".into()],
+    }
+}
+
+fn go(files: &dyn Files) -> Found {
+    let mut inputs = vec!["go.mod".to_owned()];
+    inputs.extend(present(files, &["go.sum", "go.work", "go.work.sum"]));
+    Found {
+        ecosystem: Ecosystem::Go,
+        manifest: "go.mod".into(),
+        why: format!(
+            "go.mod{}",
+            if inputs.len() > 1 { " with go.sum" } else { "" }
+        ),
+        setup: Some("go mod download && go build ./... && go vet ./...".into()),
+        test: Some("go test ./...".into()),
+        lint: Some("go vet ./...".into()),
+        typecheck: None,
+        build: Some("go build ./...".into()),
+        test_paths: vec!["**/*_test.go".into()],
+        format: TestFormat::GoTest,
+        inputs,
+        env: vars(&[
+            ("GOPATH", format!("{CACHE}/go")),
+            ("GOMODCACHE", format!("{CACHE}/go/pkg/mod")),
+            ("GOCACHE", format!("{CACHE}/go-build")),
+            // Never download a newer toolchain than the image's: say so instead.
+            ("GOTOOLCHAIN", "local".into()),
+        ]),
+        path: vec![format!("{CACHE}/go/bin")],
+        links: vec![],
+    }
+}
+
+fn vars(pairs: &[(&str, String)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    struct Tree(Vec<String>, BTreeMap<String, String>);
+
+    impl Files for Tree {
+        fn paths(&self) -> &[String] {
+            &self.0
+        }
+        fn read(&self, path: &str) -> Option<String> {
+            self.1.get(path).cloned()
+        }
+    }
+
+    fn tree(files: &[(&str, &str)]) -> Tree {
+        Tree(
+            files.iter().map(|(p, _)| (*p).to_owned()).collect(),
+            files
+                .iter()
+                .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_rust_workspace_tests_every_member_offline() {
+        let t = tree(&[
+            ("Cargo.toml", "[workspace]\nmembers = [\"a\"]\n"),
+            ("a/Cargo.toml", "[package]\nname = \"a\"\n"),
+            ("Cargo.lock", ""),
+        ]);
+        let f = &detect(&t)[0];
+        assert_eq!(f.ecosystem, Ecosystem::Rust);
+        assert_eq!(f.test.as_deref(), Some("cargo test --offline --workspace"));
+        assert!(
+            f.why.contains("a workspace") && f.why.contains("Cargo.lock"),
+            "{}",
+            f.why
+        );
+        assert_eq!(f.inputs, ["Cargo.toml", "a/Cargo.toml", "Cargo.lock"]);
+    }
+
+    #[test]
+    fn a_python_package_installs_its_test_extra() {
+        let t = tree(&[(
+            "pyproject.toml",
+            "[project]\nname = \"x\"\ndependencies = [\"wcwidth\"]\n\n[project.optional-dependencies]\ntests = [\"pytest\"]\n\n[tool.ruff]\n",
+        )]);
+        let f = &detect(&t)[0];
+        assert_eq!(f.ecosystem, Ecosystem::Python);
+        let setup = f.setup.as_deref().unwrap();
+        assert!(setup.contains("-e '.[tests]'"), "{setup}");
+        assert_eq!(f.lint.as_deref(), Some("ruff check ."));
+        assert!(f.why.contains("tests extra"), "{}", f.why);
+        // Requirements files alone are Python too.
+        let t = tree(&[("requirements-dev.txt", "pytest\n"), ("app.py", "")]);
+        let f = &detect(&t)[0];
+        assert!(
+            f.setup
+                .as_deref()
+                .unwrap()
+                .contains("-r requirements-dev.txt")
+        );
+    }
+
+    #[test]
+    fn node_uses_its_lockfiles_tool_and_the_scripts_that_exist() {
+        let pkg = r#"{"scripts": {"test": "node --test", "build": "tsc"}, "devDependencies": {"typescript": "5"}}"#;
+        let t = tree(&[
+            ("package.json", pkg),
+            ("package-lock.json", "{}"),
+            ("tsconfig.json", "{}"),
+        ]);
+        let f = &detect(&t)[0];
+        assert_eq!(
+            (f.setup.as_deref(), f.test.as_deref(), f.lint.as_deref()),
+            (Some("npm ci"), Some("npm run test"), None)
+        );
+        assert_eq!(f.typecheck.as_deref(), Some("npx tsc --noEmit"));
+        assert_eq!(f.format, TestFormat::NodeTest);
+    }
+
+    #[test]
+    fn several_ecosystems_and_none() {
+        let t = tree(&[("go.mod", "module x\n"), ("Cargo.toml", "[package]\n")]);
+        let e: Vec<Ecosystem> = detect(&t).iter().map(|f| f.ecosystem).collect();
+        assert_eq!(e, [Ecosystem::Rust, Ecosystem::Go]);
+        assert!(detect(&tree(&[("README.md", "")])).is_empty());
+    }
+}

@@ -1,0 +1,371 @@
+//! The config a ticket runs with: `.github/hive.yml` where it sets a key, else the repository's
+//! devcontainer, else what its ecosystems give ([`super::detect`]), else the built-in default —
+//! key by key, each with where it came from, so `vibeloop gates --explain` can show it.
+
+use super::detect::{self, Files, Found};
+use super::devcontainer::{self, Devcontainer};
+use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
+
+/// The image for a repository of several ecosystems (`--ecosystem all`).
+pub const POLYGLOT_IMAGE: &str = "vibeloop-runner:all";
+
+/// `PATH` inside a sandbox, before the ecosystems' own directories.
+const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The effective config and what it is made of.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub config: HiveConfig,
+    pub found: Vec<Found>,
+    pub devcontainer: Option<Devcontainer>,
+    /// Each key shown by `--explain`: its value and where it came from.
+    pub origins: Vec<Origin>,
+    /// Files whose content decides the environment (manifests, lockfiles, the devcontainer).
+    pub inputs: Vec<String>,
+    /// Environment of every command of the repository (caches, `PATH`, `containerEnv`).
+    pub env: Vec<(String, String)>,
+    /// Directories of the worktree kept in the environment (`node_modules`).
+    pub links: Vec<String>,
+    /// What could not be used, for people (a devcontainer that builds its own image…).
+    pub problems: Vec<String>,
+}
+
+/// One key of the effective config.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Origin {
+    pub key: &'static str,
+    pub value: Option<String>,
+    pub from: String,
+}
+
+impl Resolved {
+    /// `config` as it is, nothing detected (before the base's files are read).
+    pub fn plain(config: HiveConfig) -> Self {
+        Self {
+            config,
+            found: vec![],
+            devcontainer: None,
+            origins: vec![],
+            inputs: vec![],
+            env: vec![],
+            links: vec![],
+            problems: vec![],
+        }
+    }
+}
+
+/// Fills the keys `yaml` leaves unset from the repository's `files`.
+pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
+    let found = detect::detect(files);
+    let mut problems = Vec::new();
+    let devcontainer = devcontainer::PATHS.iter().find_map(|p| {
+        let text = files.read(p)?;
+        match devcontainer::parse(p, &text) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                problems.push(e);
+                None
+            }
+        }
+    });
+    if let Some(d) = &devcontainer {
+        problems.extend(d.unsupported.iter().cloned());
+    }
+    let mut config = yaml;
+    let mut origins = Vec::new();
+    let detected = |f: &[&Found]| {
+        let names: Vec<String> = f.iter().map(|f| f.manifest.clone()).collect();
+        format!("detected: {}", names.join(", "))
+    };
+    let yaml_from = || CONFIG_PATH.to_owned();
+
+    // image
+    let from = if config.is_set("image") {
+        yaml_from()
+    } else if let Some(image) = devcontainer.as_ref().and_then(|d| d.image.clone()) {
+        config.image = image;
+        devcontainer
+            .as_ref()
+            .map(|d| d.path.clone())
+            .unwrap_or_default()
+    } else if found.len() == 1 {
+        config.image = found[0].ecosystem.image();
+        detected(&[&found[0]])
+    } else if found.len() > 1 {
+        config.image = POLYGLOT_IMAGE.into();
+        detected(&found.iter().collect::<Vec<_>>())
+    } else {
+        "default".into()
+    };
+    origins.push(Origin {
+        key: "image",
+        value: Some(config.image.clone()),
+        from,
+    });
+
+    // setup
+    let from = if config.is_set("setup") {
+        yaml_from()
+    } else if let Some(setup) = devcontainer.as_ref().and_then(|d| d.setup.clone()) {
+        config.setup = Some(setup);
+        devcontainer
+            .as_ref()
+            .map(|d| d.path.clone())
+            .unwrap_or_default()
+    } else {
+        fill(&mut config.setup, &found, |f| f.setup.clone(), detected)
+    };
+    origins.push(Origin {
+        key: "setup",
+        value: config.setup.clone(),
+        from,
+    });
+
+    // the gates' commands
+    type Pick = fn(&Found) -> Option<String>;
+    let gates: [(&'static str, Pick); 4] = [
+        ("gates.test", |f| f.test.clone()),
+        ("gates.lint", |f| f.lint.clone()),
+        ("gates.typecheck", |f| f.typecheck.clone()),
+        ("gates.build", |f| f.build.clone()),
+    ];
+    for (key, pick) in gates {
+        let set = config.is_set(key);
+        let slot = match key {
+            "gates.test" => &mut config.gates.test,
+            "gates.lint" => &mut config.gates.lint,
+            "gates.typecheck" => &mut config.gates.typecheck,
+            _ => &mut config.gates.build,
+        };
+        let from = if set {
+            yaml_from()
+        } else {
+            fill(slot, &found, pick, detected)
+        };
+        origins.push(Origin {
+            key,
+            value: slot.clone(),
+            from,
+        });
+    }
+
+    // where tests live
+    let from = if config.is_set("policy.test_paths") || found.is_empty() {
+        if config.is_set("policy.test_paths") {
+            yaml_from()
+        } else {
+            "default".into()
+        }
+    } else {
+        let mut paths: Vec<String> = Vec::new();
+        for p in found.iter().flat_map(|f| f.test_paths.iter()) {
+            if !paths.contains(p) {
+                paths.push(p.clone());
+            }
+        }
+        config.policy.test_paths = paths;
+        detected(&found.iter().collect::<Vec<_>>())
+    };
+    origins.push(Origin {
+        key: "policy.test_paths",
+        value: Some(config.policy.test_paths.join(", ")),
+        from,
+    });
+
+    let mut inputs: Vec<String> = Vec::new();
+    for i in found.iter().flat_map(|f| f.inputs.iter()) {
+        if !inputs.contains(i) {
+            inputs.push(i.clone());
+        }
+    }
+    if let Some(d) = &devcontainer {
+        inputs.push(d.path.clone());
+    }
+    let mut env: Vec<(String, String)> = found.iter().flat_map(|f| f.env.clone()).collect();
+    let mut path: Vec<String> = found.iter().flat_map(|f| f.path.clone()).collect();
+    path.push(SYSTEM_PATH.into());
+    env.push(("PATH".into(), path.join(":")));
+    if let Some(d) = &devcontainer {
+        env.extend(d.env.iter().cloned());
+    }
+    let links = found.iter().flat_map(|f| f.links.clone()).collect();
+    Resolved {
+        config,
+        found,
+        devcontainer,
+        origins,
+        inputs,
+        env,
+        links,
+        problems,
+    }
+}
+
+/// Sets `slot` from the ecosystems that give a value (several are joined with `&&`); says where
+/// it came from.
+fn fill(
+    slot: &mut Option<String>,
+    found: &[Found],
+    pick: impl Fn(&Found) -> Option<String>,
+    detected: impl Fn(&[&Found]) -> String,
+) -> String {
+    let giving: Vec<(&Found, String)> = found.iter().filter_map(|f| Some((f, pick(f)?))).collect();
+    if giving.is_empty() {
+        return if slot.is_some() {
+            "default"
+        } else {
+            "nothing detected gives one"
+        }
+        .into();
+    }
+    let commands: Vec<&str> = giving.iter().map(|(_, c)| c.as_str()).collect();
+    *slot = Some(if commands.len() == 1 {
+        commands[0].to_owned()
+    } else {
+        commands
+            .iter()
+            .map(|c| format!("({c})"))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    });
+    detected(&giving.iter().map(|(f, _)| *f).collect::<Vec<_>>())
+}
+
+impl Resolved {
+    /// What was detected and why, each key with its value and source: `vibeloop gates --explain`.
+    pub fn explain(&self) -> String {
+        let mut s = String::new();
+        if self.found.is_empty() {
+            s.push_str("Detected: no ecosystem (no Cargo.toml, pyproject.toml, setup.py, requirements*.txt, package.json or go.mod at the root)\n");
+        }
+        for f in &self.found {
+            s.push_str(&format!("Detected {}: {}\n", f.ecosystem.as_str(), f.why));
+        }
+        if let Some(d) = &self.devcontainer {
+            s.push_str(&format!("Devcontainer: {}\n", d.path));
+        }
+        s.push('\n');
+        let width = self.origins.iter().map(|o| o.key.len()).max().unwrap_or(0);
+        for o in &self.origins {
+            s.push_str(&format!(
+                "{:width$}  {}\n{:width$}    from {}\n",
+                o.key,
+                o.value.as_deref().unwrap_or("(none: skipped)"),
+                "",
+                o.from,
+            ));
+        }
+        if !self.inputs.is_empty() {
+            s.push_str(&format!(
+                "\nThe environment is set up again when one of these changes: {}\n",
+                self.inputs.join(", ")
+            ));
+        }
+        for p in &self.problems {
+            s.push_str(&format!("\nwarning: {p}\n"));
+        }
+        s.push_str(&format!(
+            "\nA key set in {CONFIG_PATH} wins over what is detected; copy a line there to pin it.\n"
+        ));
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    struct Tree(Vec<String>, BTreeMap<String, String>);
+
+    impl Files for Tree {
+        fn paths(&self) -> &[String] {
+            &self.0
+        }
+        fn read(&self, path: &str) -> Option<String> {
+            self.1.get(path).cloned()
+        }
+    }
+
+    fn tree(files: &[(&str, &str)]) -> Tree {
+        Tree(
+            files.iter().map(|(p, _)| (*p).to_owned()).collect(),
+            files
+                .iter()
+                .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn keys_in_the_file_win_one_by_one() {
+        let yaml = HiveConfig::parse("gates:\n  test: cargo nextest run\n").unwrap();
+        let r = resolve(
+            yaml,
+            &tree(&[("Cargo.toml", "[package]\n"), ("Cargo.lock", "")]),
+        );
+        let c = &r.config;
+        assert_eq!(c.gates.test.as_deref(), Some("cargo nextest run"));
+        assert_eq!(c.gates.build.as_deref(), Some("cargo build --offline"));
+        assert_eq!(c.image, "vibeloop-runner:rust");
+        assert!(c.setup.as_deref().unwrap().starts_with("cargo fetch"));
+        assert_eq!(r.inputs, ["Cargo.toml", "Cargo.lock"]);
+        let from = |k: &str| r.origins.iter().find(|o| o.key == k).unwrap().from.clone();
+        assert_eq!(from("gates.test"), CONFIG_PATH);
+        assert_eq!(from("gates.lint"), "detected: Cargo.toml");
+        assert_eq!(from("gates.typecheck"), "nothing detected gives one");
+        assert!(
+            r.env
+                .iter()
+                .any(|(k, v)| k == "CARGO_TARGET_DIR" && v == "/cache/target")
+        );
+        let explained = r.explain();
+        assert!(
+            explained.contains("Detected rust: Cargo.toml with its Cargo.lock"),
+            "{explained}"
+        );
+    }
+
+    #[test]
+    fn a_devcontainer_wins_over_detection_and_nothing_keeps_the_defaults() {
+        let dc = r#"{ "image": "my-go:1", "postCreateCommand": "make deps", "containerEnv": {"A": "1"} }"#;
+        let r = resolve(
+            HiveConfig::default(),
+            &tree(&[
+                ("go.mod", "module x\n"),
+                (".devcontainer/devcontainer.json", dc),
+            ]),
+        );
+        assert_eq!(r.config.image, "my-go:1");
+        assert_eq!(r.config.setup.as_deref(), Some("make deps"));
+        assert_eq!(r.config.gates.test.as_deref(), Some("go test ./..."));
+        assert!(r.env.contains(&("A".to_owned(), "1".to_owned())));
+        assert!(
+            r.inputs
+                .contains(&".devcontainer/devcontainer.json".to_owned())
+        );
+
+        let r = resolve(HiveConfig::default(), &tree(&[("README.md", "")]));
+        assert_eq!(r.config, HiveConfig::default());
+        assert!(r.explain().contains("no ecosystem"));
+    }
+
+    #[test]
+    fn several_ecosystems_share_one_image_and_run_every_suite() {
+        let r = resolve(
+            HiveConfig::default(),
+            &tree(&[("go.mod", "module x\n"), ("requirements.txt", "six\n")]),
+        );
+        assert_eq!(r.config.image, POLYGLOT_IMAGE);
+        assert_eq!(
+            r.config.gates.test.as_deref(),
+            Some("(python -m pytest -q) && (go test ./...)")
+        );
+        assert!(
+            r.config
+                .policy
+                .test_paths
+                .contains(&"**/*_test.go".to_owned())
+        );
+    }
+}

@@ -1,0 +1,224 @@
+//! Setup with network, gates without: [`prepare`] finds the repository's environment for a
+//! worktree (by its key, [`super::cache`]) or makes it — the setup command in a sandbox of its
+//! own *with* network, the host's proxy settings and the CA bundle the operator names
+//! (`VIBELOOP_SANDBOX_CA_BUNDLE`), nothing else of the bot's — and [`Ready::apply`] gives every
+//! later sandbox the environment mounted, its variables, and the package managers told to stay
+//! offline.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::cache::{EnvKey, Envs, Record, Retention, now};
+use super::resolve::Resolved;
+use crate::sandbox::{
+    Backend, CA_MOUNT, CACHE_MOUNT, CommandOutput, Kind, SandboxError, SandboxSpec,
+};
+
+/// What setup may use of the host's network settings.
+#[derive(Debug, Clone, Default)]
+pub struct Network {
+    /// `HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY` (either case), as the bot has them.
+    pub proxy: Vec<(String, String)>,
+    /// A CA bundle for networks that re-sign TLS.
+    pub ca_bundle: Option<PathBuf>,
+}
+
+/// The variables that make package managers trust [`CA_MOUNT`].
+const CA_VARS: [&str; 8] = [
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "CARGO_HTTP_CAINFO",
+    "NODE_EXTRA_CA_CERTS",
+    "npm_config_cafile",
+    "GIT_SSL_CAINFO",
+    "CURL_CA_BUNDLE",
+];
+
+/// What tells package managers to stay offline in the gates (they have no network there).
+const OFFLINE: [(&str, &str); 4] = [
+    ("CARGO_NET_OFFLINE", "true"),
+    ("PIP_NO_INDEX", "1"),
+    ("GOPROXY", "off"),
+    ("npm_config_offline", "true"),
+];
+
+impl Network {
+    /// The bot's proxy variables and `VIBELOOP_SANDBOX_CA_BUNDLE`.
+    pub fn from_env() -> Self {
+        let proxy = [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "no_proxy",
+        ]
+        .iter()
+        .filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+        let ca_bundle = std::env::var_os("VIBELOOP_SANDBOX_CA_BUNDLE")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        Self { proxy, ca_bundle }
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        let mut env = self.proxy.clone();
+        if self.ca_bundle.is_some() {
+            env.extend(
+                CA_VARS
+                    .iter()
+                    .map(|k| ((*k).to_owned(), CA_MOUNT.to_owned())),
+            );
+        }
+        env
+    }
+}
+
+/// Why an environment could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The setup command failed: the repository's problem, to be said to people.
+    #[error("setup failed: {}", .output.describe())]
+    Failed {
+        command: String,
+        output: CommandOutput,
+    },
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    #[error("the environment's directory: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A set-up environment, ready for a worktree's sandboxes.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    pub key: EnvKey,
+    pub dir: PathBuf,
+    /// It was there already: setup did not run.
+    pub reused: bool,
+    /// Setup's output, when it ran now.
+    pub output: Option<CommandOutput>,
+    pub setup_seconds: f64,
+    env: Vec<(String, String)>,
+    links: Vec<String>,
+}
+
+impl Ready {
+    /// Gives `spec` the environment: mounted at `/cache`, its variables, offline settings.
+    pub fn apply(&self, spec: &mut SandboxSpec) {
+        spec.cache = Some(self.dir.clone());
+        spec.env.extend(self.env.iter().cloned());
+        spec.env.extend(
+            OFFLINE
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+    }
+
+    /// Links the environment's directories (`node_modules`) into `worktree`, where the
+    /// worktree has none of its own.
+    pub fn link(&self, worktree: &Path, backend: Kind) -> std::io::Result<()> {
+        for l in &self.links {
+            let at = worktree.join(l);
+            if std::fs::symlink_metadata(&at).is_ok() || !self.dir.join(l).exists() {
+                continue;
+            }
+            let target = match backend {
+                Kind::Docker => PathBuf::from(format!("{CACHE_MOUNT}/{l}")),
+                Kind::Local => self.dir.join(l),
+            };
+            std::os::unix::fs::symlink(target, at)?;
+        }
+        Ok(())
+    }
+}
+
+/// Where and how environments are made.
+pub struct Maker<'a> {
+    pub backend: &'a Backend,
+    pub envs: &'a Envs,
+    pub network: &'a Network,
+    pub retention: Retention,
+}
+
+impl Maker<'_> {
+    /// The environment for the worktree of `spec` (a sandbox of it, without network): found by
+    /// its key, or set up now. `None` when the repository has no setup.
+    pub async fn prepare(
+        &self,
+        r: &Resolved,
+        spec: &SandboxSpec,
+    ) -> Result<Option<Ready>, SetupError> {
+        let Some(setup) = r.config.setup.clone() else {
+            return Ok(None);
+        };
+        let inputs: Vec<(String, Option<Vec<u8>>)> = r
+            .inputs
+            .iter()
+            .map(|p| (p.clone(), std::fs::read(spec.worktree.join(p)).ok()))
+            .collect();
+        let key = EnvKey::new(&r.config.image, &setup, &r.env, &inputs);
+        let ready = |dir, reused, output, setup_seconds| Ready {
+            key: key.clone(),
+            dir,
+            reused,
+            output,
+            setup_seconds,
+            env: r.env.clone(),
+            links: r.links.clone(),
+        };
+        if let Some((dir, record)) = self.envs.find(&spec.repo, &key) {
+            let ready = ready(dir, true, None, record.setup_seconds);
+            ready.link(&spec.worktree, self.backend.kind())?;
+            return Ok(Some(ready));
+        }
+        let scratch = self.envs.scratch(&spec.repo)?;
+        let mut s = spec.clone();
+        s.role = "setup".into();
+        s.network = true;
+        s.cache = Some(scratch.path().to_owned());
+        s.ca_bundle = self.network.ca_bundle.clone();
+        s.env.extend(r.env.iter().cloned());
+        s.env.extend(self.network.env());
+        let started = Instant::now();
+        let sandbox = self.backend.start(&s).await?;
+        let timeout = Duration::from_secs(r.config.limits.setup_timeout_seconds);
+        let output = sandbox.exec(&setup, timeout).await;
+        sandbox.stop().await;
+        let output = output?;
+        if !output.success() {
+            return Err(SetupError::Failed {
+                command: setup,
+                output,
+            });
+        }
+        // What setup made in the worktree that belongs to the environment moves into it.
+        for l in &r.links {
+            let made = spec.worktree.join(l);
+            if made.is_dir() && !made.is_symlink() {
+                std::fs::rename(&made, scratch.path().join(l))?;
+            }
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let record = Record {
+            key: key.clone(),
+            repo: spec.repo.clone(),
+            image: r.config.image.clone(),
+            setup,
+            inputs: r.inputs.clone(),
+            created: now(),
+            used: now(),
+            setup_seconds: seconds,
+        };
+        let dir = self.envs.keep(scratch, &record)?;
+        for gone in self.envs.evict(self.retention, Some(&key)) {
+            tracing::info!(env = %gone.record.key, repo = %gone.record.repo, bytes = gone.bytes, "old environment removed");
+        }
+        let ready = ready(dir, false, Some(output), seconds);
+        ready.link(&spec.worktree, self.backend.kind())?;
+        Ok(Some(ready))
+    }
+}
