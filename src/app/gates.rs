@@ -108,6 +108,7 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
         head: &head,
         tests: None,
         notes: vec![],
+        known_failures: &[],
     };
     let only: Vec<&str> = args.gates.iter().map(String::as_str).collect();
     let results = pipeline::run(

@@ -353,7 +353,7 @@ fn go(files: &dyn Files) -> Found {
             if inputs.len() > 1 { " with go.sum" } else { "" }
         ),
         setup: Some("go mod download && go build ./... && go vet ./...".into()),
-        test: Some("go test ./...".into()),
+        test: Some("go test -v ./...".into()),
         lint: Some("go vet ./...".into()),
         typecheck: None,
         build: Some("go build ./...".into()),

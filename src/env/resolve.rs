@@ -338,7 +338,7 @@ mod tests {
         );
         assert_eq!(r.config.image, "my-go:1");
         assert_eq!(r.config.setup.as_deref(), Some("make deps"));
-        assert_eq!(r.config.gates.test.as_deref(), Some("go test ./..."));
+        assert_eq!(r.config.gates.test.as_deref(), Some("go test -v ./..."));
         assert!(r.env.contains(&("A".to_owned(), "1".to_owned())));
         assert!(
             r.inputs
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(r.config.image, POLYGLOT_IMAGE);
         assert_eq!(
             r.config.gates.test.as_deref(),
-            Some("(python -m pytest -q) && (go test ./...)")
+            Some("(python -m pytest -q) && (go test -v ./...)")
         );
         assert!(
             r.config

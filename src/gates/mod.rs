@@ -4,10 +4,12 @@
 //! is built in and deterministic. [`redproof`] checks that the Breaker's tests fail on the base.
 //! Only what the bot observed is reported; who hears it (check runs on GitHub) is the caller's.
 
+pub mod baseline;
 pub mod parsers;
 pub mod pipeline;
 pub mod redproof;
 pub mod report;
+pub mod results;
 pub mod security;
 
 use std::time::Duration;
@@ -67,6 +69,9 @@ pub struct GateResult {
     pub output: Option<CommandOutput>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counts: Option<TestCounts>,
+    /// The tests that failed, as the runner names them (the test gate).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<String>,
     pub annotations: Vec<Annotation>,
     /// Lines for the summary beyond the command's own output (the security gate's checks).
     pub notes: Vec<String>,
@@ -87,6 +92,7 @@ impl GateResult {
             command: None,
             output: None,
             counts: None,
+            failing: vec![],
             annotations: vec![],
             notes: vec![why.to_owned()],
             duration: Duration::ZERO,

@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::GateError;
-use super::report::{TestCounts, code_block};
+use super::report::code_block;
+use super::results::TestRun;
 use crate::sandbox::{CommandOutput, Sandbox};
 
 /// What running the new tests on the base showed.
@@ -42,8 +43,9 @@ impl Verdict {
     }
 }
 
-/// Classifies a test run on the base.
-pub fn classify(output: &CommandOutput) -> Verdict {
+/// Classifies a test run on the base. `known` are the tests that failed on the base before any
+/// change (the baseline): failing only there proves nothing.
+pub fn classify(output: &CommandOutput, known: &[String]) -> Verdict {
     if output.oom_killed || output.timed_out || output.killed.is_some() {
         return Verdict::Broken {
             reason: output.describe(),
@@ -52,7 +54,15 @@ pub fn classify(output: &CommandOutput) -> Verdict {
     if output.success() {
         return Verdict::Green;
     }
-    match TestCounts::parse(&output.output) {
+    let run = TestRun::read(&output.output);
+    if let Some(r) = &run
+        && r.counts.errors == 0
+        && !r.failing.is_empty()
+        && super::baseline::new_failures(&r.failing, known).is_empty()
+    {
+        return Verdict::Green;
+    }
+    match run.map(|r| r.counts) {
         Some(c) if c.errors > 0 => Verdict::Broken {
             reason: format!("{} error(s) while collecting or setting up tests", c.errors),
         },
@@ -74,9 +84,10 @@ pub async fn run(
     sandbox: &Sandbox,
     test_command: &str,
     timeout: Duration,
+    known: &[String],
 ) -> Result<(Verdict, CommandOutput), GateError> {
     let output = sandbox.exec(test_command, timeout).await?;
-    Ok((classify(&output), output))
+    Ok((classify(&output, known), output))
 }
 
 /// The red proof as a report: whether it holds, a title and a Markdown summary with the tail of
@@ -109,9 +120,26 @@ mod tests {
         }
     }
 
+    fn classify_(o: &CommandOutput) -> Verdict {
+        classify(o, &[])
+    }
+
+    #[test]
+    fn failures_only_where_the_base_already_failed_prove_nothing() {
+        let o = out(
+            1,
+            "FAILED tests/test_a.py::test_old - x\n== 1 failed, 1 passed in 0.1s ==",
+        );
+        assert_eq!(
+            classify(&o, &["tests/test_a.py::test_old".to_owned()]),
+            Verdict::Green
+        );
+        assert!(classify(&o, &["other".to_owned()]).holds());
+    }
+
     #[test]
     fn failures_as_tests_hold() {
-        let v = classify(&out(1, "F.\n=== 1 failed, 1 passed in 0.1s ==="));
+        let v = classify_(&out(1, "F.\n=== 1 failed, 1 passed in 0.1s ==="));
         assert_eq!(
             v,
             Verdict::Red {
@@ -120,7 +148,7 @@ mod tests {
             }
         );
         assert!(v.holds());
-        let v = classify(&out(
+        let v = classify_(&out(
             1,
             "F\n----\nRan 1 test in 0.0s\n\nFAILED (failures=1)\n",
         ));
@@ -130,22 +158,22 @@ mod tests {
     #[test]
     fn passing_or_broken_tests_do_not() {
         assert_eq!(
-            classify(&out(0, "=== 2 passed in 0.1s ===")),
+            classify_(&out(0, "=== 2 passed in 0.1s ===")),
             Verdict::Green
         );
         let collection = "ERROR tests/test_x.py - SyntaxError\n!!! Interrupted: 1 error during collection !!!\n=== 1 error in 0.1s ===";
         assert!(matches!(
-            classify(&out(2, collection)),
+            classify_(&out(2, collection)),
             Verdict::Broken { .. }
         ));
         let import = "E\n----\nRan 1 test in 0.0s\n\nFAILED (errors=1)\n";
-        assert!(matches!(classify(&out(1, import)), Verdict::Broken { .. }));
+        assert!(matches!(classify_(&out(1, import)), Verdict::Broken { .. }));
         assert!(matches!(
-            classify(&out(127, "sh: 1: pytest: not found")),
+            classify_(&out(127, "sh: 1: pytest: not found")),
             Verdict::Broken { .. }
         ));
         let mut t = out(0, "");
         t.timed_out = true;
-        assert!(matches!(classify(&t), Verdict::Broken { .. }));
+        assert!(matches!(classify_(&t), Verdict::Broken { .. }));
     }
 }

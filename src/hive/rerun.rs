@@ -70,6 +70,7 @@ pub async fn rerun(
                     run_id: format!("vibeloop:{}:rerun-{}", run.ticket.id, job_id),
                     role: "rerun",
                     tests: None,
+                    known_failures: &[],
                 };
                 run_gates(&run, &env, v).await.map(|results| {
                     for r in &results {

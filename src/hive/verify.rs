@@ -122,6 +122,8 @@ pub(super) struct Verification<'a> {
     pub role: &'a str,
     /// The Breaker's commit, when its tests are part of the change (the test lock's reference).
     pub tests: Option<&'a CommitSha>,
+    /// Tests that failed on the base before any change.
+    pub known_failures: &'a [String],
 }
 
 /// Runs the gates in a fresh sandbox of the worktree, reports each as a check run, and records
@@ -150,6 +152,7 @@ pub(super) async fn run_gates(
             .map(|s| format!("Budget spent so far: {}", s.describe()))
             .into_iter()
             .collect(),
+        known_failures: v.known_failures,
     };
     let mut report = super::checks::CheckRuns::new(&run.client, v.head, v.run_id.clone());
     let results = pipeline::run(&inputs, v.gates, &mut report).await;

@@ -174,12 +174,14 @@ impl DockerBackend {
                 memory_swap: Some(memory),
                 nano_cpus: Some((spec.cpus * 1e9) as i64),
                 pids_limit: Some(spec.pids as i64),
-                // Only the worktree and a /tmp in memory can be written, and no file can grow
+                // Only the worktree (and the environment) and a /tmp in memory can be written
+                // (exec allowed: test runners such as `go test` run binaries they build there),
+                // and no file can grow
                 // past the disk limit; the disk guard watches what the worktree takes.
                 readonly_rootfs: Some(true),
                 tmpfs: Some(HashMap::from([(
                     "/tmp".to_owned(),
-                    format!("rw,nosuid,nodev,size={}m,mode=1777", spec.memory_mb),
+                    format!("rw,exec,nosuid,nodev,size={}m,mode=1777", spec.memory_mb),
                 )])),
                 ulimits: Some(vec![ResourcesUlimits {
                     name: Some("fsize".into()),

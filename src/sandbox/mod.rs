@@ -249,7 +249,7 @@ impl Backend {
 
 /// Checks that `rel` names an existing path inside `root` reached without symbolic links, so a
 /// mount cannot expose anything outside the worktree.
-pub(crate) fn contained_path(root: &Path, rel: &str) -> Result<Option<PathBuf>, SandboxError> {
+pub fn contained_path(root: &Path, rel: &str) -> Result<Option<PathBuf>, SandboxError> {
     let bad = |why: &str| SandboxError::BadMount {
         path: rel.to_owned(),
         why: why.to_owned(),

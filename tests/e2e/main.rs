@@ -12,6 +12,7 @@ mod e2e_land;
 mod e2e_merge;
 mod e2e_skeleton;
 mod e2e_steer;
+mod ecosystems;
 mod hostile;
 mod hostile_repo;
 mod run_local;

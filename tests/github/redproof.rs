@@ -43,6 +43,7 @@ async fn verdict_for(tests: &str) -> (Verdict, vibeloop::sandbox::CommandOutput)
         &sandbox,
         "python3 -m pytest -q -p no:cacheprovider tests",
         Duration::from_secs(60),
+        &[],
     )
     .await
     .unwrap();

@@ -315,6 +315,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         ),
         role: "regate",
         tests: tests.as_ref(),
+        known_failures: &cx.flow.known_failures(),
     };
     let gates = run_gates(cx.run, &cx.env, v).await;
     super::ctx::drop_scratch(cx, "regate").await;

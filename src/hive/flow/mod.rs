@@ -10,10 +10,14 @@
 //! reads at every node boundary; waiting nodes (plan approval, human approval, a landing GitHub
 //! holds back) end the job and a signal queues it again.
 //!
+//! Before the plan, [`baseline`] runs setup and the tests on the unchanged base (no model is
+//! asked when they cannot run).
+//!
 //! This file is the dispatcher only; data flows down from it: the nodes ([`plan`], [`code`],
 //! [`proof`], [`review`], [`merge`], [`land`], with [`reflect`] and [`resolve`] beside them) →
 //! [`ctx`] (what every node shares) → [`git`] and [`state`].
 
+mod baseline;
 mod code;
 mod ctx;
 mod git;

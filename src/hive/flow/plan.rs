@@ -16,7 +16,7 @@ use crate::ticket::plan::{Blueprint, lint_ambiguity, validate_plan};
 use crate::workspace::Worktree;
 
 /// Why a repository without a test command gets no work done.
-pub(super) const NO_TEST_COMMAND: &str = "`.github/hive.yml` has no `gates.test` command, so nothing the agents write could be tested, and no model was asked. Add one (for example `gates: { test: \"python3 -m pytest -q\" }`), then `/hive retry`.";
+pub(super) const NO_TEST_COMMAND: &str = "No test command: no ecosystem was detected on the base (no Cargo.toml, pyproject.toml, requirements*.txt, package.json or go.mod at its root) and `.github/hive.yml` sets no `gates.test`, so nothing the agents write could be tested, and no model was asked. Add one (for example `gates: { test: \"make test\" }`), then `/hive retry`.";
 
 /// Plan: the Architect, healed.
 pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
@@ -26,6 +26,19 @@ pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         return cx.needs_human(NO_TEST_COMMAND).await;
     }
     cx.publish().await?;
+    if cx.flow.baseline.is_none() {
+        let Some(b) = super::baseline::baseline(cx).await? else {
+            return Ok(Step::Stop);
+        };
+        cx.flow.baseline = Some(b);
+        let outputs = serde_json::to_value(&cx.flow.baseline).unwrap_or_default();
+        cx.checkpoint(
+            Node::Plan,
+            serde_json::json!({ "step": "baseline" }),
+            outputs,
+        )
+        .await?;
+    }
     let worktree = super::ctx::scratch(cx, "plan", None).await?;
     let outcome = plan_in(cx, &worktree).await;
     super::ctx::drop_scratch(cx, "plan").await;

@@ -60,6 +60,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         &sandbox,
         &test_command,
         Duration::from_secs(cx.config.limits.timeout_seconds),
+        &cx.flow.known_failures(),
     )
     .await;
     sandbox.stop().await;
@@ -208,6 +209,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         run_id: format!("vibeloop:{id}:attempt-{}", cx.flow.attempt),
         role: "builder",
         tests: Some(&tests_sha),
+        known_failures: &cx.flow.known_failures(),
     };
     let gates = run_gates(cx.run, &cx.env, verification).await?;
     let h = head.oid();

@@ -157,6 +157,8 @@ pub struct Flow {
     pub attempt_limit: u32,
     /// The base commit the work started from.
     pub base_sha: Option<CommitSha>,
+    /// The tests on the unchanged base, before any model was asked.
+    pub baseline: Option<Baseline>,
     pub blueprint: Option<Blueprint>,
     /// Open questions posted while Blocked.
     pub questions: Vec<String>,
@@ -194,6 +196,30 @@ pub struct Flow {
     /// Who merged the pull request, when a person did it on GitHub.
     pub merged_by: Option<String>,
     pub tag: Option<String>,
+}
+
+/// What the test command showed on the unchanged base.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub sha: CommitSha,
+    /// The environment's key, when the repository has a setup.
+    pub env: Option<String>,
+    /// The environment was there already (setup did not run for this ticket).
+    pub env_reused: bool,
+    pub counts: Option<crate::gates::results::TestCounts>,
+    /// Tests that already fail on the base: later judgements leave them out.
+    #[serde(default)]
+    pub failing: Vec<String>,
+}
+
+impl Flow {
+    /// The tests that failed on the base before any change.
+    pub fn known_failures(&self) -> Vec<String> {
+        self.baseline
+            .as_ref()
+            .map(|b| b.failing.clone())
+            .unwrap_or_default()
+    }
 }
 
 /// What a landing waits for before GitHub lets it merge.

@@ -1,0 +1,306 @@
+//! Real repositories, without `.github/hive.yml`: a Rust crate and a Python package with real
+//! third-party dependencies fetched at test time (crates.io, PyPI), a Go module and a Node
+//! project (no dependencies: their registries are out of reach here), and a repository that
+//! names a devcontainer. The ecosystem is detected, setup runs once with network (through the
+//! host's CA bundle, as a company network that re-signs TLS needs), the gates run offline, a
+//! second run reuses the environment, and a base whose tests cannot run stops before any model
+//! is asked.
+
+use crate::support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::fake_llm::{FakeLlm, Script, Step};
+use support::hive::{approve_json, writes};
+
+const MODEL: &str = "fake-model";
+/// The host's CA bundle: the test machines' network re-signs TLS.
+const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=Me", "-c", "user.email=me@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// A repository with `files` committed on `main`.
+fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proj");
+    std::fs::create_dir_all(&path).unwrap();
+    git(&path, &["init", "-q", "-b", "main"]);
+    for (name, text) in files {
+        let p = path.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    git(&path, &["add", "-A"]);
+    git(&path, &["commit", "-qm", "init"]);
+    (dir, path)
+}
+
+/// `vibeloop gates` on `repo` with environments kept in `envs`: exit code and stdout+stderr.
+fn gates(repo: &Path, envs: &Path, extra: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vibeloop"))
+        .args(["gates", "--sandbox", "docker", "--base", "main", "--repo"])
+        .arg(repo)
+        .arg("--env-dir")
+        .arg(envs)
+        .args(extra)
+        .env("VIBELOOP_SANDBOX_CA_BUNDLE", CA_BUNDLE)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The JSON results of `vibeloop gates --json`, and stderr.
+fn gates_json(repo: &Path, envs: &Path) -> (i32, Value, String) {
+    let (code, out) = gates(repo, envs, &["--json"]);
+    let start = out
+        .find("[\n")
+        .unwrap_or_else(|| panic!("no JSON in:\n{out}"));
+    let end = out
+        .rfind("\n]")
+        .unwrap_or_else(|| panic!("no JSON in:\n{out}"))
+        + 2;
+    let json = serde_json::from_str(&out[start..end]).unwrap_or_else(|e| panic!("{e}: {out}"));
+    (code, json, format!("{}{}", &out[..start], &out[end..]))
+}
+
+fn gate<'a>(all: &'a Value, name: &str) -> &'a Value {
+    all.as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gate"] == name)
+        .unwrap_or_else(|| panic!("no gate {name} in {all}"))
+}
+
+const CRATE_TOML: &str = "[package]\nname = \"fmtnum\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n";
+const CRATE_BUGGY: &str = "/// `n` in decimal.\npub fn show(n: u64) -> String {\n    itoa::Buffer::new().format(n + 1).to_owned()\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn shows_digits() {\n        assert!(super::show(7).chars().all(|c| c.is_ascii_digit()));\n    }\n}\n";
+const CRATE_FIXED: &str = "/// `n` in decimal.\npub fn show(n: u64) -> String {\n    itoa::Buffer::new().format(n).to_owned()\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn shows_digits() {\n        assert!(super::show(7).chars().all(|c| c.is_ascii_digit()));\n    }\n}\n";
+const CRATE_TEST: &str =
+    "#[test]\nfn shows_the_number_itself() {\n    assert_eq!(fmtnum::show(42), \"42\");\n}\n";
+
+const PYPROJECT: &str = "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"widthy\"\nversion = \"0.1.0\"\ndependencies = [\"wcwidth>=0.2\"]\n\n[project.optional-dependencies]\ntests = [\"pytest\"]\n";
+const WIDTHY: &str = "from wcwidth import wcswidth\n\n\ndef width(s):\n    return wcswidth(s)\n";
+const WIDTHY_TESTS: &str = "from widthy import width\n\n\ndef test_ascii():\n    assert width(\"abc\") == 3\n\n\ndef test_wide():\n    assert width(\"\u{30b3}\") == 2\n";
+
+#[test]
+fn a_python_package_with_pypi_dependencies_is_set_up_once_and_tested() {
+    let (_d, repo) = project(&[
+        ("pyproject.toml", PYPROJECT),
+        ("src/widthy/__init__.py", WIDTHY),
+        ("tests/test_width.py", WIDTHY_TESTS),
+    ]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, all, err) = gates_json(&repo, envs.path());
+    assert_eq!(code, 0, "{all}\n{err}");
+    assert!(
+        err.contains("setup: environment") && err.contains("made in"),
+        "{err}"
+    );
+    let test = gate(&all, "test");
+    assert_eq!(test["command"], "python -m pytest -q");
+    assert_eq!(test["counts"]["passed"], 2, "{test}");
+    // The same lockfile again: setup is skipped.
+    let (code, all, err) = gates_json(&repo, envs.path());
+    assert_eq!(code, 0, "{all}\n{err}");
+    assert!(err.contains("reused (setup skipped)"), "{err}");
+}
+
+#[test]
+fn go_and_node_projects_are_detected_and_counted() {
+    let (_d, go) = project(&[
+        ("go.mod", "module example.com/half\n\ngo 1.21\n"),
+        (
+            "half.go",
+            "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 2 }\n",
+        ),
+        (
+            "half_test.go",
+            "package half\n\nimport \"testing\"\n\nfunc TestHalf(t *testing.T) {\n\tif Half(4) != 2 {\n\t\tt.Fatal(Half(4))\n\t}\n}\n\nfunc TestHalfOdd(t *testing.T) {\n\tif Half(5) != 2 {\n\t\tt.Fatal(Half(5))\n\t}\n}\n",
+        ),
+    ]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, all, err) = gates_json(&go, envs.path());
+    assert_eq!(code, 0, "{all}\n{err}");
+    assert_eq!(gate(&all, "test")["counts"]["passed"], 2, "{all}");
+    assert_eq!(gate(&all, "build")["status"], "passed");
+
+    let (_d, node) = project(&[
+        (
+            "package.json",
+            r#"{"name": "adder", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
+        ),
+        (
+            "package-lock.json",
+            r#"{"name": "adder", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "adder", "version": "1.0.0"}}}"#,
+        ),
+        ("add.js", "exports.add = (a, b) => a + b;\n"),
+        (
+            "test/add.test.js",
+            "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../add');\n\ntest('adds', () => assert.strictEqual(add(2, 3), 5));\n",
+        ),
+    ]);
+    let (code, all, err) = gates_json(&node, envs.path());
+    assert_eq!(code, 0, "{all}\n{err}");
+    let test = gate(&all, "test");
+    assert_eq!(test["command"], "npm run test");
+    assert_eq!(test["counts"]["passed"], 1, "{test}");
+}
+
+#[test]
+fn a_devcontainer_gives_the_image_the_setup_and_the_environment() {
+    let devcontainer = r#"{
+  // what the team develops in
+  "image": "vibeloop-runner:go",
+  "postCreateCommand": "go mod download && touch /cache/made-by-devcontainer",
+  "containerEnv": { "GREETING": "hello" },
+}"#;
+    let (_d, repo) = project(&[
+        (".devcontainer/devcontainer.json", devcontainer),
+        ("go.mod", "module example.com/greet\n\ngo 1.21\n"),
+        (
+            "greet_test.go",
+            "package greet\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestEnvironment(t *testing.T) {\n\tif os.Getenv(\"GREETING\") != \"hello\" {\n\t\tt.Fatal(\"no containerEnv\")\n\t}\n\tif _, err := os.Stat(\"/cache/made-by-devcontainer\"); err != nil {\n\t\tt.Fatal(err)\n\t}\n}\n",
+        ),
+    ]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, out) = gates(&repo, envs.path(), &["--explain"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("Devcontainer: .devcontainer/devcontainer.json")
+            && out.contains("from .devcontainer/devcontainer.json"),
+        "{out}"
+    );
+    let (code, all, err) = gates_json(&repo, envs.path());
+    assert_eq!(code, 0, "{all}\n{err}");
+    assert_eq!(gate(&all, "test")["counts"]["passed"], 1, "{all}");
+}
+
+/// `vibeloop run` on `repo` towards `goal`, approved, with the model at `llm`.
+async fn run(llm: &str, repo: &Path, goal: &str) -> (Output, tempfile::TempDir) {
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_vibeloop"));
+    cmd.arg("run")
+        .args(["--sandbox", "docker", "--approve", "--goal", goal, "--repo"])
+        .arg(repo)
+        .arg("--data-dir")
+        .arg(data.path().join("run"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("VIBELOOP_LLM_BASE_URL", llm)
+        .env("VIBELOOP_LLM_MODEL", MODEL)
+        .env("VIBELOOP_SANDBOX_CA_BUNDLE", CA_BUNDLE)
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(600), cmd.output())
+        .await
+        .expect("vibeloop run ends within 10 minutes")
+        .expect("vibeloop runs");
+    (out, data)
+}
+
+fn plan(goal: &str, file: &str) -> String {
+    json!({
+        "ticket": { "type": "bugfix", "goal": goal, "context_refs": [file] },
+        "plan": {
+            "title": goal,
+            "description": goal,
+            "steps": [{ "input": file, "output": goal, "validation_criteria": "the new test passes" }],
+            "dependencies": [],
+        },
+        "open_questions": [],
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_crate_with_a_crates_io_dependency_gets_a_tested_change_end_to_end() {
+    let (_d, repo) = project(&[
+        ("Cargo.toml", CRATE_TOML),
+        ("src/lib.rs", CRATE_BUGGY),
+        (".gitignore", "/target\n"),
+    ]);
+    let goal = "show(n) prints n itself";
+    let llm = FakeLlm::start(Script::from([
+        (
+            "architect".to_owned(),
+            vec![Step::say(&plan(goal, "src/lib.rs"))],
+        ),
+        (
+            "breaker".to_owned(),
+            writes("tests/show.rs", CRATE_TEST, "A test of show(42)."),
+        ),
+        (
+            "builder".to_owned(),
+            writes("src/lib.rs", CRATE_FIXED, "show() no longer adds one."),
+        ),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ]))
+    .await;
+    llm.set_models(&[MODEL]);
+    let (out, _data) = run(&llm.url, &repo, goal).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    for line in [
+        "✓ red_proof",
+        "proof:    holds: 1 of 2 tests fail on the base",
+        "gate test: passed (2 tests)",
+        "gate lint: passed",
+        "gate build: passed",
+        "T-1 completed",
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_whose_tests_cannot_import_stops_at_the_baseline_before_any_model_call() {
+    // The code imports wcwidth, but the package does not declare it.
+    let pyproject = PYPROJECT.replace("dependencies = [\"wcwidth>=0.2\"]\n", "");
+    let (_d, repo) = project(&[
+        ("pyproject.toml", &pyproject),
+        ("src/widthy/__init__.py", WIDTHY),
+        ("tests/test_width.py", WIDTHY_TESTS),
+    ]);
+    let llm = FakeLlm::start(Script::from([(
+        "architect".to_owned(),
+        vec![Step::say(&plan("widths", "src/widthy/__init__.py"))],
+    )]))
+    .await;
+    llm.set_models(&[MODEL]);
+    let (out, _data) = run(&llm.url, &repo, "Count emoji as two columns").await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("T-1 stopped: HumanNeeded"), "{stdout}");
+    let report = &stdout[stdout.find("T-1 stopped").unwrap()..];
+    for words in [
+        "The test command fails on `main` before any change, so no model was asked",
+        "ModuleNotFoundError: No module named 'wcwidth'",
+        "add a `setup:`",
+    ] {
+        assert!(
+            report.to_lowercase().contains(&words.to_lowercase()),
+            "no {words:?} in:\n{report}"
+        );
+    }
+    for role in ["architect", "breaker", "builder", "critic"] {
+        assert!(llm.requests(role).is_empty(), "the {role} asked the model");
+    }
+}
