@@ -97,7 +97,7 @@ impl Default for Retention {
     fn default() -> Self {
         Self {
             max_age: Duration::from_secs(14 * 86_400),
-            max_bytes: 20 << 30,
+            max_bytes: 20_000_000_000,
         }
     }
 }

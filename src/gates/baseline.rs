@@ -47,8 +47,10 @@ pub fn judge(output: &CommandOutput) -> Judgement {
     match run {
         // Tests ran and some failed (not only collection or build errors).
         Some(r) if r.counts.passed + r.counts.failed > 0 => Judgement::Ran(r),
-        // pytest's "no tests ran" (exit code 5): a repository without tests yet.
-        _ if output.exit_code == Some(5) && output.output.contains("no tests ran") => {
+        // "no tests ran" (exit code 5, pytest and unittest): a repository without tests yet.
+        _ if output.exit_code == Some(5)
+            && output.output.to_lowercase().contains("no tests ran") =>
+        {
             Judgement::Ran(TestRun::default())
         }
         _ => Judgement::Broken(diagnose(&output.output)),

@@ -167,6 +167,7 @@ async fn a_healthy_setup_passes_every_check() {
         "database",
         "docker",
         "runner image",
+        "environments",
         "model endpoint (architect, breaker, builder, reflector)",
         "model endpoint (critic)",
         "GitHub App",
@@ -178,6 +179,11 @@ async fn a_healthy_setup_passes_every_check() {
     }
     d.expect("database", '✓', &["none pending"]);
     d.expect("runner image", '✓', &["vibeloop-runner:python"]);
+    d.expect(
+        "environments",
+        '✓',
+        &["0 kept in", "removed after 14 days unused"],
+    );
     d.expect(
         "model endpoint (architect, breaker, builder, reflector)",
         '✓',

@@ -208,8 +208,9 @@ async fn links_out_of_the_repository_lead_nowhere() {
     );
 }
 
-/// A repository whose existing test `body` misbehaves, under `limits`; the ticket must stop
-/// for a person with a report naming `reason`, the bot healthy and nothing left behind.
+/// A repository whose existing test `body` misbehaves, under `limits`; the ticket must stop at
+/// the baseline for a person with a report naming `reason`, before any model call, the bot
+/// healthy and nothing left behind.
 async fn a_hostile_test_stops_the_ticket(body: &str, limits: &str, reason: &str) {
     let hostile = format!(
         "import itertools, os, unittest\n\n\nclass Hostile(unittest.TestCase):\n    def test_it(self):\n{body}"
@@ -221,23 +222,20 @@ async fn a_hostile_test_stops_the_ticket(body: &str, limits: &str, reason: &str)
     files.push(("test_hostile.py", hostile));
     let w = World::start_with(happy_script(), &files, docker_env()).await;
     w.label().await;
+    // The base's own tests misbehave: the baseline stops the ticket before any model call.
     let t = w.wait_state(TaskState::HumanNeeded).await;
     let why = t.detail.unwrap_or_default();
     assert!(
-        why.contains(reason) && why.contains("sandbox limit"),
+        why.contains(reason) && why.contains("sandbox limit") && why.contains("before any change"),
         "{why}"
     );
-    assert!(why.contains("/hive retry breaker"), "{why}");
-    let red =
-        w.gh.check_runs(REPO)
-            .into_iter()
-            .find(|c| c.name == "hive/red-proof")
-            .expect("the red proof is reported");
-    assert_eq!(red.conclusion.as_deref(), Some("failure"));
-    assert!(
-        red.summary.unwrap_or_default().contains(reason),
-        "the check run names the limit"
-    );
+    assert!(why.contains("/hive retry"), "{why}");
+    for role in ["architect", "breaker", "builder"] {
+        assert!(
+            w.llm.requests(role).is_empty(),
+            "the {role} asked the model"
+        );
+    }
 
     // The bot is healthy and took the next request; no container and no junk are left.
     let health = reqwest::get(format!("{}/healthz", w.bot.url))

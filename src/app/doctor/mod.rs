@@ -94,6 +94,36 @@ impl fmt::Display for Check {
     }
 }
 
+/// The set-up environments kept under the data directory: how many, how large, and each one
+/// (its repository, key, size, and when it was last used), most recently used first.
+fn environments(data_dir: &std::path::Path) -> Check {
+    let settings = crate::env::Settings::new(data_dir);
+    let list = settings.envs.list();
+    let total: u64 = list.iter().map(|e| e.bytes).sum();
+    let mb = |b: u64| format!("{:.0} MB", b as f64 / 1e6);
+    let mut detail = format!(
+        "{} kept in {} ({}; removed after {} days unused or beyond {} in all)",
+        list.len(),
+        data_dir.join("envs").display(),
+        mb(total),
+        settings.retention.max_age.as_secs() / 86_400,
+        mb(settings.retention.max_bytes),
+    );
+    let now = crate::env::cache::now();
+    for e in &list {
+        let days = now.saturating_sub(e.record.used) as f64 / 86_400.0;
+        detail.push_str(&format!(
+            "\n    {} {}: {}, used {days:.1} days ago, setup took {:.0} s, image {}",
+            e.record.repo,
+            e.record.key,
+            mb(e.bytes),
+            e.record.setup_seconds,
+            e.record.image
+        ));
+    }
+    Check::pass("environments", detail)
+}
+
 /// Runs the checks and prints them; returns the process exit code: 0 when none failed.
 pub async fn run(args: &ServeArgs) -> anyhow::Result<i32> {
     let checks = check_all(args).await;
@@ -115,7 +145,13 @@ pub async fn check_all(args: &ServeArgs) -> Vec<Check> {
         models::check(parsed.as_ref()),
         github::check(parsed.as_ref(), args),
     );
-    let mut checks = vec![config, database, docker, image];
+    let mut checks = vec![
+        config,
+        database,
+        docker,
+        image,
+        environments(&args.store.data_dir),
+    ];
     checks.extend(models);
     checks.push(github);
     checks.push(webhook_secret(args));
@@ -242,6 +278,33 @@ fn redact(text: &str, secret: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn kept_environments_are_listed_with_their_repository_and_size() {
+        let data = tempfile::tempdir().unwrap();
+        let envs = crate::env::Envs::in_data_dir(data.path());
+        let scratch = envs.scratch("acme/app").unwrap();
+        std::fs::write(scratch.path().join("blob"), vec![1u8; 2_000_000]).unwrap();
+        let key = crate::env::EnvKey::new("vibeloop-runner:rust", "cargo fetch", &[], &[]);
+        let now = crate::env::cache::now();
+        let record = crate::env::cache::Record {
+            key: key.clone(),
+            repo: "acme/app".into(),
+            image: "vibeloop-runner:rust".into(),
+            setup: "cargo fetch".into(),
+            inputs: vec![],
+            created: now,
+            used: now,
+            setup_seconds: 12.0,
+        };
+        envs.keep(scratch, &record).unwrap();
+        let line = environments(data.path()).to_string();
+        assert!(line.starts_with("✓ environments: 1 kept in"), "{line}");
+        assert!(
+            line.contains(&format!("acme/app {key}: 2 MB, used 0.0 days ago, setup took 12 s, image vibeloop-runner:rust")),
+            "{line}"
+        );
+    }
+
     use super::*;
     use clap::Parser as _;
 

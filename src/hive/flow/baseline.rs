@@ -59,6 +59,17 @@ pub(super) async fn baseline(cx: &mut Ctx<'_, '_>) -> Result<Option<Baseline>, J
             cx.run.event("baseline", data).await;
             Ok(Some(b))
         }
+        Judgement::Broken(line)
+            if output.timed_out || output.oom_killed || output.killed.is_some() =>
+        {
+            let why = format!(
+                "The test command hit a sandbox limit on `{branch}` before any change, so no model was asked: {line} (`{test}`).\n\n\
+                 Fix the tests, or raise the limit in `{CONFIG_PATH}` (`limits.timeout_seconds`, `limits.disk_mb`, `limits.memory_mb`, `limits.pids`) if they need more, then `/hive retry`.\n\n{}",
+                code_block(&output.tail(15))
+            );
+            cx.needs_human(&why).await?;
+            Ok(None)
+        }
         Judgement::Broken(line) => {
             let why = format!(
                 "The test command fails on `{branch}` before any change, so no model was asked: `{line}` (`{test}`, {}).\n\n\
