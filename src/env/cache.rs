@@ -175,14 +175,14 @@ impl Envs {
     pub fn keep(&self, scratch: tempfile::TempDir, record: &Record) -> std::io::Result<PathBuf> {
         let dir = self.dir(&record.repo, &record.key);
         let path = scratch.keep();
-        if std::fs::rename(&path, &dir).is_err() && dir.is_dir() {
-            remove_tree(&path);
-        } else if !dir.is_dir() {
-            return Err(std::io::Error::other(format!(
-                "cannot move {} to {}",
-                path.display(),
-                dir.display()
-            )));
+        match std::fs::rename(&path, &dir) {
+            Ok(()) => {}
+            // Another worker made it first: keep theirs.
+            Err(_) if dir.is_dir() => remove_tree(&path),
+            Err(e) => {
+                remove_tree(&path);
+                return Err(e);
+            }
         }
         write_record(&self.record_path(&record.repo, &record.key), record)?;
         Ok(dir)

@@ -382,32 +382,11 @@ fn vars(pairs: &[(&str, String)]) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
-
-    struct Tree(Vec<String>, BTreeMap<String, String>);
-
-    impl Files for Tree {
-        fn paths(&self) -> &[String] {
-            &self.0
-        }
-        fn read(&self, path: &str) -> Option<String> {
-            self.1.get(path).cloned()
-        }
-    }
-
-    fn tree(files: &[(&str, &str)]) -> Tree {
-        Tree(
-            files.iter().map(|(p, _)| (*p).to_owned()).collect(),
-            files
-                .iter()
-                .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
-                .collect(),
-        )
-    }
+    use crate::env::tree::Tree;
 
     #[test]
     fn a_rust_workspace_tests_every_member_offline() {
-        let t = tree(&[
+        let t = Tree::of(&[
             ("Cargo.toml", "[workspace]\nmembers = [\"a\"]\n"),
             ("a/Cargo.toml", "[package]\nname = \"a\"\n"),
             ("Cargo.lock", ""),
@@ -425,7 +404,7 @@ mod tests {
 
     #[test]
     fn a_python_package_installs_its_test_extra() {
-        let t = tree(&[(
+        let t = Tree::of(&[(
             "pyproject.toml",
             "[project]\nname = \"x\"\ndependencies = [\"wcwidth\"]\n\n[project.optional-dependencies]\ntests = [\"pytest\"]\n\n[tool.ruff]\n",
         )]);
@@ -436,7 +415,7 @@ mod tests {
         assert_eq!(f.lint.as_deref(), Some("ruff check ."));
         assert!(f.why.contains("tests extra"), "{}", f.why);
         // Requirements files alone are Python too.
-        let t = tree(&[("requirements-dev.txt", "pytest\n"), ("app.py", "")]);
+        let t = Tree::of(&[("requirements-dev.txt", "pytest\n"), ("app.py", "")]);
         let f = &detect(&t)[0];
         assert!(
             f.setup
@@ -449,7 +428,7 @@ mod tests {
     #[test]
     fn node_uses_its_lockfiles_tool_and_the_scripts_that_exist() {
         let pkg = r#"{"scripts": {"test": "node --test", "build": "tsc"}, "devDependencies": {"typescript": "5"}}"#;
-        let t = tree(&[
+        let t = Tree::of(&[
             ("package.json", pkg),
             ("package-lock.json", "{}"),
             ("tsconfig.json", "{}"),
@@ -465,9 +444,9 @@ mod tests {
 
     #[test]
     fn several_ecosystems_and_none() {
-        let t = tree(&[("go.mod", "module x\n"), ("Cargo.toml", "[package]\n")]);
+        let t = Tree::of(&[("go.mod", "module x\n"), ("Cargo.toml", "[package]\n")]);
         let e: Vec<Ecosystem> = detect(&t).iter().map(|f| f.ecosystem).collect();
         assert_eq!(e, [Ecosystem::Rust, Ecosystem::Go]);
-        assert!(detect(&tree(&[("README.md", "")])).is_empty());
+        assert!(detect(&Tree::of(&[("README.md", "")])).is_empty());
     }
 }

@@ -81,86 +81,62 @@ fn command(v: &Value) -> Option<String> {
 
 /// JSON with `//` and `/* */` comments and trailing commas → JSON.
 fn strip_jsonc(text: &str) -> String {
+    without_trailing_commas(&without_comments(text))
+}
+
+/// The length of the string literal `s` starts with (`s` starts with `"`), quotes included.
+fn string_len(s: &str) -> usize {
+    let mut escaped = false;
+    for (i, c) in s.char_indices().skip(1) {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return i + 1,
+            _ => {}
+        }
+    }
+    s.len()
+}
+
+fn without_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut in_string = false;
-    while let Some(c) = chars.next() {
-        if in_string {
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let taken = if c == '"' {
+            let n = string_len(rest);
+            out.push_str(&rest[..n]);
+            n
+        } else if rest.starts_with("//") {
+            rest.find('\n').unwrap_or(rest.len())
+        } else if let Some(body) = rest.strip_prefix("/*") {
+            out.push(' ');
+            body.find("*/").map_or(rest.len(), |e| e + 4)
+        } else {
             out.push(c);
-            if c == '\\' {
-                if let Some(n) = chars.next() {
-                    out.push(n);
-                }
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match (c, chars.peek()) {
-            ('"', _) => {
-                in_string = true;
-                out.push(c);
-            }
-            ('/', Some('/')) => {
-                for n in chars.by_ref() {
-                    if n == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
-            }
-            ('/', Some('*')) => {
-                chars.next();
-                let mut last = ' ';
-                for n in chars.by_ref() {
-                    if last == '*' && n == '/' {
-                        break;
-                    }
-                    last = n;
-                }
-                out.push(' ');
-            }
-            (',', _) => {
-                // A comma followed only by blanks before `]` or `}` is trailing: drop it.
-                let rest: String = chars.clone().collect();
-                let next = strip_jsonc_peek(&rest);
-                if !matches!(next, Some(']') | Some('}')) {
-                    out.push(c);
-                }
-            }
-            _ => out.push(c),
-        }
+            c.len_utf8()
+        };
+        rest = &rest[taken..];
     }
     out
 }
 
-/// The next character of `rest` that is neither blank nor inside a comment.
-fn strip_jsonc_peek(rest: &str) -> Option<char> {
-    let mut chars = rest.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, chars.peek()) {
-            (c, _) if c.is_whitespace() => {}
-            ('/', Some('/')) => {
-                for n in chars.by_ref() {
-                    if n == '\n' {
-                        break;
-                    }
-                }
-            }
-            ('/', Some('*')) => {
-                chars.next();
-                let mut last = ' ';
-                for n in chars.by_ref() {
-                    if last == '*' && n == '/' {
-                        break;
-                    }
-                    last = n;
-                }
-            }
-            _ => return Some(c),
+/// Drops each comma followed only by blanks before `]` or `}` (`text` has no comments).
+fn without_trailing_commas(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let taken = if c == '"' {
+            string_len(rest)
+        } else {
+            c.len_utf8()
+        };
+        let trailing = c == ',' && matches!(rest[1..].trim_start().chars().next(), Some(']' | '}'));
+        if !trailing {
+            out.push_str(&rest[..taken]);
         }
+        rest = &rest[taken..];
     }
-    None
+    out
 }
 
 #[cfg(test)]
@@ -170,11 +146,11 @@ mod tests {
     #[test]
     fn image_commands_and_env_are_read_from_jsonc() {
         let text = r#"{
-  // The toolchain
-  "image": "vibeloop-runner:go", /* pinned */
+  // The toolchain, "pinned" (a quote in a comment)
+  "image": "vibeloop-runner:go", /* pinned, "really" */
   "onCreateCommand": ["go", "mod", "download"],
   "postCreateCommand": { "tools": "make tools", "url": "echo http://x//y" },
-  "containerEnv": { "APP_ENV": "test", },
+  "containerEnv": { "APP_ENV": "test", "NOTE": "a // b, /* c */ \" ," },
 }"#;
         let d = parse(".devcontainer/devcontainer.json", text).unwrap();
         assert_eq!(d.image.as_deref(), Some("vibeloop-runner:go"));
@@ -182,7 +158,13 @@ mod tests {
             d.setup.as_deref(),
             Some("'go' 'mod' 'download' && make tools && echo http://x//y")
         );
-        assert_eq!(d.env, [("APP_ENV".to_owned(), "test".to_owned())]);
+        assert_eq!(
+            d.env,
+            [
+                ("APP_ENV".to_owned(), "test".to_owned()),
+                ("NOTE".to_owned(), "a // b, /* c */ \" ,".to_owned())
+            ]
+        );
         assert!(d.unsupported.is_empty());
     }
 

@@ -150,12 +150,10 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
     }
 
     // where tests live
-    let from = if config.is_set("policy.test_paths") || found.is_empty() {
-        if config.is_set("policy.test_paths") {
-            yaml_from()
-        } else {
-            "default".into()
-        }
+    let from = if config.is_set("policy.test_paths") {
+        yaml_from()
+    } else if found.is_empty() {
+        "default".into()
     } else {
         let mut paths: Vec<String> = Vec::new();
         for p in found.iter().flat_map(|f| f.test_paths.iter()) {
@@ -274,35 +272,14 @@ impl Resolved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
-
-    struct Tree(Vec<String>, BTreeMap<String, String>);
-
-    impl Files for Tree {
-        fn paths(&self) -> &[String] {
-            &self.0
-        }
-        fn read(&self, path: &str) -> Option<String> {
-            self.1.get(path).cloned()
-        }
-    }
-
-    fn tree(files: &[(&str, &str)]) -> Tree {
-        Tree(
-            files.iter().map(|(p, _)| (*p).to_owned()).collect(),
-            files
-                .iter()
-                .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
-                .collect(),
-        )
-    }
+    use crate::env::tree::Tree;
 
     #[test]
     fn keys_in_the_file_win_one_by_one() {
         let yaml = HiveConfig::parse("gates:\n  test: cargo nextest run\n").unwrap();
         let r = resolve(
             yaml,
-            &tree(&[("Cargo.toml", "[package]\n"), ("Cargo.lock", "")]),
+            &Tree::of(&[("Cargo.toml", "[package]\n"), ("Cargo.lock", "")]),
         );
         let c = &r.config;
         assert_eq!(c.gates.test.as_deref(), Some("cargo nextest run"));
@@ -331,7 +308,7 @@ mod tests {
         let dc = r#"{ "image": "my-go:1", "postCreateCommand": "make deps", "containerEnv": {"A": "1"} }"#;
         let r = resolve(
             HiveConfig::default(),
-            &tree(&[
+            &Tree::of(&[
                 ("go.mod", "module x\n"),
                 (".devcontainer/devcontainer.json", dc),
             ]),
@@ -345,7 +322,7 @@ mod tests {
                 .contains(&".devcontainer/devcontainer.json".to_owned())
         );
 
-        let r = resolve(HiveConfig::default(), &tree(&[("README.md", "")]));
+        let r = resolve(HiveConfig::default(), &Tree::of(&[("README.md", "")]));
         assert_eq!(r.config, HiveConfig::default());
         assert!(r.explain().contains("no ecosystem"));
     }
@@ -354,7 +331,7 @@ mod tests {
     fn several_ecosystems_share_one_image_and_run_every_suite() {
         let r = resolve(
             HiveConfig::default(),
-            &tree(&[("go.mod", "module x\n"), ("requirements.txt", "six\n")]),
+            &Tree::of(&[("go.mod", "module x\n"), ("requirements.txt", "six\n")]),
         );
         assert_eq!(r.config.image, POLYGLOT_IMAGE);
         assert_eq!(

@@ -56,6 +56,20 @@ impl Tree {
     }
 }
 
+#[cfg(test)]
+impl Tree {
+    /// A tree of these files, each read as its text (for tests).
+    pub(crate) fn of(files: &[(&str, &str)]) -> Self {
+        Self {
+            paths: files.iter().map(|(p, _)| (*p).to_owned()).collect(),
+            texts: files
+                .iter()
+                .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
+                .collect(),
+        }
+    }
+}
+
 impl Files for Tree {
     fn paths(&self) -> &[String] {
         &self.paths

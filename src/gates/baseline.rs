@@ -1,7 +1,8 @@
 //! The baseline: the test command on the unchanged base, before any model is asked. Either the
 //! tests ran (some may already fail: they are recorded, and later judgements leave them out), or
 //! they could not run — a command is missing, a module cannot be imported, the project does not
-//! compile — and [`judge`] says which line of the output shows why.
+//! compile — and [`judge`] says which line of the output shows why. Later judgements leave the
+//! recorded failures out through [`super::results::TestRun::only_known`].
 
 use super::results::TestRun;
 use crate::sandbox::CommandOutput;
@@ -77,25 +78,12 @@ pub fn diagnose(output: &str) -> String {
     s
 }
 
-/// `failing` without the tests that already fail on the base.
-pub fn new_failures<'a>(failing: &'a [String], known: &[String]) -> Vec<&'a String> {
-    failing.iter().filter(|f| !known.contains(f)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn out(code: i32, text: &str) -> CommandOutput {
-        CommandOutput {
-            exit_code: Some(code),
-            timed_out: false,
-            oom_killed: false,
-            killed: None,
-            output: text.into(),
-            duration: Duration::ZERO,
-        }
+        CommandOutput::exited(code, text)
     }
 
     #[test]
@@ -124,8 +112,5 @@ mod tests {
             judge(&out(5, "no tests ran in 0.01s")),
             Judgement::Ran(TestRun::default())
         );
-        let known = vec!["a".to_owned()];
-        let failing = vec!["a".to_owned(), "b".to_owned()];
-        assert_eq!(new_failures(&failing, &known), [&"b".to_owned()]);
     }
 }

@@ -22,6 +22,21 @@ pub struct CommandOutput {
     pub duration: Duration,
 }
 
+#[cfg(test)]
+impl CommandOutput {
+    /// A command that exited by itself with `code` after printing `text` (for tests).
+    pub(crate) fn exited(code: i32, text: &str) -> Self {
+        Self {
+            exit_code: Some(code),
+            timed_out: false,
+            oom_killed: false,
+            killed: None,
+            output: text.into(),
+            duration: Duration::from_secs(1),
+        }
+    }
+}
+
 impl CommandOutput {
     pub fn success(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out && !self.oom_killed && self.killed.is_none()

@@ -182,7 +182,7 @@ async fn run(
         sandbox: Some(sandbox),
     };
     // run_role stops the sandbox when the role is done.
-    run_role(cx.run, &cx.config, wt, &cx.ledger, a).await
+    run_role(cx.run, &cx.env.config, wt, &cx.ledger, a).await
 }
 
 /// The issue, the plan and the maintainers' feedback, framed as data.
@@ -221,7 +221,7 @@ fn breaker_task(cx: &Ctx<'_, '_>) -> String {
     let mut s = shared_task(cx);
     s.push_str(&format!(
         "\nWrite the tests first, under {}: they must fail on the current code and pass once the plan is done.",
-        cx.config.policy.test_paths.join(", ")
+        cx.env.config.policy.test_paths.join(", ")
     ));
     if !cx.flow.breaker_findings.is_empty() {
         s.push_str(&format!(
@@ -234,7 +234,7 @@ fn breaker_task(cx: &Ctx<'_, '_>) -> String {
 
 fn builder_task(cx: &Ctx<'_, '_>) -> String {
     let mut s = shared_task(cx);
-    let cmd = cx.config.gates.test.as_deref().unwrap_or("(none)");
+    let cmd = cx.env.config.gates.test.as_deref().unwrap_or("(none)");
     s.push_str(&format!("\nImplement the plan. Tests written by the Breaker will be added; the bot runs `{cmd}` and the other gates after you finish."));
     if !cx.flow.findings.is_empty() {
         s.push_str(&format!(

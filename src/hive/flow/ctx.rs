@@ -5,7 +5,6 @@
 
 use super::git;
 use super::state::{Flow, Node, state_of};
-use crate::config::repo::HiveConfig;
 use crate::env::Resolved;
 use crate::hive::job::JobError;
 use crate::hive::status::Extras;
@@ -27,10 +26,8 @@ pub(super) enum Step {
 pub(super) struct Ctx<'r, 'a> {
     pub run: &'r mut TicketRun<'a>,
     pub flow: Flow,
-    /// The effective config: `.github/hive.yml` with what the base's files show filled in
-    /// (`env.config`, copied here for the nodes).
-    pub config: HiveConfig,
-    /// The repository's environment as resolved on the base.
+    /// The repository's environment as resolved on the base; `env.config` is the effective
+    /// config: `.github/hive.yml` with what the base's files show filled in.
     pub env: Resolved,
     pub ledger: Ledger,
 }
@@ -150,6 +147,7 @@ impl Ctx<'_, '_> {
 pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
     let token = cx.run.client.token().await?;
     let base = cx
+        .env
         .config
         .base
         .clone()
@@ -159,16 +157,28 @@ pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
 }
 
 /// Resolves the effective config on the base commit: `.github/hive.yml` (as read) with the keys
-/// it leaves unset filled from the base's files (ecosystems, a devcontainer).
+/// it leaves unset filled from the base's files (ecosystems, a devcontainer). The mirror is
+/// fetched only when the flow has no base commit yet or the mirror lacks it.
 pub(super) async fn resolve_env(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
-    let base = sync(cx).await?.oid();
-    let tree = git(cx, move |_, repo| {
-        Ok(crate::env::tree::Tree::of_commit(repo, base)?)
-    })
-    .await?;
+    let tree_at = |base: CommitSha| {
+        let oid = base.oid();
+        move |_: &Workspace, repo: &git2::Repository| {
+            Ok(crate::env::tree::Tree::of_commit(repo, oid)?)
+        }
+    };
+    let known = match cx.flow.base_sha.clone() {
+        Some(base) => git(cx, tree_at(base)).await.ok(),
+        None => None,
+    };
+    let tree = match known {
+        Some(tree) => tree,
+        None => {
+            let base = sync(cx).await?;
+            git(cx, tree_at(base)).await?
+        }
+    };
     let yaml = cx.env.config.clone();
     cx.env = crate::env::resolve(yaml, &tree);
-    cx.config = cx.env.config.clone();
     Ok(())
 }
 
@@ -362,7 +372,7 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                 retry(
                     &mut cx.flow,
                     role.as_deref().unwrap_or(""),
-                    cx.config.limits.max_retries,
+                    cx.env.config.limits.max_retries,
                 );
                 resume = true;
                 None

@@ -25,7 +25,8 @@ use crate::ticket::{MemoryStability, TaskState};
 pub(super) const MAX_RELANDS: u32 = 3;
 
 fn base_branch(cx: &Ctx<'_, '_>) -> String {
-    cx.config
+    cx.env
+        .config
         .base
         .clone()
         .unwrap_or_else(|| cx.run.ticket.base_branch.clone())
@@ -39,7 +40,7 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .rebased
         .clone()
         .ok_or_else(|| JobError::permanent("merge without a rebased commit"))?;
-    let landed = match cx.config.merge.method {
+    let landed = match cx.env.config.merge.method {
         MergeMethod::FastForward => fast_forward(cx, &sha).await?,
         method => {
             let pr = cx
@@ -62,7 +63,7 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             cx.flow.next = Node::Snapshot;
             cx.checkpoint(
                 Node::Merge,
-                serde_json::json!({ "sha": sha.as_str(), "method": cx.config.merge.method.as_str() }),
+                serde_json::json!({ "sha": sha.as_str(), "method": cx.env.config.merge.method.as_str() }),
                 serde_json::json!({ "merged": on_base.as_str() }),
             )
             .await?;

@@ -47,6 +47,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .map(|w| w.sha.clone())
         .ok_or_else(|| JobError::permanent("nothing to rebase"))?;
     let base_branch = cx
+        .env
         .config
         .base
         .clone()
@@ -161,6 +162,7 @@ async fn resolve(
 ) -> Result<Option<CommitSha>, JobError> {
     let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
     if let Some(formatter) = cx
+        .env
         .config
         .merge
         .formatter
@@ -180,7 +182,7 @@ async fn resolve(
         let out = sandbox
             .exec(
                 &formatter,
-                Duration::from_secs(cx.config.limits.timeout_seconds),
+                Duration::from_secs(cx.env.config.limits.timeout_seconds),
             )
             .await;
         sandbox.stop().await;
@@ -210,7 +212,7 @@ async fn resolve(
         super::ctx::drop_scratch(cx, "merge-format").await;
         return Ok(Some(sha));
     }
-    if cx.config.merge.resolve_with_model {
+    if cx.env.config.merge.resolve_with_model {
         cx.run
             .event(
                 "merge_strategy",

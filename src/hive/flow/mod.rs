@@ -50,7 +50,6 @@ pub(in crate::hive) async fn drive(
     let mut cx = Ctx {
         run,
         flow,
-        config: config.clone(),
         env: crate::env::Resolved::plain(config),
         ledger,
     };

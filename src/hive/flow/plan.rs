@@ -21,13 +21,13 @@ pub(super) const NO_TEST_COMMAND: &str = "No test command: no ecosystem was dete
 /// Plan: the Architect, healed.
 pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
-    if cx.config.gates.test.is_none() {
+    let Some(test) = cx.env.config.gates.test.clone() else {
         // Nothing the agents write could be tested: say so before any model is paid.
         return cx.needs_human(NO_TEST_COMMAND).await;
-    }
+    };
     cx.publish().await?;
     if cx.flow.baseline.is_none() {
-        let Some(b) = super::baseline::baseline(cx).await? else {
+        let Some(b) = super::baseline::baseline(cx, &test).await? else {
             return Ok(Step::Stop);
         };
         cx.flow.baseline = Some(b);
@@ -90,7 +90,7 @@ async fn plan_in(cx: &mut Ctx<'_, '_>, worktree: &Worktree) -> Result<Option<Pla
         let shown = output
             .as_ref()
             .ok()
-            .filter(|_| cx.config.review.reflector)
+            .filter(|_| cx.env.config.review.reflector)
             .map(|bp| serde_json::to_string_pretty(bp).unwrap_or_default());
         let round = healer.rounds();
         let model = shown
@@ -132,7 +132,7 @@ async fn ask(
         history,
         sandbox: None,
     };
-    let r = run_role(cx.run, &cx.config, worktree, &cx.ledger, a).await?;
+    let r = run_role(cx.run, &cx.env.config, worktree, &cx.ledger, a).await?;
     if let crate::agent::StopReason::Budget { message } = &r.outcome.stop {
         cx.needs_human(&format!(
             "{message}\n\nThe Architect stopped before the plan was done."
@@ -180,8 +180,8 @@ pub(super) async fn check(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     );
     cx.remember("plan", &memo, MemoryStability::Derived).await?;
     cx.flow.attempt = 1;
-    cx.flow.attempt_limit = 1 + cx.config.limits.max_retries;
-    cx.flow.next = if cx.config.review.require_plan_approval {
+    cx.flow.attempt_limit = 1 + cx.env.config.limits.max_retries;
+    cx.flow.next = if cx.env.config.review.require_plan_approval {
         Node::AwaitPlanApproval
     } else {
         Node::Code

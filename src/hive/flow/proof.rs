@@ -29,7 +29,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .ok_or_else(|| JobError::permanent("red proof without the Breaker's tests"))?;
     let wt = scratch(cx, "redproof", Some(&base)).await?;
     let (b, t) = (base.oid(), breaker.sha.oid());
-    let test_set = cx.config.test_paths();
+    let test_set = cx.env.config.test_paths();
     let wt2 = wt.clone();
     git(cx, move |ws, g| {
         let changed: Vec<String> = ws
@@ -40,7 +40,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         ws.copy_paths(g, t, &changed, &wt2)
     })
     .await?;
-    let Some(test_command) = cx.config.gates.test.clone() else {
+    let Some(test_command) = cx.env.config.gates.test.clone() else {
         drop_scratch(cx, "redproof").await;
         return cx.needs_human(super::plan::NO_TEST_COMMAND).await;
     };
@@ -59,7 +59,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let result = redproof::run(
         &sandbox,
         &test_command,
-        Duration::from_secs(cx.config.limits.timeout_seconds),
+        Duration::from_secs(cx.env.config.limits.timeout_seconds),
         &cx.flow.known_failures(),
     )
     .await;
@@ -102,7 +102,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         return Ok(Step::Next);
     }
     cx.flow.breaker_attempts += 1;
-    if cx.flow.breaker_attempts > cx.config.limits.max_retries {
+    if cx.flow.breaker_attempts > cx.env.config.limits.max_retries {
         let report = red_proof_report(&verdict, cx.flow.breaker_attempts);
         cx.checkpoint(
             Node::RedProof,

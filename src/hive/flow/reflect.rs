@@ -40,7 +40,7 @@ pub(super) async fn reflect(
         history: Vec::new(),
         sandbox: None,
     };
-    let r = run_role(cx.run, &cx.config, worktree, &cx.ledger, a).await?;
+    let r = run_role(cx.run, &cx.env.config, worktree, &cx.ledger, a).await?;
     let findings = parse(&r.outcome.summary);
     cx.run
         .event(
@@ -62,7 +62,7 @@ pub(super) async fn tests_go_back(
         .flow
         .breaker
         .clone()
-        .filter(|_| cx.config.review.reflector)
+        .filter(|_| cx.env.config.review.reflector)
     else {
         return Ok(false);
     };
@@ -79,7 +79,8 @@ pub(super) async fn tests_go_back(
         .last()
         .is_none_or(|last| found.len() < *last);
     cx.flow.test_reflections.push(found.len());
-    if found.is_empty() || !progress || cx.flow.breaker_attempts >= cx.config.limits.max_retries {
+    if found.is_empty() || !progress || cx.flow.breaker_attempts >= cx.env.config.limits.max_retries
+    {
         return Ok(false);
     }
     cx.flow.breaker_findings = found;

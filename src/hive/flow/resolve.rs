@@ -53,7 +53,7 @@ pub(super) async fn with_model(
         history: Vec::new(),
         sandbox: None,
     };
-    let r = run_role(cx.run, &cx.config, &wt, &cx.ledger, a).await;
+    let r = run_role(cx.run, &cx.env.config, &wt, &cx.ledger, a).await;
     let resolved = match r {
         Ok(_) => {
             let markers = conflicts.iter().any(|c| {

@@ -32,6 +32,7 @@ pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let id = cx.run.ticket.id;
     let title = format!("{id}: {}", cx.run.ticket.title);
     let base_branch = cx
+        .env
         .config
         .base
         .clone()
@@ -58,7 +59,7 @@ pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .set_pr_number(cx.run.ticket.key, pr)
         .await?;
     cx.run.ticket.pr_number = Some(pr);
-    for (gate, cmd) in cx.config.gates.commands() {
+    for (gate, cmd) in cx.env.config.gates.commands() {
         let memo = format!(
             "`{cmd}` is this repository's {gate} command, and it passed on {}",
             head.short()
@@ -238,7 +239,7 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             history: std::mem::take(&mut history),
             sandbox: None,
         };
-        let r = run_role(cx.run, &cx.config, &wt, &cx.ledger, a).await?;
+        let r = run_role(cx.run, &cx.env.config, &wt, &cx.ledger, a).await?;
         if let crate::agent::StopReason::Budget { message } = &r.outcome.stop {
             super::ctx::drop_scratch(cx, "critic").await;
             return cx
@@ -344,9 +345,9 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         )
         .await?;
     }
-    let waits_for_people = approve && cx.config.review.require_human_approval;
+    let waits_for_people = approve && cx.env.config.review.require_human_approval;
     let exhausted = !approve
-        && (round > cx.config.limits.max_retries || cx.flow.attempt >= cx.flow.attempt_limit);
+        && (round > cx.env.config.limits.max_retries || cx.flow.attempt >= cx.flow.attempt_limit);
     if waits_for_people || exhausted {
         let button = if approve { APPROVE } else { RETRY };
         cx.run.client.offer_actions(run.id, &[button]).await?;
@@ -399,7 +400,7 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
 
 /// Await approval: a person's, where the repository asks for one.
 pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
-    if !cx.config.review.require_human_approval || cx.flow.approved_by.is_some() {
+    if !cx.env.config.review.require_human_approval || cx.flow.approved_by.is_some() {
         cx.flow.next = Node::Rebase;
         let by = cx
             .flow
@@ -416,6 +417,7 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
     }
     // Said in advance when the base's protection is readable: what GitHub will want.
     let base = cx
+        .env
         .config
         .base
         .clone()

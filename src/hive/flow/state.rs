@@ -202,10 +202,6 @@ pub struct Flow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
     pub sha: CommitSha,
-    /// The environment's key, when the repository has a setup.
-    pub env: Option<String>,
-    /// The environment was there already (setup did not run for this ticket).
-    pub env_reused: bool,
     pub counts: Option<crate::gates::results::TestCounts>,
     /// Tests that already fail on the base: later judgements leave them out.
     #[serde(default)]
