@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod llm;
+pub mod policy;
 pub mod repo;
 pub mod tools;
 

@@ -4,11 +4,10 @@
 //! Which keys the file set is kept ([`HiveConfig::is_set`]): what the repository's files show
 //! (its ecosystems, a devcontainer) fills the others, one by one (`crate::env`).
 
-use globset::Glob;
-
-use crate::pathset::{PathSet, glob_of};
+use crate::pathset::PathSet;
 use serde::Deserialize;
 
+pub use super::policy::Policy;
 pub use crate::llm::budget::Caps;
 
 /// Where the file lives in a repository.
@@ -156,35 +155,6 @@ pub enum SecurityGate {
     Off,
 }
 
-/// What agents may touch and what code may use.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct Policy {
-    /// Paths nobody but people may change (globs; a directory `d/` means `d/**`).
-    pub read_only_paths: Vec<String>,
-    /// Where the Breaker's tests live; the Builder may not change them.
-    pub test_paths: Vec<String>,
-    /// Python calls refused by the security gate (`eval`, `os.system`, `subprocess.Popen`…).
-    pub banned_calls: Vec<String>,
-    /// Python modules refused by the security gate (`pickle`, `telnetlib`…).
-    pub banned_imports: Vec<String>,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Self {
-            read_only_paths: vec![".github/".into()],
-            test_paths: vec![
-                "tests/".into(),
-                "**/test_*.py".into(),
-                "**/*_test.py".into(),
-            ],
-            banned_calls: vec!["eval".into(), "exec".into(), "os.system".into()],
-            banned_imports: vec![],
-        }
-    }
-}
-
 /// Limits of the sandbox and of the workflow.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -308,31 +278,7 @@ impl HiveConfig {
                 ));
             }
         }
-        for (key, list) in [
-            ("policy.read_only_paths", &self.policy.read_only_paths),
-            ("policy.test_paths", &self.policy.test_paths),
-        ] {
-            for p in list {
-                if p.starts_with('/') || p.split('/').any(|c| c == "..") {
-                    return bad(format!(
-                        "{key}: {p:?} must be relative to the repository root, without '..'"
-                    ));
-                }
-                Glob::new(&glob_of(p))
-                    .map_err(|e| RepoConfigError(format!("{key}: {p:?}: {e}")))?;
-            }
-        }
-        for (key, list) in [
-            ("policy.banned_calls", &self.policy.banned_calls),
-            ("policy.banned_imports", &self.policy.banned_imports),
-        ] {
-            if let Some(n) = list
-                .iter()
-                .find(|n| n.is_empty() || !n.split('.').all(is_identifier))
-            {
-                return bad(format!("{key}: {n:?} is not a dotted Python name"));
-            }
-        }
+        self.policy.check().map_err(RepoConfigError)?;
         let l = &self.limits;
         if !(1..=86_400).contains(&l.timeout_seconds) {
             return bad("limits.timeout_seconds: must be from 1 to 86400".into());
@@ -411,12 +357,6 @@ fn keys_of(value: &serde_yaml_ng::Value) -> std::collections::BTreeSet<String> {
         }
     }
     keys
-}
-
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
-        && chars.all(|c| c == '_' || c.is_alphanumeric())
 }
 
 #[cfg(test)]

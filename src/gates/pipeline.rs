@@ -208,7 +208,9 @@ fn read_report(worktree: &Path, rel: &str) -> Result<TestRun, String> {
 }
 
 /// The built-in security gate: test lock and secret scan (git2, in this process, on the
-/// commits themselves), then the Python policy check (in the sandbox, with Python's own parser).
+/// commits themselves) with the banned-calls check of Rust, JavaScript/TypeScript and Go
+/// (tree-sitter, in this process), then the Python policy check (in the sandbox, with Python's
+/// own parser).
 async fn security_gate(inputs: &Inputs<'_>) -> Result<GateResult, GateError> {
     if inputs.config.gates.security == SecurityGate::Off {
         return Ok(GateResult::skipped(
@@ -224,17 +226,20 @@ async fn security_gate(inputs: &Inputs<'_>) -> Result<GateResult, GateError> {
         oid(inputs.head)?,
         inputs.tests.map(oid).transpose()?,
     );
-    let (tree, python) = tokio::task::spawn_blocking(move || {
+    let (tree, banned, python) = tokio::task::spawn_blocking(move || {
         let repo = git2::Repository::open(&git_dir)?;
         let tree = security::check_tree(&repo, base, head, tests, &config)?;
+        let banned = security::banned::check(&repo, base, head, &config.policy)?;
         let python = security::policy::changed_python_files(&repo, base, head)?;
-        Ok::<_, git2::Error>((tree, python))
+        Ok::<_, git2::Error>((tree, banned, python))
     })
     .await
     .map_err(|e| git2::Error::from_str(&format!("security check panicked: {e}")))??;
     let mut annotations = tree.annotations();
+    annotations.extend(banned.annotations());
     annotations.extend(python.unnamed.iter().cloned());
     let mut notes = vec![tree.summary()];
+    notes.extend(banned.summary());
     let mut incomplete = false;
     let policy = &inputs.config.policy;
     if policy.banned_calls.is_empty() && policy.banned_imports.is_empty() {

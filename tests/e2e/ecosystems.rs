@@ -192,6 +192,72 @@ fn a_devcontainer_gives_the_image_the_setup_and_the_environment() {
     assert_eq!(gate(&all, "test")["counts"]["passed"], 1, "{all}");
 }
 
+#[test]
+fn the_security_gate_reads_rust_typescript_and_go_with_their_own_parsers() {
+    let (_d, repo) = project(&[("README.md", "a library\n")]);
+    git(&repo, &["checkout", "-q", "-b", "change"]);
+    for (name, text) in [
+        (
+            "src/lib.rs",
+            "use std::process::Command as Cmd;\n\npub fn run() {\n    Cmd::new(\"sh\");\n}\n",
+        ),
+        (
+            "src/main.rs",
+            "fn main() {\n    std::process::Command::new(\"sh\");\n}\n",
+        ),
+        (
+            "web/app.ts",
+            "import { exec } from \"node:child_process\";\nexport const go = (s: string) => exec(s);\n",
+        ),
+        (
+            "pkg/run/run.go",
+            "package run\n\nimport x \"os/exec\"\n\nfunc Run() { x.Command(\"sh\") }\n",
+        ),
+        (
+            "pkg/run/ok.go",
+            "package run\n\n// \"os/exec\" in a comment is not code.\nvar s = \"os/exec\"\n",
+        ),
+    ] {
+        let p = repo.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "a change"]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, all, err) = gates_json(&repo, envs.path());
+    assert_ne!(code, 0, "{all}\n{err}");
+    let security = gate(&all, "security");
+    assert_eq!(security["status"], "failed", "{security}");
+    let mut found: Vec<(String, u64)> = security["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["path"].as_str().unwrap().to_owned(),
+                a["start_line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("pkg/run/run.go".to_owned(), 3),
+            ("src/lib.rs".to_owned(), 1),
+            ("src/lib.rs".to_owned(), 4),
+            ("web/app.ts".to_owned(), 1),
+        ],
+        "src/main.rs is a binary (allowed); ok.go names os/exec only in text: {security}"
+    );
+    let notes = security["notes"].to_string();
+    assert!(
+        notes.contains("(1 more under policy.<language>.allow_in), 4 finding(s)"),
+        "{notes}"
+    );
+}
+
 /// `vibeloop run` on `repo` towards `goal`, approved, with the model at `llm`.
 async fn run(llm: &str, repo: &Path, goal: &str) -> (Output, tempfile::TempDir) {
     let data = tempfile::tempdir().unwrap();

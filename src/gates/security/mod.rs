@@ -4,17 +4,22 @@
 //! * [`lock`]: the Breaker's tests (`policy.test_paths`) and `policy.read_only_paths` are
 //!   byte-identical in `head` to their reference commits (pure git2, no checkout);
 //! * [`secrets`]: no credential-shaped string in the lines `base..head` adds (pure git2);
+//! * [`banned`]: no banned import or call (`policy.rust`, `policy.javascript`, `policy.go`) in
+//!   the changed Rust, JavaScript/TypeScript and Go files, found with tree-sitter parsers on
+//!   `head`'s blobs (pure git2 and parsing, in this process);
 //! * [`policy`]: no banned import or call in the changed Python files, found with Python's
 //!   `ast` by a script that runs in the sandbox, in a worktree checked out at `head`.
 //!
-//! [`check_tree`] runs the two git2 checks together. The policy check is separate because it
-//! runs in the sandbox: [`policy::changed_python_files`], then [`policy::policy_commands`],
-//! then [`policy::policy_result`] on each command's output.
+//! [`check_tree`] runs the lock and the secret scan together; [`banned::check`] is called
+//! beside it. The Python check is separate because it runs in the sandbox:
+//! [`policy::changed_python_files`], then [`policy::policy_commands`], then
+//! [`policy::policy_result`] on each command's output.
 //!
 //! `base` is the commit the change starts from (the merge base with the base branch), not
 //! the moving tip of the base branch. Every function here blocks; async callers use
 //! `tokio::task::spawn_blocking`.
 
+pub mod banned;
 pub mod lock;
 pub mod policy;
 pub mod secrets;

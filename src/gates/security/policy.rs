@@ -141,6 +141,12 @@ impl PolicyRun {
 pub enum PolicyError {
     #[error("the policy check did not finish ({0}), so the Python files were not checked")]
     Incomplete(String),
+    #[error(
+        "the changed Python files were not checked: the image has no python3; use an image \
+         with python3, or turn the Python check off with `policy.banned_calls: []` and \
+         `policy.banned_imports: []`"
+    )]
+    NoPython,
 }
 
 #[derive(Deserialize)]
@@ -152,6 +158,9 @@ struct Done {
 /// Reads a finished run: an error unless the script exited 0 and printed its end line, so a
 /// missing `python3`, a crash or a timeout never passes for "no findings".
 pub fn policy_result(out: &CommandOutput) -> Result<PolicyRun, PolicyError> {
+    if out.exit_code == Some(127) {
+        return Err(PolicyError::NoPython);
+    }
     if !out.success() {
         return Err(PolicyError::Incomplete(format!(
             "{}: {}",

@@ -245,8 +245,9 @@ async fn a_planted_stdlib_module_cannot_shadow_the_checker() {
 #[tokio::test]
 async fn an_unfinished_run_is_an_error_not_a_pass() {
     let dir = tempfile::tempdir().unwrap();
-    let no_python = sh("exit 127", dir.path()).await;
-    assert!(policy_result(&no_python).is_err());
+    let no_python = sh("exec python-that-is-not-there -c 1", dir.path()).await;
+    let err = policy_result(&no_python).unwrap_err().to_string();
+    assert!(err.contains("the image has no python3"), "{err}");
     let no_end = sh("echo '{\"path\":\"a.py\",\"line\":1}'", dir.path()).await;
     let err = policy_result(&no_end).unwrap_err().to_string();
     assert!(err.contains("did not finish"), "{err}");
