@@ -124,6 +124,53 @@ pub async fn run<R: Reporter>(
     Ok(results)
 }
 
+/// The environment's setup failed for this commit's dependency files, so no gate could run: the
+/// test gate fails with setup's output (the tests cannot run; whoever changed the manifests
+/// reads why) and the others are skipped, each reported as [`run`] would.
+pub async fn setup_failed<R: Reporter>(
+    command: &str,
+    mut output: crate::sandbox::CommandOutput,
+    gates: Option<&[&str]>,
+    reporter: &mut R,
+) -> Result<Vec<GateResult>, R::Error> {
+    let selected: Vec<&'static str> = ORDER
+        .iter()
+        .copied()
+        .filter(|g| gates.is_none_or(|s| s.contains(g)))
+        .collect();
+    reporter.queued(&selected).await?;
+    let why = format!(
+        "Setup (`{command}`) failed for this commit's dependency files ({}), so no gate could run. \
+         It worked for the base: look at what the change did to the manifests or lockfiles.",
+        output.describe()
+    );
+    // Last, so that whoever reads the output's tail reads this too.
+    output.output.push_str(&format!("\n[vibeloop] {why}\n"));
+    let mut results = Vec::new();
+    for gate in selected {
+        reporter.started(gate).await?;
+        let mut result = if gate == "test" {
+            GateResult {
+                gate,
+                status: Status::Failed,
+                command: Some(command.to_owned()),
+                counts: None,
+                failing: vec![],
+                annotations: vec![],
+                notes: vec![why.clone()],
+                duration: output.duration,
+                output: Some(output.clone()),
+                check_run_url: None,
+            }
+        } else {
+            GateResult::skipped(gate, "Not run: setup failed (see hive/test).")
+        };
+        reporter.finished(&mut result).await?;
+        results.push(result);
+    }
+    Ok(results)
+}
+
 /// The sandbox failed under a gate (its engine went away, say): the reporter hears it, so that
 /// nothing it shows stays "in progress". Returns `e`.
 async fn abandon<R: Reporter>(reporter: &mut R, e: GateError) -> RunError<R::Error> {

@@ -134,7 +134,18 @@ pub(super) async fn run_gates(
     v: Verification<'_>,
 ) -> Result<Vec<GateResult>, JobError> {
     let config = &env.config;
-    let spec = sandbox_spec(run, env, v.worktree, v.role, true).await?;
+    let spec = match sandbox_spec(run, env, v.worktree, v.role, true).await {
+        Ok(spec) => spec,
+        // The base's setup worked (the baseline), so this commit's dependency files broke it:
+        // a failed gate for whoever changed them, not a stopped ticket.
+        Err(SetupError::Failed { command, output }) => {
+            let mut report = super::checks::CheckRuns::new(&run.client, v.head, v.run_id.clone());
+            let results = pipeline::setup_failed(&command, output, v.gates, &mut report).await?;
+            record(run, &v.run_id, &results).await;
+            return Ok(results);
+        }
+        Err(e) => return Err(e.into()),
+    };
     let started = std::time::Instant::now();
     let sandbox = run.hive.sandbox.start(&spec).await?;
     run.event("stage_enter", serde_json::json!({ "stage": "gates", "run": v.run_id, "sandbox": sandbox.kind().as_str() })).await;
@@ -158,15 +169,20 @@ pub(super) async fn run_gates(
     let results = pipeline::run(&inputs, v.gates, &mut report).await;
     sandbox.stop().await;
     let results = results?;
-    for r in &results {
-        crate::metrics::gate_finished(r.gate, r.status.as_str(), r.duration);
-        let data = serde_json::json!({ "gate": r.gate, "status": r.status, "result": r.describe(), "findings": r.annotations.len(), "run": v.run_id });
-        run.event("gate", data).await;
-    }
+    record(run, &v.run_id, &results).await;
     run.event(
         "stage_exit",
         serde_json::json!({ "stage": "gates", "run": v.run_id, "millis": started.elapsed().as_millis() as u64 }),
     )
     .await;
     Ok(results)
+}
+
+/// Each gate's result on the ticket's timeline and in the metrics.
+async fn record(run: &TicketRun<'_>, run_id: &str, results: &[GateResult]) {
+    for r in results {
+        crate::metrics::gate_finished(r.gate, r.status.as_str(), r.duration);
+        let data = serde_json::json!({ "gate": r.gate, "status": r.status, "result": r.describe(), "findings": r.annotations.len(), "run": run_id });
+        run.event("gate", data).await;
+    }
 }

@@ -370,3 +370,57 @@ async fn a_base_whose_tests_cannot_import_stops_at_the_baseline_before_any_model
         assert!(llm.requests(role).is_empty(), "the {role} asked the model");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependency_the_builder_breaks_setup_with_goes_back_to_the_builder() {
+    const GO_MOD: &str = "module example.com/half\n\ngo 1.21\n";
+    let (_d, repo) = project(&[
+        ("go.mod", GO_MOD),
+        ("half.go", "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 3 }\n"),
+        (
+            "half_test.go",
+            "package half\n\nimport \"testing\"\n\nfunc TestZero(t *testing.T) {\n\tif Half(0) != 0 {\n\t\tt.Fatal(Half(0))\n\t}\n}\n",
+        ),
+    ]);
+    let goal = "Half(4) is 2";
+    let first_attempt = writes(
+        "go.mod",
+        &format!("{GO_MOD}\nrequire example.com/nope v1.0.0\n"),
+        "Added a helper module.",
+    );
+    let second_attempt = [
+        vec![Step::tool("write_file", json!({ "path": "go.mod", "content": GO_MOD }))],
+        writes(
+            "half.go",
+            "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 2 }\n",
+            "Half divides by two.",
+        ),
+    ]
+    .concat();
+    let llm = FakeLlm::start(Script::from([
+        ("architect".to_owned(), vec![Step::say(&plan(goal, "half.go"))]),
+        (
+            "breaker".to_owned(),
+            writes(
+                "half_four_test.go",
+                "package half\n\nimport \"testing\"\n\nfunc TestFour(t *testing.T) {\n\tif Half(4) != 2 {\n\t\tt.Fatal(Half(4))\n\t}\n}\n",
+                "A test of Half(4).",
+            ),
+        ),
+        ("builder".to_owned(), first_attempt),
+        ("builder|attempt 2 of".to_owned(), second_attempt),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ]))
+    .await;
+    llm.set_models(&[MODEL]);
+    let (out, _data) = run(&llm.url, &repo, goal).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("T-1 completed"), "{stdout}");
+    let told = llm
+        .requests("builder")
+        .iter()
+        .any(|r| r.to_string().contains("[vibeloop] Setup (`go mod download"));
+    assert!(told, "the Builder never read why setup failed:\n{stdout}");
+}

@@ -166,7 +166,19 @@ async fn run(
         .unwrap_or_default();
     // The role's own container: its run_command runs the gate commands there, with the
     // tests mounted read-only for the Builder.
-    let spec = super::ctx::sandbox_spec(cx, wt, role.name(), role == Role::Builder).await?;
+    let lock = role == Role::Builder;
+    let spec = match crate::hive::verify::sandbox_spec(cx.run, &cx.env, wt, role.name(), lock).await {
+        Ok(spec) => spec,
+        // The base's setup worked (the baseline), so the branch's own dependency files broke
+        // it: the role still works, without the environment, and the gates' findings tell it
+        // why (the next setup runs when the files change again).
+        Err(crate::env::SetupError::Failed { command, output }) => {
+            let data = serde_json::json!({ "role": role.name(), "command": command, "result": output.describe() });
+            cx.run.event("env_setup_failed", data).await;
+            crate::hive::verify::bare_spec(cx.run, &cx.env.config, wt, role.name(), lock)
+        }
+        Err(e) => return Err(e.into()),
+    };
     let sandbox = Arc::new(cx.run.hive.sandbox.start(&spec).await?);
     // A retried step runs a little warmer, so it does not collapse onto the same answer.
     let step_retry = match role {
