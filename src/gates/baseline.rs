@@ -4,6 +4,8 @@
 //! compile — and [`judge`] says which line of the output shows why. Later judgements leave the
 //! recorded failures out through [`super::results::TestRun::only_known`].
 
+use std::path::Path;
+
 use super::results::TestRun;
 use crate::sandbox::CommandOutput;
 
@@ -78,6 +80,83 @@ pub fn diagnose(output: &str) -> String {
     s
 }
 
+/// A dependency the tests asked for and the environment does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// As the language names it: a Python module (`hypothesis`), a Node module (`lodash`),
+    /// a Go package path (`github.com/x/y`), a Rust crate (`proptest`).
+    pub name: String,
+    /// The line of the output that says so.
+    pub line: String,
+}
+
+/// The first dependency `output` says is missing, when it names one: `No module named 'x'`
+/// (Python), ``can't find crate for `x` `` and undeclared crates (Rust), `Cannot find module
+/// 'x'` (Node, not a relative path), `no required module provides package x` and `cannot find
+/// package "x"` (Go). Whether the name is the project's own is for the caller to tell.
+pub fn missing_dependency(output: &str) -> Option<Missing> {
+    // (marker, the quote that ends the name)
+    const MARKERS: [(&str, char); 7] = [
+        ("No module named '", '\''),
+        ("can't find crate for `", '`'),
+        ("use of undeclared crate or module `", '`'),
+        ("use of unresolved module or unlinked crate `", '`'),
+        ("Cannot find module '", '\''),
+        ("no required module provides package ", ';'),
+        ("cannot find package \"", '"'),
+    ];
+    output.lines().find_map(|line| {
+        MARKERS.iter().find_map(|(marker, end)| {
+            let rest = &line[line.find(marker)? + marker.len()..];
+            let name = rest.split([*end, ' ', ':']).next()?.trim();
+            let relative = name.starts_with('.') || name.starts_with('/');
+            (!name.is_empty() && !relative).then(|| Missing {
+                name: name.to_owned(),
+                line: line.trim().chars().take(300).collect(),
+            })
+        })
+    })
+}
+
+/// Whether `name` (from [`missing_dependency`]) is the project's own code in the checkout at
+/// `root` rather than a dependency: a Go path under `go.mod`'s module, Rust's `crate`/`self`/
+/// `super` or the root package's name, or a file or directory of that name anywhere in the
+/// checkout (`helpers.py`, `tests/common/`, `src/util.rs`), ignored files left out.
+pub fn is_own(root: &Path, name: &str) -> bool {
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap_or_default();
+    let module = read("go.mod");
+    if let Some(m) = module
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("module "))
+    {
+        let m = m.trim().trim_matches('"');
+        if name == m || name.starts_with(&format!("{m}/")) {
+            return true;
+        }
+    }
+    let first = name.split(['.', '/']).next().unwrap_or(name);
+    if matches!(first, "crate" | "self" | "super") {
+        return true;
+    }
+    let package = read("Cargo.toml");
+    let named = package.lines().any(|l| {
+        let l = l.replace(' ', "");
+        l.strip_prefix("name=\"")
+            .and_then(|rest| rest.strip_suffix('"'))
+            .is_some_and(|n| n.replace('-', "_") == first)
+    });
+    named
+        || ignore::WalkBuilder::new(root)
+            .max_depth(Some(8))
+            .build()
+            .flatten()
+            .any(|e| {
+                let file = e.file_name().to_string_lossy();
+                let stem = file.split('.').next().unwrap_or_default();
+                e.depth() > 0 && stem == first
+            })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +191,85 @@ mod tests {
             judge(&out(5, "no tests ran in 0.01s")),
             Judgement::Ran(TestRun::default())
         );
+    }
+
+    #[test]
+    fn a_missing_dependency_is_named_in_each_language() {
+        for (output, name) in [
+            (
+                "E   ModuleNotFoundError: No module named 'hypothesis'",
+                "hypothesis",
+            ),
+            (
+                "E   ModuleNotFoundError: No module named 'yaml.constructor'",
+                "yaml.constructor",
+            ),
+            ("error[E0463]: can't find crate for `proptest`", "proptest"),
+            (
+                "error[E0433]: failed to resolve: use of undeclared crate or module `rand`",
+                "rand",
+            ),
+            (
+                "error[E0433]: failed to resolve: use of unresolved module or unlinked crate `rand`",
+                "rand",
+            ),
+            (
+                "Error: Cannot find module 'lodash'\nRequire stack:",
+                "lodash",
+            ),
+            (
+                "x_test.go:4:2: no required module provides package github.com/a/b; to add it:",
+                "github.com/a/b",
+            ),
+            (
+                "x.go:3:8: cannot find package \"github.com/a/b\" in any of:",
+                "github.com/a/b",
+            ),
+        ] {
+            let m = missing_dependency(output).unwrap_or_else(|| panic!("nothing in {output}"));
+            assert_eq!(m.name, name, "{output}");
+            assert!(output.starts_with(&m.line), "{m:?}");
+        }
+        for output in [
+            "Error: Cannot find module './helpers'",
+            "ImportError: cannot import name 'mul' from 'calc'",
+            "error[E0425]: cannot find function `mul` in crate `calc`",
+            "1 failed, 2 passed",
+        ] {
+            assert_eq!(missing_dependency(output), None, "{output}");
+        }
+    }
+
+    #[test]
+    fn own_code_is_told_from_dependencies() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (file, text) in [
+            ("go.mod", "module example.com/half\n\ngo 1.21\n"),
+            (
+                "Cargo.toml",
+                "[package]\nname = \"fmt-num\"\n\n[dependencies]\nitoa = \"1\"\n",
+            ),
+            ("tests/helpers.py", ""),
+            ("src/widthy/__init__.py", ""),
+            (".gitignore", "venv/\n"),
+            ("venv/lib/yaml/__init__.py", ""),
+        ] {
+            std::fs::create_dir_all(root.join(file).parent().unwrap()).unwrap();
+            std::fs::write(root.join(file), text).unwrap();
+        }
+        git2::Repository::init(root).unwrap();
+        for own in [
+            "example.com/half/inner",
+            "fmt_num",
+            "crate",
+            "helpers",
+            "widthy.core",
+        ] {
+            assert!(is_own(root, own), "{own}");
+        }
+        for dependency in ["github.com/a/b", "itoa", "hypothesis", "yaml"] {
+            assert!(!is_own(root, dependency), "{dependency}");
+        }
     }
 }

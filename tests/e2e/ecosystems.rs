@@ -376,7 +376,10 @@ async fn a_dependency_the_builder_breaks_setup_with_goes_back_to_the_builder() {
     const GO_MOD: &str = "module example.com/half\n\ngo 1.21\n";
     let (_d, repo) = project(&[
         ("go.mod", GO_MOD),
-        ("half.go", "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 3 }\n"),
+        (
+            "half.go",
+            "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 3 }\n",
+        ),
         (
             "half_test.go",
             "package half\n\nimport \"testing\"\n\nfunc TestZero(t *testing.T) {\n\tif Half(0) != 0 {\n\t\tt.Fatal(Half(0))\n\t}\n}\n",
@@ -389,7 +392,10 @@ async fn a_dependency_the_builder_breaks_setup_with_goes_back_to_the_builder() {
         "Added a helper module.",
     );
     let second_attempt = [
-        vec![Step::tool("write_file", json!({ "path": "go.mod", "content": GO_MOD }))],
+        vec![Step::tool(
+            "write_file",
+            json!({ "path": "go.mod", "content": GO_MOD }),
+        )],
         writes(
             "half.go",
             "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 2 }\n",
@@ -423,4 +429,60 @@ async fn a_dependency_the_builder_breaks_setup_with_goes_back_to_the_builder() {
         .iter()
         .any(|r| r.to_string().contains("[vibeloop] Setup (`go mod download"));
     assert!(told, "the Builder never read why setup failed:\n{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tests_that_need_a_missing_dependency_stop_without_blaming_the_breaker() {
+    let (_d, repo) = project(&[
+        ("go.mod", "module example.com/half\n\ngo 1.21\n"),
+        (
+            "half.go",
+            "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 3 }\n",
+        ),
+        (
+            "half_test.go",
+            "package half\n\nimport \"testing\"\n\nfunc TestZero(t *testing.T) {\n\tif Half(0) != 0 {\n\t\tt.Fatal(Half(0))\n\t}\n}\n",
+        ),
+    ]);
+    let goal = "Half(4) is 2";
+    let llm = FakeLlm::start(Script::from([
+        ("architect".to_owned(), vec![Step::say(&plan(goal, "half.go"))]),
+        (
+            "breaker".to_owned(),
+            writes(
+                "half_four_test.go",
+                "package half\n\nimport (\n\t\"testing\"\n\n\t\"github.com/stretchr/testify/assert\"\n)\n\nfunc TestFour(t *testing.T) {\n\tassert.Equal(t, 2, Half(4))\n}\n",
+                "A test of Half(4).",
+            ),
+        ),
+        (
+            "builder".to_owned(),
+            writes(
+                "half.go",
+                "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 2 }\n",
+                "Half divides by two.",
+            ),
+        ),
+    ]))
+    .await;
+    llm.set_models(&[MODEL]);
+    let (out, _data) = run(&llm.url, &repo, goal).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let report = &stdout[stdout
+        .find("T-1 stopped: HumanNeeded")
+        .unwrap_or_else(|| panic!("{stdout}"))..];
+    for words in [
+        "The Breaker's tests need `github.com/stretchr/testify/assert`",
+        "no required module provides package github.com/stretchr/testify/assert",
+        "The Breaker was not sent back",
+    ] {
+        assert!(report.contains(words), "no {words:?} in:\n{report}");
+    }
+    assert_eq!(
+        llm.requests("breaker").len(),
+        2,
+        "one Breaker conversation (a write, then done): {stdout}"
+    );
 }

@@ -167,7 +167,8 @@ async fn run(
     // The role's own container: its run_command runs the gate commands there, with the
     // tests mounted read-only for the Builder.
     let lock = role == Role::Builder;
-    let spec = match crate::hive::verify::sandbox_spec(cx.run, &cx.env, wt, role.name(), lock).await {
+    let spec = match crate::hive::verify::sandbox_spec(cx.run, &cx.env, wt, role.name(), lock).await
+    {
         Ok(spec) => spec,
         // The base's setup worked (the baseline), so the branch's own dependency files broke
         // it: the role still works, without the environment, and the gates' findings tell it

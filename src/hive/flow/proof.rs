@@ -71,6 +71,15 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             serde_json::json!({ "stage": "red_proof", "millis": millis }),
         )
         .await;
+    // A dependency the tests need and the environment lacks is no fault of the tests' idea:
+    // told apart here, while the checkout is still there to say what is the project's own.
+    let missing = match &result {
+        Ok((Verdict::Broken { .. }, output)) => {
+            crate::gates::baseline::missing_dependency(&output.output)
+                .filter(|m| !crate::gates::baseline::is_own(&wt.path, &m.name))
+        }
+        _ => None,
+    };
     drop_scratch(cx, "redproof").await;
     let (verdict, output) = result?;
     let sha = breaker.sha.clone();
@@ -80,6 +89,15 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     );
     crate::hive::checks::red_proof(&cx.run.client, &sha, &external_id, &verdict, &output).await?;
     cx.flow.red_proof = Some(verdict.clone());
+    if let Some(m) = missing {
+        cx.checkpoint(
+            Node::RedProof,
+            serde_json::json!({}),
+            serde_json::to_value(&verdict).unwrap_or_default(),
+        )
+        .await?;
+        return cx.needs_human(&missing_report(&m)).await;
+    }
     if verdict.holds() && super::reflect::tests_go_back(cx, &base).await? {
         cx.flow.next = Node::Code;
         let out = serde_json::json!({ "reflector": cx.flow.breaker_findings.len() });
@@ -131,6 +149,19 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     Ok(Step::Next)
 }
 
+/// What the person reads when the Breaker's tests need a dependency the environment lacks.
+fn missing_report(m: &crate::gates::baseline::Missing) -> String {
+    format!(
+        "The Breaker's tests need `{name}`, which the environment does not have, so they could \
+         not run:\n\n    {line}\n\nThe Breaker was not sent back: that is the environment, not \
+         the tests. Add `{name}` to the project's test dependencies (or install it in `setup:` \
+         in `.github/hive.yml`), then `/hive retry breaker`; or `/hive feedback` the Breaker to \
+         do without it.",
+        name = m.name,
+        line = m.line,
+    )
+}
+
 /// What the person asked to step in reads when the Breaker's attempts ran out.
 fn red_proof_report(verdict: &Verdict, attempts: u32) -> String {
     let tries = match attempts {
@@ -144,6 +175,13 @@ fn red_proof_report(verdict: &Verdict, attempts: u32) -> String {
             "Red proof {} after {tries} of the Breaker: the test command hit a sandbox limit.\n\n\
              Fix the test that does this (see the `hive/red-proof` check run), or raise `limits` in \
              `.github/hive.yml`, then `/hive retry breaker`.",
+            verdict.describe()
+        )
+    } else if matches!(verdict, Verdict::Broken { .. }) {
+        format!(
+            "Red proof {} after {tries} of the Breaker: its tests could not run on the base, so \
+             they prove nothing.\n\nThe `hive/red-proof` check run shows why; tell the Breaker \
+             what to change with `/hive feedback <hint>`, then `/hive retry breaker`.",
             verdict.describe()
         )
     } else {
@@ -361,4 +399,44 @@ fn human_report(cx: &Ctx<'_, '_>, why: &str) -> String {
          - or take over the branch yourself.\n",
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_gives_the_fix_that_fits_the_failure() {
+        let green = red_proof_report(&Verdict::Green, 4);
+        assert!(
+            green.contains("after 4 attempts") && green.contains("Add detail to the issue"),
+            "{green}"
+        );
+        let broken = Verdict::Broken {
+            reason: "1 error(s) while collecting or setting up tests".into(),
+        };
+        let broken = red_proof_report(&broken, 1);
+        assert!(
+            broken.contains("could not run on the base") && broken.contains("/hive feedback"),
+            "{broken}"
+        );
+        let limit = Verdict::Broken {
+            reason: "timed out after 600 s".into(),
+        };
+        let limit = red_proof_report(&limit, 2);
+        assert!(
+            limit.contains("hit a sandbox limit") && limit.contains("raise `limits`"),
+            "{limit}"
+        );
+        let missing = crate::gates::baseline::Missing {
+            name: "hypothesis".into(),
+            line: "E   No module named 'hypothesis'".into(),
+        };
+        let missing = missing_report(&missing);
+        assert!(
+            missing.starts_with("The Breaker's tests need `hypothesis`")
+                && missing.contains("\n\n    E   No module named 'hypothesis'\n\n"),
+            "{missing}"
+        );
+    }
 }
