@@ -24,7 +24,7 @@ SUITE="trixie"
 COMMON="git,ca-certificates"
 # Keep in sync with the README's "Ecosystems" section and docker/runner.Dockerfile.
 PKG_PYTHON="python3,python3-pip,python3-venv,python3-pytest,flake8,mypy"
-PKG_RUST="rustc,cargo,rust-clippy,rustfmt,gcc,libc6-dev,pkg-config"
+PKG_RUST="rustc,cargo,rust-clippy,rustfmt,gcc,libc6-dev,pkg-config,lld"
 PKG_GO="golang-go"
 PKG_NODE="nodejs,npm"
 KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -52,7 +52,7 @@ done
 case "$ECOSYSTEM" in
     python) PACKAGES="$PKG_PYTHON"
             VERIFY="python3 -c 'import pytest, flake8, mypy' && python3 -m venv /tmp/v && /tmp/v/bin/pip --version" ;;
-    rust)   PACKAGES="$PKG_RUST"; VERIFY="cargo --version && cargo clippy --version && cc --version" ;;
+    rust)   PACKAGES="$PKG_RUST"; VERIFY="cargo --version && cargo clippy --version && cc --version && cc-lld --version >/dev/null" ;;
     go)     PACKAGES="$PKG_GO"; VERIFY="go version" ;;
     node)   PACKAGES="$PKG_NODE"; VERIFY="node --version && npm --version" ;;
     all)    PACKAGES="$PKG_PYTHON,$PKG_RUST,$PKG_GO,$PKG_NODE"
@@ -219,6 +219,20 @@ if ! chroot "$ROOTFS" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive
 fi
 umount "$ROOTFS/proc"
 log "debootstrap done after $((SECONDS - START))s"
+
+# Rust links with lld: Debian's rustc 1.85 links with GNU ld, which made a test build of a
+# crate with a few dozen dependencies 2-3x slower than on a host with a newer Rust (lld by
+# default since 1.90); with lld it is the host's time (bench/README.md, env). The setting sits
+# in /.cargo/config.toml, the last directory cargo searches from /work: a repository's own
+# .cargo/config.toml (a linker of its own) still wins.
+if [ -x "$ROOTFS/usr/bin/ld.lld" ] && [ -x "$ROOTFS/usr/bin/rustc" ]; then
+    TRIPLE="$(chroot "$ROOTFS" rustc -vV | sed -n 's/^host: //p')"
+    printf '#!/bin/sh\n# cc, linking with lld (see /.cargo/config.toml)\nexec cc -fuse-ld=lld "$@"\n' \
+        >"$ROOTFS/usr/local/bin/cc-lld"
+    chmod 0755 "$ROOTFS/usr/local/bin/cc-lld"
+    mkdir -p "$ROOTFS/.cargo"
+    printf '[target.%s]\nlinker = "/usr/local/bin/cc-lld"\n' "$TRIPLE" >"$ROOTFS/.cargo/config.toml"
+fi
 
 # Unprivileged user the sandboxed commands run as, and the workspace it owns.
 chroot "$ROOTFS" useradd --uid "$RUNNER_UID" --user-group --create-home \

@@ -4,7 +4,7 @@
 #   docker build -t vibeloop-runner:python -f docker/runner.Dockerfile \
 #       --build-arg PACKAGES="python3 python3-pip python3-venv python3-pytest flake8 mypy" docker
 #   docker build -t vibeloop-runner:rust -f docker/runner.Dockerfile \
-#       --build-arg PACKAGES="rustc cargo rust-clippy rustfmt gcc libc6-dev pkg-config" docker
+#       --build-arg PACKAGES="rustc cargo rust-clippy rustfmt gcc libc6-dev pkg-config lld" docker
 #   docker build -t vibeloop-runner:go   -f docker/runner.Dockerfile --build-arg PACKAGES="golang-go" docker
 #   docker build -t vibeloop-runner:node -f docker/runner.Dockerfile --build-arg PACKAGES="nodejs npm" docker
 #
@@ -20,6 +20,17 @@ RUN set -eux; \
         $PACKAGES git ca-certificates; \
     apt-get clean; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
+
+# Rust links with lld where the image has it (as build-runner-image.sh explains): a
+# repository's own .cargo/config.toml still wins over /.cargo/config.toml.
+RUN set -eux; \
+    if [ -x /usr/bin/ld.lld ] && [ -x /usr/bin/rustc ]; then \
+        printf '#!/bin/sh\nexec cc -fuse-ld=lld "$@"\n' >/usr/local/bin/cc-lld; \
+        chmod 0755 /usr/local/bin/cc-lld; \
+        mkdir -p /.cargo; \
+        printf '[target.%s]\nlinker = "/usr/local/bin/cc-lld"\n' "$(rustc -vV | sed -n 's/^host: //p')" \
+            >/.cargo/config.toml; \
+    fi
 
 # Unprivileged user the sandboxed commands run as, the workspace it owns, and /cache where a
 # repository's set-up environment is mounted.

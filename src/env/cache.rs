@@ -131,8 +131,13 @@ fn slug(repo: &str) -> String {
 }
 
 impl Envs {
+    /// Environments under `root`, made absolute (they are mounted into containers, and the
+    /// engine takes absolute paths only; `--env-dir envs` is relative to where the bot starts).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        let root = root.into();
+        Self {
+            root: std::path::absolute(&root).unwrap_or(root),
+        }
     }
 
     /// `<data>/envs` of a data directory.
@@ -308,6 +313,13 @@ mod tests {
             used,
             setup_seconds: 1.0,
         }
+    }
+
+    #[test]
+    fn a_relative_root_is_made_absolute() {
+        let envs = Envs::new("envs");
+        assert!(envs.root.is_absolute(), "{}", envs.root.display());
+        assert!(envs.root.ends_with("envs"));
     }
 
     #[test]

@@ -160,7 +160,13 @@ impl Maker<'_> {
             .iter()
             .map(|p| (p.clone(), std::fs::read(spec.worktree.join(p)).ok()))
             .collect();
-        let key = EnvKey::new(&r.config.image, &setup, &r.env, &inputs);
+        // The image's build, not only its name: a rebuilt image (a new Python, say) must not
+        // inherit a virtual environment made with the old one.
+        let image = match self.backend.image_id(&r.config.image).await {
+            Some(id) => format!("{}@{id}", r.config.image),
+            None => r.config.image.clone(),
+        };
+        let key = EnvKey::new(&image, &setup, &r.env, &inputs);
         let ready = |dir, reused, output, setup_seconds| Ready {
             key: key.clone(),
             dir,

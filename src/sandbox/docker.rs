@@ -109,6 +109,11 @@ impl DockerBackend {
     }
 
     /// Creates and starts the container of `spec`, replacing one of the same name.
+    /// The engine's id of `image`, when it has the image.
+    pub async fn image_id(&self, image: &str) -> Option<String> {
+        self.docker.inspect_image(image).await.ok()?.id
+    }
+
     pub async fn start(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
         let name = self.container_name(spec);
         self.remove(&name).await;

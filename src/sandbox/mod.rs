@@ -212,6 +212,16 @@ impl Backend {
         }
     }
 
+    /// What identifies the content of `image` (Docker's image id), so that what was made with
+    /// one build of an image is not taken for another's; `None` for local processes or an
+    /// image the engine does not have.
+    pub async fn image_id(&self, image: &str) -> Option<String> {
+        match self {
+            Backend::Docker(d) => d.image_id(image).await,
+            Backend::Local => None,
+        }
+    }
+
     pub async fn start(&self, spec: &SandboxSpec) -> Result<Sandbox, SandboxError> {
         let started = match self {
             Backend::Docker(d) => d.start(spec).await.map(Sandbox::Docker),

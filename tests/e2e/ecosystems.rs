@@ -258,6 +258,46 @@ fn the_security_gate_reads_rust_typescript_and_go_with_their_own_parsers() {
     );
 }
 
+fn docker(args: &[&str]) {
+    let out = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "docker {args:?}: {out:?}");
+}
+
+/// Removes a Docker tag when dropped.
+struct Tag(String);
+
+impl Drop for Tag {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker")
+            .args(["rmi", &self.0])
+            .output();
+    }
+}
+
+#[test]
+fn an_environment_belongs_to_one_build_of_its_image() {
+    let tag = Tag(format!("vibeloop-test-rebuilt:{}", std::process::id()));
+    docker(&["tag", "vibeloop-runner:go", &tag.0]);
+    let hive = format!(
+        "image: {}\nsetup: echo set up\ngates:\n  test: \"true\"\n",
+        tag.0
+    );
+    let (_d, repo) = project(&[(".github/hive.yml", &hive)]);
+    let envs = tempfile::tempdir().unwrap();
+    let made = |out: &str| out.contains("made in");
+    let (code, out) = gates(&repo, envs.path(), &["--gate", "test"]);
+    assert!(code == 0 && made(&out), "{out}");
+    let (code, out) = gates(&repo, envs.path(), &["--gate", "test"]);
+    assert!(code == 0 && out.contains("reused (setup skipped)"), "{out}");
+    // The same name, another build: set up again.
+    docker(&["tag", "vibeloop-runner:node", &tag.0]);
+    let (code, out) = gates(&repo, envs.path(), &["--gate", "test"]);
+    assert!(code == 0 && made(&out), "{out}");
+}
+
 /// `vibeloop run` on `repo` towards `goal`, approved, with the model at `llm`.
 async fn run(llm: &str, repo: &Path, goal: &str) -> (Output, tempfile::TempDir) {
     let data = tempfile::tempdir().unwrap();
