@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::cache::{EnvKey, Envs, Record, Retention, now};
 use super::resolve::Resolved;
 use crate::sandbox::{
-    Backend, CA_MOUNT, CACHE_MOUNT, CommandOutput, Kind, SandboxError, SandboxSpec,
+    Backend, CA_MOUNT, CACHE_MOUNT, CommandOutput, Kind, SandboxError, SandboxSpec, WORK_MOUNT,
 };
 
 /// What setup may use of the host's network settings.
@@ -136,6 +136,52 @@ impl Ready {
     }
 }
 
+/// Re-points the relative links under `kept` (a directory setup made at `at` in the worktree,
+/// now kept in the environment) that lead out of it into the worktree, such as npm workspaces'
+/// `node_modules/pkg -> ../packages/pkg`: kept in `/cache`, such a link would lead nowhere, so
+/// it is made absolute to where every container sees the worktree (`work`). Links inside
+/// `kept` (`.bin/x -> ../x/cli.js`) stay as they are; packages are looked at two levels deep
+/// (`pkg`, `@scope/pkg`).
+fn anchor_links(kept: &Path, at: &Path, work: &Path) -> std::io::Result<()> {
+    let walk = ignore::WalkBuilder::new(kept)
+        .standard_filters(false)
+        .follow_links(false)
+        .max_depth(Some(2))
+        .build();
+    for entry in walk.flatten() {
+        if !entry.path_is_symlink() {
+            continue;
+        }
+        let link = entry.path();
+        let target = std::fs::read_link(link)?;
+        if target.is_absolute() {
+            continue;
+        }
+        let Ok(rel) = link.strip_prefix(kept) else {
+            continue;
+        };
+        // Where the link sat in the worktree, and where its target is from the worktree's root.
+        let mut resolved = at.join(rel);
+        resolved.pop();
+        for part in target.components() {
+            match part {
+                std::path::Component::ParentDir if !resolved.pop() => {
+                    resolved = PathBuf::from("..");
+                    break;
+                }
+                std::path::Component::Normal(p) => resolved.push(p),
+                _ => {}
+            }
+        }
+        if resolved.starts_with(at) || resolved.starts_with("..") {
+            continue;
+        }
+        std::fs::remove_file(link)?;
+        std::os::unix::fs::symlink(work.join(resolved), link)?;
+    }
+    Ok(())
+}
+
 /// Where and how environments are made.
 pub struct Maker<'a> {
     pub backend: &'a Backend,
@@ -205,7 +251,11 @@ impl Maker<'_> {
         for l in &r.links {
             let made = spec.worktree.join(l);
             if made.is_dir() && !made.is_symlink() {
-                std::fs::rename(&made, scratch.path().join(l))?;
+                let kept = scratch.path().join(l);
+                std::fs::rename(&made, &kept)?;
+                if self.backend.kind() == Kind::Docker {
+                    anchor_links(&kept, Path::new(l), Path::new(WORK_MOUNT))?;
+                }
             }
         }
         let seconds = started.elapsed().as_secs_f64();
@@ -226,5 +276,40 @@ impl Maker<'_> {
         let ready = ready(dir, false, Some(output), seconds);
         ready.link(&spec.worktree, self.backend.kind())?;
         Ok(Some(ready))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_out_of_a_kept_directory_lead_to_the_worktree_in_the_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = dir.path().join("node_modules");
+        std::fs::create_dir_all(kept.join(".bin")).unwrap();
+        std::fs::create_dir_all(kept.join("@me")).unwrap();
+        let link =
+            |target: &str, at: &str| std::os::unix::fs::symlink(target, kept.join(at)).unwrap();
+        link("../packages/shout", "shout");
+        link("../../packages/util", "@me/util");
+        link("../shout/cli.js", ".bin/shout");
+        link("../../../outside", "@me/escape");
+        link("/usr/lib/node_modules/npm", "npm");
+        anchor_links(&kept, Path::new("node_modules"), Path::new("/work")).unwrap();
+        let read = |at: &str| std::fs::read_link(kept.join(at)).unwrap();
+        assert_eq!(read("shout"), Path::new("/work/packages/shout"));
+        assert_eq!(read("@me/util"), Path::new("/work/packages/util"));
+        assert_eq!(
+            read(".bin/shout"),
+            Path::new("../shout/cli.js"),
+            "inside: as it was"
+        );
+        assert_eq!(
+            read("@me/escape"),
+            Path::new("../../../outside"),
+            "out of the worktree: as it was"
+        );
+        assert_eq!(read("npm"), Path::new("/usr/lib/node_modules/npm"));
     }
 }

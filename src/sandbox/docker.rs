@@ -127,7 +127,7 @@ impl DockerBackend {
         if let Some(uid) = self.chown_to {
             chown_tree(&spec.worktree, uid)?;
         }
-        let mut mounts = vec![bind(&spec.worktree, "/work", false)];
+        let mut mounts = vec![bind(&spec.worktree, super::WORK_MOUNT, false)];
         if let Some(cache) = &spec.cache {
             if let Some(uid) = self.chown_to {
                 std::os::unix::fs::chown(cache, Some(uid), Some(uid))?;
@@ -141,7 +141,7 @@ impl DockerBackend {
             if let Some(path) = contained_path(&spec.worktree, rel)? {
                 mounts.push(bind(
                     &path,
-                    &format!("/work/{}", rel.trim_end_matches('/')),
+                    &format!("{}/{}", super::WORK_MOUNT, rel.trim_end_matches('/')),
                     true,
                 ));
             }
@@ -159,7 +159,7 @@ impl DockerBackend {
             image: Some(spec.image.clone()),
             cmd: Some(vec!["sleep".into(), "infinity".into()]),
             user: Some(self.user.clone()),
-            working_dir: Some("/work".into()),
+            working_dir: Some(super::WORK_MOUNT.into()),
             env: Some(
                 [
                     "HOME=/tmp".to_owned(),
@@ -443,7 +443,7 @@ impl DockerSandbox {
                     cmd: Some(cmd),
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
-                    working_dir: Some("/work"),
+                    working_dir: Some(super::WORK_MOUNT),
                     ..Default::default()
                 },
             )

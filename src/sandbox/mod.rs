@@ -52,6 +52,8 @@ pub struct SandboxSpec {
 
 /// Where [`SandboxSpec::cache`] is seen inside a sandbox.
 pub const CACHE_MOUNT: &str = "/cache";
+/// Where a container sees the worktree.
+pub const WORK_MOUNT: &str = "/work";
 /// Where [`SandboxSpec::ca_bundle`] is seen inside a sandbox.
 pub const CA_MOUNT: &str = "/etc/vibeloop/ca-certificates.crt";
 
@@ -138,7 +140,7 @@ impl Sandbox {
     /// The worktree's root as commands inside see it (paths in their output start with it).
     pub fn root(&self) -> String {
         match self {
-            Sandbox::Docker(_) => "/work/".into(),
+            Sandbox::Docker(_) => format!("{WORK_MOUNT}/"),
             Sandbox::Local(s) => format!("{}/", s.worktree().display()),
         }
     }

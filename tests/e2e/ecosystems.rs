@@ -164,6 +164,71 @@ fn go_and_node_projects_are_detected_and_counted() {
 }
 
 #[test]
+fn node_modules_is_kept_with_the_environment_and_its_workspace_links_still_resolve() {
+    // npm workspaces: `npm ci` links the repository's own package into node_modules
+    // (`node_modules/shout -> ../packages/shout`), no registry needed. node_modules is kept in
+    // the environment, where that link must still lead to the worktree's package.
+    let lock = r#"{"name": "greeter", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "greeter", "version": "1.0.0", "workspaces": ["packages/*"]}, "node_modules/shout": {"resolved": "packages/shout", "link": true}, "packages/shout": {"version": "1.0.0"}}}"#;
+    let (_d, repo) = project(&[
+        (
+            "package.json",
+            r#"{"name": "greeter", "version": "1.0.0", "private": true, "workspaces": ["packages/*"], "scripts": {"test": "node --test"}}"#,
+        ),
+        ("package-lock.json", lock),
+        (
+            "packages/shout/package.json",
+            r#"{"name": "shout", "version": "1.0.0", "main": "index.js"}"#,
+        ),
+        (
+            "packages/shout/index.js",
+            "module.exports = (s) => s.toUpperCase() + '!';\n",
+        ),
+        (
+            "test/greet.test.js",
+            "const test = require('node:test');\nconst assert = require('node:assert');\nconst shout = require('shout');\n\ntest('shouts', () => assert.strictEqual(shout('hi'), 'HI!'));\n",
+        ),
+    ]);
+    let envs = tempfile::tempdir().unwrap();
+    for (run, setup) in [(1, "made in"), (2, "reused (setup skipped)")] {
+        let (code, all, err) = gates_json(&repo, envs.path());
+        assert_eq!(code, 0, "run {run}: {all}\n{err}");
+        assert!(err.contains(setup), "run {run}: {err}");
+        assert_eq!(
+            gate(&all, "test")["counts"]["passed"],
+            1,
+            "run {run}: {all}"
+        );
+    }
+}
+
+#[test]
+fn a_polyglot_repository_runs_each_ecosystem_in_the_image_with_all_of_them() {
+    let (_d, repo) = project(&[
+        ("go.mod", "module example.com/both\n\ngo 1.21\n"),
+        (
+            "both_test.go",
+            "package both\n\nimport \"testing\"\n\nfunc TestGo(t *testing.T) {}\n",
+        ),
+        (
+            "package.json",
+            r#"{"name": "both", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
+        ),
+        (
+            "package-lock.json",
+            r#"{"name": "both", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "both", "version": "1.0.0"}}}"#,
+        ),
+        ("test/js.test.js", "require('node:test')('js', () => {});\n"),
+    ]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, out) = gates(&repo, envs.path(), &["--explain"]);
+    assert!(code == 0 && out.contains("vibeloop-runner:all"), "{out}");
+    let (code, all, err) = gates_json(&repo, envs.path());
+    assert_eq!(code, 0, "{all}\n{err}");
+    // Both runners' results, counted together.
+    assert_eq!(gate(&all, "test")["counts"]["passed"], 2, "{all}");
+}
+
+#[test]
 fn a_devcontainer_gives_the_image_the_setup_and_the_environment() {
     let devcontainer = r#"{
   // what the team develops in
