@@ -47,7 +47,13 @@ pub fn judge(output: &CommandOutput) -> Judgement {
     if output.success() {
         return Judgement::Ran(run.unwrap_or_default());
     }
+    let missing = missing_dependency(&output.output);
     match run {
+        // Nothing passed and a dependency is missing (Node's runner counts a test file that
+        // cannot load as a failed test): the environment, not the tests.
+        Some(r) if r.counts.passed == 0 && missing.is_some() => {
+            Judgement::Broken(missing.map(|m| m.line).unwrap_or_default())
+        }
         // Tests ran and some failed (not only collection or build errors).
         Some(r) if r.counts.passed + r.counts.failed > 0 => Judgement::Ran(r),
         // "no tests ran" (exit code 5, pytest and unittest): a repository without tests yet.
@@ -177,6 +183,18 @@ mod tests {
         assert!(
             matches!(judge(&out(127, "sh: 1: cargo: not found")), Judgement::Broken(l) if l.contains("cargo: not found"))
         );
+    }
+
+    #[test]
+    fn a_test_file_that_cannot_load_a_dependency_is_broken_not_failing() {
+        let node = "not ok 1 - test/pad.test.js\n  ---\n  error: \"Cannot find module 'left-pad'\"\n  ...\n# tests 1\n# pass 0\n# fail 1\n";
+        assert_eq!(
+            judge(&out(1, node)),
+            Judgement::Broken("error: \"Cannot find module 'left-pad'\"".into())
+        );
+        // One test passed: the tests run; the failure is recorded.
+        let some = node.replace("# tests 1\n# pass 0", "# tests 2\n# pass 1");
+        assert!(matches!(judge(&out(1, &some)), Judgement::Ran(_)));
     }
 
     #[test]
