@@ -13,6 +13,7 @@ mod e2e_merge;
 mod e2e_skeleton;
 mod e2e_steer;
 mod ecosystems;
+mod ecosystems_run;
 mod hostile;
 mod hostile_repo;
 mod run_local;
