@@ -174,6 +174,23 @@ pub fn status_section(f: &Flow) -> String {
             ));
         }
     }
+    if !f.people.is_empty() {
+        let who: Vec<String> = f
+            .people
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} (`{}`)",
+                    p.name.replace(['\n', '|', '*', '_', '`'], " "),
+                    p.sha.short()
+                )
+            })
+            .collect();
+        s.push_str(&format!(
+            "\nCommits by people in this change (credited as co-authors when it lands): {}.\n",
+            who.join(", ")
+        ));
+    }
     if let Some(r) = &f.critic {
         let verdict = if r.approve {
             "approves"

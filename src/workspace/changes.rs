@@ -1,6 +1,7 @@
 //! Changes between commits: which paths differ, copying paths from one commit into a
 //! worktree, merging another commit into a branch, and replaying a whole change onto a newer
-//! base as one commit (the hive's "rebase"), reporting conflicts with both sides' contents.
+//! base as one commit (the hive's "rebase"), reporting conflicts with both sides' contents; and
+//! the commits in a change that someone other than the bot wrote.
 
 use std::path::Path;
 
@@ -18,7 +19,47 @@ pub enum Merged {
     Conflicts(Vec<String>),
 }
 
+/// A commit in a change that someone other than the bot wrote (a person's push to its branch).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PersonCommit {
+    pub sha: CommitSha,
+    pub name: String,
+    pub email: String,
+    /// The first line of its message.
+    pub summary: String,
+}
+
 impl Workspace {
+    /// The commits in `from..head` whose author is not `bot` (by e-mail), oldest first.
+    pub fn people_commits(
+        &self,
+        git: &Repository,
+        from: git2::Oid,
+        head: git2::Oid,
+        bot: &str,
+    ) -> Result<Vec<PersonCommit>, WorkspaceError> {
+        let mut walk = git.revwalk()?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+        walk.push(head)?;
+        walk.hide(from)?;
+        let mut out = Vec::new();
+        for oid in walk {
+            let c = git.find_commit(oid?)?;
+            let author = c.author();
+            let email = author.email().unwrap_or_default();
+            if email.eq_ignore_ascii_case(bot) {
+                continue;
+            }
+            out.push(PersonCommit {
+                sha: c.id().into(),
+                name: author.name().unwrap_or_default().to_owned(),
+                email: email.to_owned(),
+                summary: c.summary().unwrap_or_default().to_owned(),
+            });
+        }
+        Ok(out)
+    }
+
     /// Files that differ between two commits (added, changed, deleted, renamed).
     pub fn changed_paths(
         &self,

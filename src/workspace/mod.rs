@@ -18,7 +18,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 
 mod changes;
 
-pub use changes::{Conflict, Merged, Squashed};
+pub use changes::{Conflict, Merged, PersonCommit, Squashed};
 
 use crate::ids::{CommitSha, RepoName};
 

@@ -16,6 +16,7 @@ mod ecosystems;
 mod ecosystems_run;
 mod hostile;
 mod hostile_repo;
+mod people;
 mod run_local;
 mod scale_out;
 mod sweep;

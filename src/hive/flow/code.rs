@@ -31,6 +31,15 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         (Some(prev), n) if n > 1 => prev.sha.clone(),
         _ => base.clone(),
     };
+    // A person's commits on the branch: the attempt starts from them, and the push that ends
+    // it expects the branch where the attempt found it.
+    let adopted = if need_builder {
+        super::people::adopt_people(cx, &builder_from).await?
+    } else {
+        None
+    };
+    let lease = adopted.clone().or_else(|| cx.flow.pushed.clone());
+    let builder_from = adopted.unwrap_or(builder_from);
     let builder_wt = if need_builder {
         Some(branch_worktree(cx, &id.feat_branch(), &builder_from).await?)
     } else {
@@ -106,7 +115,21 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             cx.run.ticket.issue_number,
             r.outcome.summary.trim()
         );
-        let sha = commit_push(cx, wt, msg, r.written.clone()).await?;
+        let (ws, repo, author) = (
+            &cx.run.hive.workspace,
+            &cx.run.ticket.repo,
+            &cx.run.hive.author,
+        );
+        let sha = super::git::commit(ws, repo, wt, msg, r.written.clone(), author).await?;
+        if let Err(found) = super::people::push_leased(cx, &sha, lease.as_ref()).await? {
+            // Someone pushed while the Builder worked: run the attempt again from their commit
+            // (the next run adopts it) rather than push over it.
+            return Err(JobError::transient(format!(
+                "someone pushed {} to {} while the Builder worked; the attempt runs again from there",
+                &found[..found.len().min(7)],
+                id.feat_branch()
+            )));
+        }
         cx.flow.pushed = Some(sha.clone());
         cx.flow.builder = Some(Work {
             attempt: cx.flow.attempt,

@@ -237,18 +237,6 @@ pub(super) async fn commit_push(
     git::commit_push(ws, repo, token, wt, message, written, author).await
 }
 
-/// Pushes the worktree's branch as it is.
-pub(super) async fn push(cx: &Ctx<'_, '_>, wt: &Worktree) -> Result<(), JobError> {
-    let token = cx.run.client.token().await?;
-    git::push(
-        &cx.run.hive.workspace,
-        &cx.run.ticket.repo,
-        token,
-        &wt.branch,
-    )
-    .await
-}
-
 /// Moves the ticket to `target` along legal transitions (the shortest path in the table).
 pub(super) async fn enter(cx: &mut Ctx<'_, '_>, target: TaskState) -> Result<(), JobError> {
     let from = cx.run.ticket.state;

@@ -63,6 +63,29 @@ pub(super) async fn drop_scratch(ws: &Workspace, repo: &RepoName, branch: &str) 
 }
 
 /// Commits an agent's work in `wt` (if it changed: tracked files, and the new files in
+/// `written`) as `author`, without pushing; the branch's head.
+pub(super) async fn commit(
+    ws: &Workspace,
+    repo: &RepoName,
+    wt: &Worktree,
+    message: String,
+    written: Vec<String>,
+    author: &Author,
+) -> Result<CommitSha, JobError> {
+    let (wt, author) = (wt.clone(), author.clone());
+    on_mirror(ws, repo, move |ws, g| {
+        ws.commit_written(&wt, &message, &author, &written)?;
+        let head = g
+            .find_branch(&wt.branch, git2::BranchType::Local)?
+            .get()
+            .peel_to_commit()?
+            .id();
+        Ok(head.into())
+    })
+    .await
+}
+
+/// Commits an agent's work in `wt` (if it changed: tracked files, and the new files in
 /// `written`) as `author` and pushes its branch; the branch's head.
 pub(super) async fn commit_push(
     ws: &Workspace,
@@ -85,15 +108,4 @@ pub(super) async fn commit_push(
         Ok(head.into())
     })
     .await
-}
-
-/// Pushes branch `branch` of the mirror as it is.
-pub(super) async fn push(
-    ws: &Workspace,
-    repo: &RepoName,
-    token: SecretString,
-    branch: &str,
-) -> Result<(), JobError> {
-    let (repo2, branch) = (repo.clone(), branch.to_owned());
-    on_mirror(ws, repo, move |ws, _| ws.push(&repo2, &branch, &token)).await
 }

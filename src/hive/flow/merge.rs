@@ -57,7 +57,20 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         cx.run.ticket.title.clone(),
         cx.run.ticket.issue_number,
     );
-    let message = format!("{id}: {title}\n\nCloses #{issue}.");
+    // What people pushed to the branch is part of the change: the rebase starts from the
+    // branch's head on GitHub when it holds commits the bot did not write.
+    let mut lease = None;
+    let head = match super::people::adopt_people(cx, &head).await? {
+        Some(theirs) => {
+            lease = Some(theirs.clone());
+            theirs
+        }
+        None => head,
+    };
+    let message = format!(
+        "{id}: {title}\n\nCloses #{issue}.{}",
+        co_authors(&cx.flow.people)
+    );
     let (author, bb) = (cx.run.hive.author.clone(), base_branch.clone());
     let (f, h) = (from.oid(), head.oid());
     let msg = message.clone();
@@ -76,12 +89,13 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             }
         }
     };
-    let expected = cx
-        .flow
-        .pushed
-        .clone()
-        .or_else(|| cx.flow.builder.as_ref().map(|w| w.sha.clone()));
-    if let Err(found) = push_with_lease(cx, &rebased, expected.as_ref()).await? {
+    let expected = lease.or_else(|| {
+        cx.flow
+            .pushed
+            .clone()
+            .or_else(|| cx.flow.builder.as_ref().map(|w| w.sha.clone()))
+    });
+    if let Err(found) = super::people::push_leased(cx, &rebased, expected.as_ref()).await? {
         let report = format!(
             "Someone pushed to `{}` (now `{}`) since the bot's last push, and the bot does not overwrite people's commits. Look at the branch, then `/hive retry` (or merge the pull request yourself).",
             id.feat_branch(),
@@ -91,6 +105,12 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     cx.flow.pushed = Some(rebased.clone());
     cx.flow.rebased = Some(rebased.clone());
+    // The change now sits on `tip`: a later rebase replays it from there (replaying the old
+    // head from the new base would undo what the base gained in between).
+    cx.flow.builder = cx.flow.builder.take().map(|w| super::state::Work {
+        sha: rebased.clone(),
+        ..w
+    });
     cx.flow.base_sha = Some(tip.clone());
     cx.flow.next = Node::Regate;
     let out = serde_json::json!({ "onto": tip.as_str(), "sha": rebased.as_str() });
@@ -103,52 +123,26 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     Ok(Step::Next)
 }
 
-/// Moves `feat/T-n` on GitHub to `sha` if it is still at `expected` (the bot's last push), or at
-/// another commit the bot wrote (a push whose checkpoint a crash lost); `Err` is the head a
-/// person put there, left as it is.
-async fn push_with_lease(
-    cx: &mut Ctx<'_, '_>,
-    sha: &CommitSha,
-    expected: Option<&CommitSha>,
-) -> Result<Result<(), String>, JobError> {
-    let branch = cx.run.ticket.id.feat_branch();
-    let mut expected = expected.map(CommitSha::oid);
-    for _ in 0..2 {
-        let (b, repo, token, new) = (
-            branch.clone(),
-            cx.run.ticket.repo.clone(),
-            cx.run.client.token().await?,
-            sha.oid(),
-        );
-        let pushed = git(cx, move |ws, g| {
-            ws.set_branch(g, &b, new)?;
-            Ok(ws.push_with_lease(&repo, &b, expected, &token))
+/// `Co-authored-by` trailers for the people whose commits are in the change (GitHub credits
+/// them on the landed commit), one per person; "" when there are none.
+fn co_authors(people: &[crate::workspace::PersonCommit]) -> String {
+    let mut seen = std::collections::BTreeSet::new();
+    let lines: Vec<String> = people
+        .iter()
+        .filter(|p| seen.insert(p.email.to_lowercase()))
+        .map(|p| {
+            format!(
+                "Co-authored-by: {} <{}>",
+                p.name.replace(['<', '>', '\n'], ""),
+                p.email.replace(['<', '>', '\n'], "")
+            )
         })
-        .await?;
-        let found = match pushed {
-            Ok(()) => return Ok(Ok(())),
-            Err(crate::workspace::WorkspaceError::LeaseBroken { found, .. }) => found,
-            Err(e) => return Err(e.into()),
-        };
-        sync(cx).await?;
-        let bot = cx.run.hive.author.email.clone();
-        let Ok(theirs) = CommitSha::parse(&found) else {
-            return Ok(Err(found));
-        };
-        let f = theirs.oid();
-        let ours = git(cx, move |_, g| {
-            Ok(g.find_commit(f)
-                .is_ok_and(|c| c.author().email() == Some(bot.as_str())))
-        })
-        .await?;
-        if !ours {
-            return Ok(Err(found));
-        }
-        expected = Some(f);
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("\n\n{}", lines.join("\n"))
     }
-    Err(JobError::transient(format!(
-        "{branch} kept moving while the bot pushed"
-    )))
 }
 
 /// Strategy A (formatting-only conflicts and a formatter) or B (a model merges); `None` for C.
@@ -364,6 +358,26 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn people_are_credited_once_each_and_cannot_break_the_trailer() {
+        let person = |sha: &str, name: &str, email: &str| crate::workspace::PersonCommit {
+            sha: CommitSha::parse(&sha.repeat(40)).unwrap(),
+            name: name.into(),
+            email: email.into(),
+            summary: String::new(),
+        };
+        assert_eq!(co_authors(&[]), "");
+        let people = [
+            person("a", "Ada", "ada@example.com"),
+            person("b", "Ada", "ADA@example.com"),
+            person("c", "Eve <x>\nSigned-off-by: Mallory", "eve@example.com"),
+        ];
+        assert_eq!(
+            co_authors(&people),
+            "\n\nCo-authored-by: Ada <ada@example.com>\nCo-authored-by: Eve xSigned-off-by: Mallory <eve@example.com>"
+        );
+    }
 
     #[test]
     fn whitespace_only_conflicts_are_formatting() {

@@ -23,6 +23,7 @@ mod ctx;
 mod git;
 mod land;
 mod merge;
+mod people;
 mod plan;
 mod proof;
 mod reflect;

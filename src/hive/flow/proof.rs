@@ -208,10 +208,13 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         }
     };
     let id = cx.run.ticket.id;
+    // People's commits since the Builder's: the tests meet them too.
+    let adopted = super::people::adopt_people(cx, &builder.sha).await?;
+    let lease = adopted.clone().or_else(|| cx.flow.pushed.clone());
     let (repo, branch, from) = (
         cx.run.ticket.repo.clone(),
         id.feat_branch(),
-        builder.sha.clone(),
+        adopted.unwrap_or_else(|| builder.sha.clone()),
     );
     let wt = git(cx, move |ws, g| {
         ws.worktree_at(&repo, g, &branch, from.oid())
@@ -235,7 +238,13 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             return failed(cx, &builder.sha, "", &[], findings).await;
         }
         Merged::Clean(sha) => {
-            super::ctx::push(cx, &wt).await?;
+            if let Err(found) = super::people::push_leased(cx, &sha, lease.as_ref()).await? {
+                return Err(JobError::transient(format!(
+                    "someone pushed {} to {} during the Encounter; it runs again from there",
+                    &found[..found.len().min(7)],
+                    id.feat_branch()
+                )));
+            }
             cx.flow.pushed = Some(sha.clone());
             sha
         }

@@ -191,6 +191,8 @@ pub struct Flow {
     pub waiting: Option<Wait>,
     /// The head the bot last pushed to `feat/T-n` (the lease of its next push).
     pub pushed: Option<CommitSha>,
+    /// Commits people pushed to `feat/T-n`: part of the change, credited when it lands.
+    pub people: Vec<crate::workspace::PersonCommit>,
     /// The commit the landing put on the base.
     pub merged: Option<CommitSha>,
     /// Who merged the pull request, when a person did it on GitHub.
