@@ -2,6 +2,7 @@
 //! `chromium-driver`) with reqwest: no WebDriver crate, just the handful of commands the
 //! dashboard tests need. Each [`Browser`] owns its `chromedriver` process and a fresh profile.
 
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -19,10 +20,35 @@ pub struct Browser {
 }
 
 impl Drop for Browser {
+    /// Ends the WebDriver session first, so chromedriver quits Chromium, then stops the driver
+    /// and, as a backstop, every process of its group. Killing the driver alone left Chromium
+    /// running with its page open: the page's event stream kept reconnecting to the bot's port
+    /// after the test ended, and a later test's fake GitHub, given that port, recorded
+    /// `GET /tickets/1/events` among its requests.
     fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = delete_session(&self.base, &self.session);
+        }
+        // SAFETY: kill(2) on our own child's process group; no memory is touched.
+        unsafe { libc::kill(-(self.driver.id() as i32), libc::SIGKILL) };
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
+}
+
+/// `DELETE /session/{id}` over a plain blocking socket (Drop cannot wait on async work).
+fn delete_session(base: &str, session: &str) -> std::io::Result<()> {
+    use std::io::{Read as _, Write as _};
+    let addr = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "DELETE /session/{session} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer)?;
+    Ok(())
 }
 
 fn which(name: &str) -> Option<std::path::PathBuf> {
@@ -46,6 +72,8 @@ impl Browser {
         let port = super::free_port();
         let driver = Command::new(driver_bin)
             .arg(format!("--port={port}"))
+            // Its own process group, with the Chromium it starts: killed together on drop.
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
