@@ -27,7 +27,42 @@ pub struct ReviewComment {
     pub body: String,
 }
 
+/// A review comment as GitHub lists it (`GET …/pulls/{n}/comments`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct PullComment {
+    pub id: u64,
+    #[serde(default)]
+    pub pull_request_review_id: Option<u64>,
+    pub path: String,
+    #[serde(default)]
+    pub line: Option<u32>,
+    #[serde(default)]
+    pub diff_hunk: String,
+    #[serde(default)]
+    pub body: String,
+}
+
 impl RepoClient {
+    /// The review comments of pull request `number` that belong to review `review`.
+    pub async fn review_comments(
+        &self,
+        number: u64,
+        review: u64,
+    ) -> Result<Vec<PullComment>, GitHubError> {
+        let route = format!(
+            "/repos/{}/{}/pulls/{number}/comments?per_page=100",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        let all: Vec<PullComment> = self
+            .send(Method::GET, &route, None, Idempotent::Yes)
+            .await?;
+        Ok(all
+            .into_iter()
+            .filter(|c| c.pull_request_review_id == Some(review))
+            .collect())
+    }
+
     pub async fn update_pull(
         &self,
         number: u64,

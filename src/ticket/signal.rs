@@ -39,6 +39,12 @@ pub enum Signal {
     },
     /// Something a waiting landing waits for may have happened (a check completed): try again.
     Recheck,
+    /// A review by someone with write permission that asks for changes (or comments on lines):
+    /// its comments are the Builder's next findings.
+    Review {
+        review: u64,
+        findings: Vec<crate::ticket::Finding>,
+    },
 }
 
 impl Signal {
@@ -53,6 +59,7 @@ impl Signal {
             Signal::Rebase => "rebase",
             Signal::Retry { .. } => "retry",
             Signal::Recheck => "recheck",
+            Signal::Review { .. } => "review",
         }
     }
 

@@ -117,6 +117,8 @@ pub struct ReviewEvent {
     pub author: String,
     /// `approved`, `commented`, `changes_requested`…
     pub state: String,
+    /// The review's own text.
+    pub body: Option<String>,
     pub commit: Option<String>,
     /// The pull request's head branch (a bot branch names its ticket).
     pub head_branch: String,
@@ -285,6 +287,7 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_lowercase))
                     .unwrap_or_default(),
+                body: p.review.body.clone(),
                 commit: p.review.commit_id,
                 head_branch: p.pull_request.head.ref_field.clone(),
             }))

@@ -27,6 +27,11 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     } else {
         None
     };
+    if need_builder && !cx.flow.review_findings.is_empty() {
+        // People's review comments are this attempt's findings, beside the gates'.
+        let review = std::mem::take(&mut cx.flow.review_findings);
+        cx.flow.findings.extend(review);
+    }
     let builder_from = match (&cx.flow.builder, cx.flow.attempt) {
         (Some(prev), n) if n > 1 => prev.sha.clone(),
         _ => base.clone(),

@@ -328,6 +328,19 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                 cx.flow.feedback.push(format!("@{}: {text}", s.author));
                 None
             }
+            // Held for the Builder's next attempt: the one that starts now, if the change
+            // waits for review or landing, else the next one the flow makes.
+            Signal::Review { findings, .. } => {
+                cx.flow.review_findings.extend(findings.iter().cloned());
+                match review_starts_attempt(&mut cx.flow) {
+                    Some(true) => {
+                        resume = true;
+                        None
+                    }
+                    Some(false) => Some((TaskState::HumanNeeded, NO_ATTEMPT_FOR_REVIEW.to_owned())),
+                    None => None,
+                }
+            }
             Signal::Plan => {
                 // The issue may have been edited since this run loaded it.
                 if let Some(t) = cx.run.hive.store.ticket(key).await? {
@@ -375,6 +388,10 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
             return Ok(Step::Stop);
         }
     }
+    // Review comments that came while an attempt ran start the next one once it is done.
+    if signals.is_empty() && review_starts_attempt(&mut cx.flow) == Some(true) {
+        resume = true;
+    }
     if let Some(last) = signals.last() {
         let flow = serde_json::to_value(&cx.flow).unwrap_or_default();
         cx.run
@@ -392,6 +409,32 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
     }
     Ok(Step::Next)
 }
+
+/// People's review comments wait for the Builder; when the change is past its attempts (the
+/// Critic, the approval, the landing) they start one, on the pull request's current head.
+/// `Some(true)`: the flow moved to it; `Some(false)`: no attempt is left (the limit applies to
+/// reviews too); `None`: nothing to start now.
+pub(super) fn review_starts_attempt(flow: &mut Flow) -> Option<bool> {
+    let past_attempts = matches!(
+        flow.next,
+        Node::Critic | Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Merge
+    );
+    if flow.review_findings.is_empty() || !past_attempts || flow.builder.is_none() {
+        return None;
+    }
+    if flow.attempt >= flow.attempt_limit {
+        return Some(false);
+    }
+    flow.attempt += 1;
+    flow.approved_by = None;
+    flow.rebased = None;
+    flow.waiting = None;
+    flow.next = Node::Code;
+    Some(true)
+}
+
+/// What a person reads when a review asks for changes and no attempt is left.
+const NO_ATTEMPT_FOR_REVIEW: &str = "A review asks for changes, but the Builder has no attempts left. Its comments are kept for the next attempt: `/hive retry builder` starts one (or take over the branch yourself).";
 
 /// Where `/hive retry [role]` starts again, with fresh attempts.
 fn retry(flow: &mut Flow, role: &str, max_retries: u32) {
@@ -438,6 +481,44 @@ fn retry(flow: &mut Flow, role: &str, max_retries: u32) {
 mod tests {
     use super::*;
     use crate::hive::flow::state::Work;
+
+    #[test]
+    fn a_review_starts_an_attempt_only_past_the_attempts_and_within_the_limit() {
+        let work = Work {
+            attempt: 1,
+            sha: CommitSha::parse(&"a".repeat(40)).unwrap(),
+            files: vec![],
+            summary: String::new(),
+        };
+        let mut f = Flow {
+            next: Node::AwaitApproval,
+            attempt: 1,
+            attempt_limit: 2,
+            builder: Some(work),
+            approved_by: Some("maintainer".into()),
+            ..Flow::default()
+        };
+        assert_eq!(
+            review_starts_attempt(&mut f),
+            None,
+            "no review comment waits"
+        );
+        f.review_findings = vec![crate::ticket::Finding::new("review", "say why")];
+        assert_eq!(review_starts_attempt(&mut f), Some(true));
+        assert_eq!(
+            (f.next, f.attempt, f.approved_by.clone()),
+            (Node::Code, 2, None)
+        );
+        // While an attempt runs, comments wait for it to end.
+        assert_eq!(review_starts_attempt(&mut f), None);
+        f.next = Node::Critic;
+        assert_eq!(
+            review_starts_attempt(&mut f),
+            Some(false),
+            "no attempt left"
+        );
+        assert_eq!(f.next, Node::Critic);
+    }
 
     #[test]
     fn retry_of_a_refused_landing_lands_again() {

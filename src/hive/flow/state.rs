@@ -191,6 +191,8 @@ pub struct Flow {
     pub waiting: Option<Wait>,
     /// The head the bot last pushed to `feat/T-n` (the lease of its next push).
     pub pushed: Option<CommitSha>,
+    /// People's review comments waiting for the Builder's next attempt.
+    pub review_findings: Vec<Finding>,
     /// Commits people pushed to `feat/T-n`: part of the change, credited when it lands.
     pub people: Vec<crate::workspace::PersonCommit>,
     /// The commit the landing put on the base.

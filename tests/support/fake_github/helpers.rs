@@ -311,6 +311,21 @@ impl FakeGitHub {
         state: &str,
         body: &str,
     ) -> (u64, Sent) {
+        self.review_pull_on_lines(repo, pr, user, state, body, &[])
+            .await
+    }
+
+    /// [`Self::review_pull`] with comments on lines of the head's diff: `(path, line, text)`,
+    /// on the new side, stored as GitHub stores a review's comments.
+    pub async fn review_pull_on_lines(
+        &self,
+        repo: &str,
+        pr: u64,
+        user: &str,
+        state: &str,
+        body: &str,
+        lines: &[(&str, u64, &str)],
+    ) -> (u64, Sent) {
         let p = self.pull(repo, pr).expect("pull request");
         assert_ne!(
             p.user, user,
@@ -336,6 +351,26 @@ impl FakeGitHub {
                 commit_id: p.head_sha.clone(),
                 submitted_at: Some(chrono::Utc::now().to_rfc3339()),
             });
+            for (path, line, text) in lines {
+                let comment = st.next_id();
+                st.repos
+                    .get_mut(repo)
+                    .unwrap()
+                    .review_comments
+                    .push(ReviewComment {
+                        id: comment,
+                        pull: pr,
+                        review_id: id,
+                        user: user.into(),
+                        path: (*path).into(),
+                        line: Some(*line),
+                        start_line: None,
+                        side: "RIGHT".into(),
+                        body: (*text).into(),
+                        commit_id: p.head_sha.clone(),
+                    });
+            }
+            let r = st.repos.get_mut(repo).unwrap();
             (id, association(r, repo, user).to_owned())
         };
         let payload = payloads::pull_request_review_submitted(

@@ -283,6 +283,32 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             let p = tri!(find(cx, n));
             create_comment(cx, p)
         }
+        ("GET", ["pulls", n, "comments"]) => {
+            let p = tri!(find(cx, n));
+            let comments: Vec<ReviewComment> = cx
+                .r()
+                .review_comments
+                .iter()
+                .filter(|c| c.pull == p.number)
+                .cloned()
+                .collect();
+            let list = comments
+                .iter()
+                .map(|c| {
+                    // The hunk as GitHub shows it: from the diff of the commit commented on.
+                    let hunk = files_at(cx, &p, &c.commit_id)
+                        .ok()
+                        .and_then(|files| {
+                            place(&files, &c.path, c.line, &c.side, c.start_line)
+                                .ok()
+                                .map(|f| diff_hunk(f, c.line, &c.side))
+                        })
+                        .unwrap_or_default();
+                    review_comment_json(&repo, c, &hunk)
+                })
+                .collect();
+            (StatusCode::OK, Value::Array(list))
+        }
         _ => return None,
     })
 }
