@@ -40,9 +40,52 @@ pub struct PullComment {
     pub diff_hunk: String,
     #[serde(default)]
     pub body: String,
+    #[serde(default)]
+    pub commit_id: String,
 }
 
 impl RepoClient {
+    /// Answers review comment `comment` in its thread with `body` carrying `marker`, unless an
+    /// answer with the marker is there already (a resumed step answers once).
+    pub async fn reply_to_review_comment(
+        &self,
+        number: u64,
+        comment: u64,
+        marker: &str,
+        body: &str,
+    ) -> Result<(), GitHubError> {
+        let list = format!(
+            "/repos/{}/{}/pulls/{number}/comments?per_page=100",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        for _ in 0..3 {
+            let all: Vec<PullComment> =
+                self.send(Method::GET, &list, None, Idempotent::Yes).await?;
+            if all.iter().any(|c| c.body.contains(marker)) {
+                return Ok(());
+            }
+            let route = format!(
+                "/repos/{}/{}/pulls/{number}/comments/{comment}/replies",
+                self.repo.owner(),
+                self.repo.name()
+            );
+            let req = json!({ "body": format!("{marker}\n{body}") });
+            match self
+                .send::<serde_json::Value>(Method::POST, &route, Some(&req), Idempotent::No)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(GitHubError::Ambiguous { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(GitHubError::Ambiguous {
+            what: format!("the reply to review comment {comment}"),
+            message: "three tries did not confirm it".into(),
+        })
+    }
+
     /// The review comments of pull request `number` that belong to review `review`.
     pub async fn review_comments(
         &self,

@@ -6,7 +6,7 @@ pub mod plan;
 mod signal;
 
 pub use finding::Finding;
-pub use signal::Signal;
+pub use signal::{ReviewThread, Signal};
 
 use std::fmt;
 use std::str::FromStr;

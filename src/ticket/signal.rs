@@ -44,7 +44,20 @@ pub enum Signal {
     Review {
         review: u64,
         findings: Vec<crate::ticket::Finding>,
+        /// The comments to answer once an attempt has addressed them.
+        #[serde(default)]
+        threads: Vec<ReviewThread>,
     },
+}
+
+/// A person's comment on a line of the pull request, answered in its thread with what the
+/// next passing attempt changed there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewThread {
+    pub comment: u64,
+    pub path: String,
+    /// The head the comment was made on.
+    pub commit: CommitSha,
 }
 
 impl Signal {

@@ -30,6 +30,37 @@ pub struct PersonCommit {
 }
 
 impl Workspace {
+    /// The lines of `path` that `to` adds or changes relative to `from`, as inclusive ranges
+    /// on `to`'s side (empty when the file is the same, or gone).
+    pub fn changed_lines(
+        &self,
+        git: &Repository,
+        from: git2::Oid,
+        to: git2::Oid,
+        path: &str,
+    ) -> Result<Vec<(u32, u32)>, WorkspaceError> {
+        let old = git.find_commit(from)?.tree()?;
+        let new = git.find_commit(to)?.tree()?;
+        let mut opts = git2::DiffOptions::new();
+        opts.pathspec(path)
+            .disable_pathspec_match(true)
+            .context_lines(0);
+        let diff = git.diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))?;
+        let mut ranges = Vec::new();
+        diff.foreach(
+            &mut |_, _| true,
+            None,
+            Some(&mut |_, h| {
+                if h.new_lines() > 0 {
+                    ranges.push((h.new_start(), h.new_start() + h.new_lines() - 1));
+                }
+                true
+            }),
+            None,
+        )?;
+        Ok(ranges)
+    }
+
     /// The commits in `from..head` whose author is not `bot` (by e-mail), oldest first.
     pub fn people_commits(
         &self,

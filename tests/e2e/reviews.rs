@@ -23,8 +23,10 @@ async fn reviews_recorded(w: &World) -> Vec<vibeloop::store::commands::CommandRe
                 .unwrap();
             store.close().await;
             let reviews: Vec<_> = c.into_iter().filter(|c| c.command == "review").collect();
-            (!reviews.is_empty() && reviews.iter().all(|c| c.outcome != "pending"))
-                .then_some(reviews)
+            let done = |c: &vibeloop::store::commands::CommandRecord| {
+                !matches!(c.outcome.as_str(), "pending" | "received")
+            };
+            (!reviews.is_empty() && reviews.iter().all(done)).then_some(reviews)
         })
         .await
 }
@@ -86,6 +88,27 @@ async fn requested_changes_on_lines_are_the_next_attempts_findings_then_it_lands
         reviews_recorded(&w).await[0].outcome,
         "findings for the Builder"
     );
+    // Each thread is answered with what the diff shows changed, naming the commit.
+    let head = w.gh.branch_sha(REPO, "feat/T-1").unwrap();
+    let comments = w.gh.review_comments(REPO, pr);
+    let asked: Vec<u64> = comments
+        .iter()
+        .filter(|c| c.user == MAINTAINER)
+        .map(|c| c.id)
+        .collect();
+    let mut answered: Vec<u64> = comments.iter().filter_map(|c| c.in_reply_to).collect();
+    answered.sort();
+    assert_eq!(answered, asked, "{comments:?}");
+    for reply in comments.iter().filter(|c| c.in_reply_to.is_some()) {
+        assert!(
+            reply.body.contains(&format!(
+                "Changed in `{}`: `calc.py` line(s) 2.",
+                &head[..7]
+            )),
+            "{}",
+            reply.body
+        );
+    }
     w.gh.review_pull(REPO, t.pr_number.unwrap(), MAINTAINER, "approved", "")
         .await;
     w.wait_state(TaskState::Completed).await;
@@ -93,10 +116,25 @@ async fn requested_changes_on_lines_are_the_next_attempts_findings_then_it_lands
         w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
         Some(CALC_DOCUMENTED)
     );
-    // The Critic reviewed each attempt once; the person's two reviews are theirs.
+    // The Critic reviewed each attempt once (the bot's other reviews wrap its two replies).
     let reviews = w.gh.reviews(REPO, pr);
-    let by_bot = reviews.iter().filter(|r| r.user != MAINTAINER).count();
-    assert_eq!((by_bot, reviews.len()), (2, 4), "{reviews:?}");
+    let rounds: Vec<&str> = reviews
+        .iter()
+        .filter_map(|r| {
+            r.body
+                .split("-->")
+                .next()
+                .filter(|m| m.contains("vibeloop:review"))
+        })
+        .collect();
+    assert_eq!(
+        rounds,
+        [
+            "<!-- vibeloop:review T-1 round 1 ",
+            "<!-- vibeloop:review T-1 round 2 "
+        ],
+        "{reviews:?}"
+    );
     // Listing the review's comments included, every request fits GitHub's description.
     let listed: Vec<String> =
         w.gh.requests()

@@ -100,6 +100,8 @@ pub struct ReviewComment {
     pub side: String,
     pub body: String,
     pub commit_id: String,
+    /// The comment this one answers, in its thread.
+    pub in_reply_to: Option<u64>,
 }
 
 /// A commit status (`POST /repos/{o}/{r}/statuses/{sha}`).

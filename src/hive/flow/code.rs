@@ -31,6 +31,8 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         // People's review comments are this attempt's findings, beside the gates'.
         let review = std::mem::take(&mut cx.flow.review_findings);
         cx.flow.findings.extend(review);
+        let threads = std::mem::take(&mut cx.flow.review_threads);
+        cx.flow.answering.extend(threads);
     }
     let builder_from = match (&cx.flow.builder, cx.flow.attempt) {
         (Some(prev), n) if n > 1 => prev.sha.clone(),

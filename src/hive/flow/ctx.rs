@@ -330,8 +330,11 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
             }
             // Held for the Builder's next attempt: the one that starts now, if the change
             // waits for review or landing, else the next one the flow makes.
-            Signal::Review { findings, .. } => {
+            Signal::Review {
+                findings, threads, ..
+            } => {
                 cx.flow.review_findings.extend(findings.iter().cloned());
+                cx.flow.review_threads.extend(threads.iter().cloned());
                 match review_starts_attempt(&mut cx.flow) {
                     Some(true) => {
                         resume = true;

@@ -1,6 +1,7 @@
-//! People's commits on the bot's branch `feat/T-n`: a commit the bot did not write is part of
-//! the change from then on (adopted by the next step that writes the branch, credited when it
-//! lands), and the bot moves the branch only with a lease, never over such a commit.
+//! People on the bot's pull request. Their commits on `feat/T-n` are part of the change from
+//! then on (adopted by the next step that writes the branch, credited when it lands), and the
+//! bot moves the branch only with a lease, never over such a commit. Their review comments are
+//! answered in their threads with what the attempt that took them changed there.
 
 use super::ctx::{Ctx, git, sync};
 use crate::hive::job::JobError;
@@ -86,4 +87,49 @@ pub(super) async fn push_leased(
     Err(JobError::transient(format!(
         "{branch} kept moving while the bot pushed"
     )))
+}
+
+/// Answers each review comment the passing attempt took, in its thread: the commit and the
+/// lines of the commented file that changed since the comment's head, read from the diff —
+/// not from the model's account. Once per comment and commit (a marker finds a reply made
+/// before a crash).
+pub(super) async fn answer_threads(cx: &mut Ctx<'_, '_>, head: &CommitSha) -> Result<(), JobError> {
+    let Some(pr) = cx.flow.pr else {
+        return Ok(());
+    };
+    for t in cx.flow.answering.clone() {
+        let (from, to, path) = (t.commit.oid(), head.oid(), t.path.clone());
+        let lines = git(cx, move |ws, g| ws.changed_lines(g, from, to, &path)).await?;
+        let short = head.short();
+        let body = match lines.as_slice() {
+            [] => format!(
+                "`{}` is unchanged in `{short}`: the change answered this elsewhere (see the diff).",
+                t.path
+            ),
+            ranges => {
+                let shown: Vec<String> = ranges
+                    .iter()
+                    .map(|(a, b)| {
+                        if a == b {
+                            format!("{a}")
+                        } else {
+                            format!("{a}–{b}")
+                        }
+                    })
+                    .collect();
+                format!(
+                    "Changed in `{short}`: `{}` line(s) {}.",
+                    t.path,
+                    shown.join(", ")
+                )
+            }
+        };
+        let marker = format!("<!-- vibeloop:reply {} {} -->", t.comment, head.as_str());
+        cx.run
+            .client
+            .reply_to_review_comment(pr, t.comment, &marker, &body)
+            .await?;
+    }
+    cx.flow.answering.clear();
+    Ok(())
 }

@@ -271,6 +271,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .await?;
     cx.run.ticket.head_sha = Some(head.to_string());
     if attempt.passed() {
+        super::people::answer_threads(cx, &head).await?;
         cx.flow.attempts.push(attempt);
         cx.flow.builder = Some(super::state::Work {
             sha: head.clone(),

@@ -193,6 +193,10 @@ pub struct Flow {
     pub pushed: Option<CommitSha>,
     /// People's review comments waiting for the Builder's next attempt.
     pub review_findings: Vec<Finding>,
+    /// Their threads, until a Builder attempt takes their comments…
+    pub review_threads: Vec<crate::ticket::ReviewThread>,
+    /// …and then, answered once that attempt passes.
+    pub answering: Vec<crate::ticket::ReviewThread>,
     /// Commits people pushed to `feat/T-n`: part of the change, credited when it lands.
     pub people: Vec<crate::workspace::PersonCommit>,
     /// The commit the landing put on the base.

@@ -368,6 +368,7 @@ impl FakeGitHub {
                         side: "RIGHT".into(),
                         body: (*text).into(),
                         commit_id: p.head_sha.clone(),
+                        in_reply_to: None,
                     });
             }
             let r = st.repos.get_mut(repo).unwrap();

@@ -126,6 +126,7 @@ pub fn review_comment_json(repo: &str, c: &ReviewComment, diff_hunk: &str) -> Va
         "start_line": c.start_line, "original_start_line": c.start_line,
         "start_side": c.start_line.map(|_| c.side.clone()),
         "line": c.line, "original_line": c.line, "side": c.side, "subject_type": "line",
+        "in_reply_to_id": c.in_reply_to,
     })
 }
 

@@ -283,6 +283,11 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             let p = tri!(find(cx, n));
             create_comment(cx, p)
         }
+        ("POST", ["pulls", n, "comments", cid, "replies"]) => {
+            let p = tri!(find(cx, n));
+            let cid = tri!(num(cid));
+            reply(cx, p, cid)
+        }
         ("GET", ["pulls", n, "comments"]) => {
             let p = tri!(find(cx, n));
             let comments: Vec<ReviewComment> = cx
@@ -391,6 +396,7 @@ fn create_review(cx: &mut Cx<'_>, p: Pull) -> Answer {
             side,
             body: s("body").unwrap_or_default(),
             commit_id: commit.clone(),
+            in_reply_to: None,
         });
     }
     let rv = Review {
@@ -458,6 +464,7 @@ fn create_comment(cx: &mut Cx<'_>, p: Pull) -> Answer {
         side,
         body: text,
         commit_id: commit.clone(),
+        in_reply_to: None,
     };
     let v = review_comment_json(cx.repo, &c, &hunk);
     let r = cx.r();
@@ -468,6 +475,49 @@ fn create_comment(cx: &mut Cx<'_>, p: Pull) -> Answer {
         state: "COMMENTED".into(),
         body: String::new(),
         commit_id: commit,
+        submitted_at: Some(super::now()),
+    });
+    r.review_comments.push(c);
+    (StatusCode::CREATED, v)
+}
+
+/// `POST …/pulls/{n}/comments/{id}/replies`: an answer in the thread of a top-level review
+/// comment, by the app's bot (GitHub wraps it in a `COMMENTED` review too).
+fn reply(cx: &mut Cx<'_>, p: Pull, to: u64) -> Answer {
+    let Some(text) = cx.field("body").filter(|b| !b.is_empty()) else {
+        return validation_failed("PullRequestReviewComment", "body", "missing_field", None);
+    };
+    let Some(parent) = cx
+        .r()
+        .review_comments
+        .iter()
+        .find(|c| c.id == to && c.pull == p.number)
+        .cloned()
+    else {
+        return (
+            StatusCode::NOT_FOUND,
+            serde_json::json!({ "message": "Not Found" }),
+        );
+    };
+    let review_id = cx.id();
+    let c = ReviewComment {
+        id: cx.id(),
+        pull: p.number,
+        review_id,
+        user: BOT_LOGIN.into(),
+        body: text,
+        in_reply_to: Some(parent.in_reply_to.unwrap_or(parent.id)),
+        ..parent
+    };
+    let v = review_comment_json(cx.repo, &c, "");
+    let r = cx.r();
+    r.reviews.push(Review {
+        id: review_id,
+        pull: p.number,
+        user: BOT_LOGIN.into(),
+        state: "COMMENTED".into(),
+        body: String::new(),
+        commit_id: c.commit_id.clone(),
         submitted_at: Some(super::now()),
     });
     r.review_comments.push(c);
