@@ -182,3 +182,68 @@ async fn a_review_by_someone_without_write_permission_changes_nothing() {
         "a reader's words reached a model"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_that_arrives_during_an_attempt_is_taken_by_the_next() {
+    let script = script_with(vec![
+        (
+            "builder|attempt 2 of",
+            writes("calc.py", CALC_DOCUMENTED, "Documented add()."),
+        ),
+        (
+            "builder|attempt 3 of",
+            writes(
+                "calc.py",
+                &format!("{CALC_DOCUMENTED}\n\nZERO = 0\n"),
+                "Added ZERO.",
+            ),
+        ),
+    ]);
+    let w = World::start(script, &calc(HIVE_YML)).await;
+    w.label().await;
+    let pr = w.waiting_for_approval().await.pr_number.unwrap();
+    w.llm.hold("builder");
+    w.gh.review_pull_on_lines(
+        REPO,
+        pr,
+        MAINTAINER,
+        "changes_requested",
+        "",
+        &[("calc.py", 1, "Document add().")],
+    )
+    .await;
+    w.bot
+        .wait_until("the second attempt's call", WAIT, || async {
+            (w.llm.waiting() > 0).then_some(())
+        })
+        .await;
+    // While the Builder works on the first review, a second one comes.
+    w.gh.review_pull_on_lines(
+        REPO,
+        pr,
+        MAINTAINER,
+        "commented",
+        "",
+        &[("calc.py", 2, "Also export a ZERO constant.")],
+    )
+    .await;
+    reviews_recorded(&w).await;
+    w.llm.release();
+    w.bot
+        .wait_until("the third attempt", WAIT, || async {
+            (tasks_of(&w.llm, "builder").len() == 3).then_some(())
+        })
+        .await;
+    let tasks = tasks_of(&w.llm, "builder");
+    assert!(
+        tasks[1].contains("Document add().") && !tasks[1].contains("ZERO"),
+        "{}",
+        tasks[1]
+    );
+    assert!(
+        tasks[2].contains("Also export a ZERO constant."),
+        "{}",
+        tasks[2]
+    );
+    w.waiting_for_approval().await;
+}
