@@ -125,10 +125,22 @@ pub(super) async fn answer_threads(cx: &mut Ctx<'_, '_>, head: &CommitSha) -> Re
             }
         };
         let marker = format!("<!-- vibeloop:reply {} {} -->", t.comment, head.as_str());
-        cx.run
+        // A thread GitHub no longer has (the comment was deleted) goes on the timeline and
+        // the change goes on; a passing outage retries the step (the marker keeps it once).
+        match cx
+            .run
             .client
             .reply_to_review_comment(pr, t.comment, &marker, &body)
-            .await?;
+            .await
+        {
+            Ok(()) => {}
+            Err(e) if e.is_transient() => return Err(e.into()),
+            Err(e) => {
+                tracing::warn!(comment = t.comment, error = %e, "cannot answer a review thread");
+                let data = serde_json::json!({ "comment": t.comment, "error": e.to_string() });
+                cx.run.event("review_reply_failed", data).await;
+            }
+        }
     }
     cx.flow.answering.clear();
     Ok(())
