@@ -84,6 +84,18 @@ fn gate<'a>(all: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no gate {name} in {all}"))
 }
 
+/// A Node project's `package.json` whose tests run with Node's own runner.
+pub(crate) fn npm_package(name: &str) -> String {
+    format!(r#"{{"name": "{name}", "version": "1.0.0", "scripts": {{"test": "node --test"}}}}"#)
+}
+
+/// The npm lockfile of a project without dependencies.
+pub(crate) fn npm_lock(name: &str) -> String {
+    format!(
+        r#"{{"name": "{name}", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {{"": {{"name": "{name}", "version": "1.0.0"}}}}}}"#
+    )
+}
+
 pub(crate) const CRATE_TOML: &str = "[package]\nname = \"fmtnum\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n";
 pub(crate) const CRATE_BUGGY: &str = "/// `n` in decimal.\npub fn show(n: u64) -> String {\n    itoa::Buffer::new().format(n + 1).to_owned()\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn shows_digits() {\n        assert!(super::show(7).chars().all(|c| c.is_ascii_digit()));\n    }\n}\n";
 pub(crate) const CRATE_FIXED: &str = "/// `n` in decimal.\npub fn show(n: u64) -> String {\n    itoa::Buffer::new().format(n).to_owned()\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn shows_digits() {\n        assert!(super::show(7).chars().all(|c| c.is_ascii_digit()));\n    }\n}\n";
@@ -138,14 +150,8 @@ fn go_and_node_projects_are_detected_and_counted() {
     assert_eq!(gate(&all, "build")["status"], "passed");
 
     let (_d, node) = project(&[
-        (
-            "package.json",
-            r#"{"name": "adder", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
-        ),
-        (
-            "package-lock.json",
-            r#"{"name": "adder", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "adder", "version": "1.0.0"}}}"#,
-        ),
+        ("package.json", &npm_package("adder")),
+        ("package-lock.json", &npm_lock("adder")),
         ("add.js", "exports.add = (a, b) => a + b;\n"),
         (
             "test/add.test.js",
@@ -205,14 +211,8 @@ fn a_polyglot_repository_runs_each_ecosystem_in_the_image_with_all_of_them() {
             "both_test.go",
             "package both\n\nimport \"testing\"\n\nfunc TestGo(t *testing.T) {}\n",
         ),
-        (
-            "package.json",
-            r#"{"name": "both", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
-        ),
-        (
-            "package-lock.json",
-            r#"{"name": "both", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "both", "version": "1.0.0"}}}"#,
-        ),
+        ("package.json", &npm_package("both")),
+        ("package-lock.json", &npm_lock("both")),
         ("test/js.test.js", "require('node:test')('js', () => {});\n"),
     ]);
     let envs = tempfile::tempdir().unwrap();

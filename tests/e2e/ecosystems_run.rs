@@ -6,7 +6,7 @@
 
 use crate::ecosystems::{
     CA_BUNDLE, CRATE_BUGGY, CRATE_FIXED, CRATE_TEST, CRATE_TOML, MODEL, PYPROJECT, WIDTHY,
-    WIDTHY_TESTS, project,
+    WIDTHY_TESTS, npm_lock, npm_package, project,
 };
 use crate::support;
 
@@ -208,14 +208,8 @@ async fn tests_that_need_a_missing_dependency_stop_without_blaming_the_breaker()
     // Node's runner counts a test file that cannot load as a failed test: a "Red" that
     // proves nothing.
     let node = project(&[
-        (
-            "package.json",
-            r#"{"name": "adder", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
-        ),
-        (
-            "package-lock.json",
-            r#"{"name": "adder", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "adder", "version": "1.0.0"}}}"#,
-        ),
+        ("package.json", &npm_package("adder")),
+        ("package-lock.json", &npm_lock("adder")),
         ("add.js", "exports.add = (a, b) => a - b;\n"),
         (
             "test/zero.test.js",
@@ -292,14 +286,8 @@ async fn a_broken_environment_stops_at_the_baseline_in_rust_go_and_node_too() {
         ),
     ]);
     let node = project(&[
-        (
-            "package.json",
-            r#"{"name": "pad", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
-        ),
-        (
-            "package-lock.json",
-            r#"{"name": "pad", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "pad", "version": "1.0.0"}}}"#,
-        ),
+        ("package.json", &npm_package("pad")),
+        ("package-lock.json", &npm_lock("pad")),
         ("pad.js", "module.exports = require('left-pad');\n"),
         (
             "test/pad.test.js",
@@ -373,14 +361,8 @@ async fn python_with_pypi_dependencies_and_node_get_a_tested_change_end_to_end()
         ])
     };
     let node = project(&[
-        (
-            "package.json",
-            r#"{"name": "adder", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
-        ),
-        (
-            "package-lock.json",
-            r#"{"name": "adder", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "adder", "version": "1.0.0"}}}"#,
-        ),
+        ("package.json", &npm_package("adder")),
+        ("package-lock.json", &npm_lock("adder")),
         ("add.js", "exports.add = (a, b) => a - b;\n"),
         (
             "test/zero.test.js",

@@ -96,16 +96,8 @@ pub(super) async fn commit_push(
     written: Vec<String>,
     author: &Author,
 ) -> Result<CommitSha, JobError> {
-    let (repo2, wt, author) = (repo.clone(), wt.clone(), author.clone());
-    on_mirror(ws, repo, move |ws, g| {
-        ws.commit_written(&wt, &message, &author, &written)?;
-        let head = g
-            .find_branch(&wt.branch, git2::BranchType::Local)?
-            .get()
-            .peel_to_commit()?
-            .id();
-        ws.push(&repo2, &wt.branch, &token)?;
-        Ok(head.into())
-    })
-    .await
+    let head = commit(ws, repo, wt, message, written, author).await?;
+    let (repo2, branch) = (repo.clone(), wt.branch.clone());
+    on_mirror(ws, repo, move |ws, _| ws.push(&repo2, &branch, &token)).await?;
+    Ok(head)
 }

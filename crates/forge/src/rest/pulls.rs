@@ -467,18 +467,24 @@ fn create_comment(cx: &mut Cx<'_>, p: Pull) -> Answer {
         in_reply_to: None,
     };
     let v = review_comment_json(cx.repo, &c, &hunk);
+    store_alone(cx, c);
+    (StatusCode::CREATED, v)
+}
+
+/// Stores a review comment made on its own (not in a submitted review), in the `COMMENTED`
+/// review GitHub wraps such a comment in.
+fn store_alone(cx: &mut Cx<'_>, c: ReviewComment) {
     let r = cx.r();
     r.reviews.push(Review {
-        id: review_id,
-        pull: p.number,
-        user: BOT_LOGIN.into(),
+        id: c.review_id,
+        pull: c.pull,
+        user: c.user.clone(),
         state: "COMMENTED".into(),
         body: String::new(),
-        commit_id: commit,
+        commit_id: c.commit_id.clone(),
         submitted_at: Some(super::now()),
     });
     r.review_comments.push(c);
-    (StatusCode::CREATED, v)
 }
 
 /// `POST …/pulls/{n}/comments/{id}/replies`: an answer in the thread of a top-level review
@@ -510,16 +516,6 @@ fn reply(cx: &mut Cx<'_>, p: Pull, to: u64) -> Answer {
         ..parent
     };
     let v = review_comment_json(cx.repo, &c, "");
-    let r = cx.r();
-    r.reviews.push(Review {
-        id: review_id,
-        pull: p.number,
-        user: BOT_LOGIN.into(),
-        state: "COMMENTED".into(),
-        body: String::new(),
-        commit_id: c.commit_id.clone(),
-        submitted_at: Some(super::now()),
-    });
-    r.review_comments.push(c);
+    store_alone(cx, c);
     (StatusCode::CREATED, v)
 }
