@@ -45,6 +45,12 @@ async fn a_persons_commit_on_the_branch_lands_with_the_change_and_is_credited() 
         message.contains("Co-authored-by: Maintainer <maintainer@example.com>"),
         "{message}"
     );
+    let body = w.gh.pull(REPO, pr).unwrap().body;
+    assert!(
+        body.contains("Commits by people")
+            && body.contains(&format!("`{}` Maintainer — Document calc", &theirs[..7])),
+        "{body}"
+    );
     let status = w.status_comment();
     assert!(
         status.contains("Commits by people in this change")

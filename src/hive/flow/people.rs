@@ -33,10 +33,14 @@ pub(super) async fn adopt_people(
     };
     let data = serde_json::json!({ "head": theirs.as_str(), "commits": people.len() });
     cx.run.event("people_commits", data).await;
+    let known = cx.flow.people.len();
     for p in people {
         if !cx.flow.people.iter().any(|q| q.sha == p.sha) {
             cx.flow.people.push(p);
         }
+    }
+    if cx.flow.people.len() > known {
+        super::review::refresh_body(cx, &theirs).await?;
     }
     Ok(Some(theirs))
 }

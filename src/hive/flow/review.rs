@@ -124,8 +124,35 @@ fn pull_body(cx: &Ctx<'_, '_>, head: &CommitSha, files: &[String]) -> String {
     if files.len() > 50 {
         s.push_str(&format!("- … and {} more\n", files.len() - 50));
     }
+    if !f.people.is_empty() {
+        s.push_str(
+            "\nCommits by people, part of this change (credited as co-authors when it lands):\n\n",
+        );
+        for p in &f.people {
+            s.push_str(&format!(
+                "- `{}` {} — {}\n",
+                p.sha.short(),
+                p.name.replace(['\n', '`', '*', '_', '|', '<', '>'], " "),
+                p.summary.replace(['\n', '`', '*', '_', '|', '<', '>'], " ")
+            ));
+        }
+    }
     s.push_str("\nThe tests came first, from the Breaker; the code from the Builder. This pull request stays a draft until the Critic approves.\n");
     s
+}
+
+/// Writes the pull request's description again (after people's commits joined the change).
+pub(super) async fn refresh_body(cx: &mut Ctx<'_, '_>, head: &CommitSha) -> Result<(), JobError> {
+    let Some(pr) = cx.flow.pr else {
+        return Ok(());
+    };
+    let base = sync(cx).await?;
+    let (b, h) = (base.oid(), head.oid());
+    let files = git(cx, move |ws, g| ws.changed_paths(g, b, h)).await?;
+    let body = pull_body(cx, head, &files);
+    let title = format!("{}: {}", cx.run.ticket.id, cx.run.ticket.title);
+    cx.run.client.update_pull(pr, &title, &body).await?;
+    Ok(())
 }
 
 fn head_sha(cx: &Ctx<'_, '_>) -> Result<CommitSha, JobError> {
