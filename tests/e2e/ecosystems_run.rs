@@ -11,15 +11,17 @@ use crate::ecosystems::{
 use crate::support;
 
 use std::path::Path;
-use std::process::Output;
 use std::time::Duration;
 
 use serde_json::json;
 use support::fake_llm::{FakeLlm, Script, Step};
 use support::hive::{approve_json, writes};
 
-/// `vibeloop run` on `repo` towards `goal`, approved, with the model at `llm`.
-async fn run(llm: &str, repo: &Path, goal: &str) -> (Output, tempfile::TempDir) {
+/// `vibeloop run` on `repo` towards `goal`, approved, with the model scripted by `script`: the
+/// exit code, stdout and stderr, and the model server (to see what was asked of it).
+async fn run(script: Script, repo: &Path, goal: &str) -> (Option<i32>, String, String, FakeLlm) {
+    let llm = FakeLlm::start(script).await;
+    llm.set_models(&[MODEL]);
     let data = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_vibeloop"));
     cmd.arg("run")
@@ -29,7 +31,7 @@ async fn run(llm: &str, repo: &Path, goal: &str) -> (Output, tempfile::TempDir) 
         .arg(data.path().join("run"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("VIBELOOP_LLM_BASE_URL", llm)
+        .env("VIBELOOP_LLM_BASE_URL", &llm.url)
         .env("VIBELOOP_LLM_MODEL", MODEL)
         .env("VIBELOOP_SANDBOX_CA_BUNDLE", CA_BUNDLE)
         .kill_on_drop(true);
@@ -37,7 +39,8 @@ async fn run(llm: &str, repo: &Path, goal: &str) -> (Output, tempfile::TempDir) 
         .await
         .expect("vibeloop run ends within 10 minutes")
         .expect("vibeloop runs");
-    (out, data)
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr), llm)
 }
 
 fn plan(goal: &str, file: &str) -> String {
@@ -62,27 +65,27 @@ async fn a_rust_crate_with_a_crates_io_dependency_gets_a_tested_change_end_to_en
         (".gitignore", "/target\n"),
     ]);
     let goal = "show(n) prints n itself";
-    let llm = FakeLlm::start(Script::from([
-        (
-            "architect".to_owned(),
-            vec![Step::say(&plan(goal, "src/lib.rs"))],
-        ),
-        (
-            "breaker".to_owned(),
-            writes("tests/show.rs", CRATE_TEST, "A test of show(42)."),
-        ),
-        (
-            "builder".to_owned(),
-            writes("src/lib.rs", CRATE_FIXED, "show() no longer adds one."),
-        ),
-        ("critic".to_owned(), vec![Step::say(&approve_json())]),
-    ]))
+    let (code, stdout, stderr, _) = run(
+        Script::from([
+            (
+                "architect".to_owned(),
+                vec![Step::say(&plan(goal, "src/lib.rs"))],
+            ),
+            (
+                "breaker".to_owned(),
+                writes("tests/show.rs", CRATE_TEST, "A test of show(42)."),
+            ),
+            (
+                "builder".to_owned(),
+                writes("src/lib.rs", CRATE_FIXED, "show() no longer adds one."),
+            ),
+            ("critic".to_owned(), vec![Step::say(&approve_json())]),
+        ]),
+        &repo,
+        goal,
+    )
     .await;
-    llm.set_models(&[MODEL]);
-    let (out, _data) = run(&llm.url, &repo, goal).await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     for line in [
         "✓ red_proof",
         "proof:    holds: 1 of 2 tests fail on the base",
@@ -104,16 +107,16 @@ async fn a_base_whose_tests_cannot_import_stops_at_the_baseline_before_any_model
         ("src/widthy/__init__.py", WIDTHY),
         ("tests/test_width.py", WIDTHY_TESTS),
     ]);
-    let llm = FakeLlm::start(Script::from([(
-        "architect".to_owned(),
-        vec![Step::say(&plan("widths", "src/widthy/__init__.py"))],
-    )]))
+    let (code, stdout, stderr, llm) = run(
+        Script::from([(
+            "architect".to_owned(),
+            vec![Step::say(&plan("widths", "src/widthy/__init__.py"))],
+        )]),
+        &repo,
+        "Count emoji as two columns",
+    )
     .await;
-    llm.set_models(&[MODEL]);
-    let (out, _data) = run(&llm.url, &repo, "Count emoji as two columns").await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
     assert!(stdout.contains("T-1 stopped: HumanNeeded"), "{stdout}");
     let report = &stdout[stdout.find("T-1 stopped").unwrap()..];
     for words in [
@@ -163,7 +166,7 @@ async fn a_dependency_the_builder_breaks_setup_with_goes_back_to_the_builder() {
         ),
     ]
     .concat();
-    let llm = FakeLlm::start(Script::from([
+    let (code, stdout, stderr, llm) = run(Script::from([
         ("architect".to_owned(), vec![Step::say(&plan(goal, "half.go"))]),
         (
             "breaker".to_owned(),
@@ -176,13 +179,8 @@ async fn a_dependency_the_builder_breaks_setup_with_goes_back_to_the_builder() {
         ("builder".to_owned(), first_attempt),
         ("builder|attempt 2 of".to_owned(), second_attempt),
         ("critic".to_owned(), vec![Step::say(&approve_json())]),
-    ]))
-    .await;
-    llm.set_models(&[MODEL]);
-    let (out, _data) = run(&llm.url, &repo, goal).await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    ]), &repo, goal).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("T-1 completed"), "{stdout}");
     let told = llm
         .requests("builder")
@@ -237,20 +235,20 @@ async fn tests_that_need_a_missing_dependency_stop_without_blaming_the_breaker()
             "Cannot find module 'chai'",
         ),
     ] {
-        let llm = FakeLlm::start(Script::from([
-            (
-                "architect".to_owned(),
-                vec![Step::say(&plan("fix it", code))],
-            ),
-            ("breaker".to_owned(), writes(file, test, "A test.")),
-            ("builder".to_owned(), writes(code, "// fixed\n", "Fixed.")),
-        ]))
+        let (code, stdout, stderr, llm) = run(
+            Script::from([
+                (
+                    "architect".to_owned(),
+                    vec![Step::say(&plan("fix it", code))],
+                ),
+                ("breaker".to_owned(), writes(file, test, "A test.")),
+                ("builder".to_owned(), writes(code, "// fixed\n", "Fixed.")),
+            ]),
+            &repo,
+            "fix it",
+        )
         .await;
-        llm.set_models(&[MODEL]);
-        let (out, _data) = run(&llm.url, &repo, "fix it").await;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{name}: {stdout}\n{stderr}");
+        assert_eq!(code, Some(1), "{name}: {stdout}\n{stderr}");
         let report = &stdout[stdout
             .find("T-1 stopped: HumanNeeded")
             .unwrap_or_else(|| panic!("{name}: {stdout}"))..];
@@ -303,12 +301,8 @@ async fn a_broken_environment_stops_at_the_baseline_in_rust_go_and_node_too() {
         ),
         ("node", node, "Cannot find module 'left-pad'"),
     ] {
-        let llm = FakeLlm::start(Script::new()).await;
-        llm.set_models(&[MODEL]);
-        let (out, _data) = run(&llm.url, &repo, "Make it better").await;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{name}: {stdout}\n{stderr}");
+        let (code, stdout, stderr, llm) = run(Script::new(), &repo, "Make it better").await;
+        assert_eq!(code, Some(1), "{name}: {stdout}\n{stderr}");
         let report = &stdout[stdout
             .find("T-1 stopped: HumanNeeded")
             .unwrap_or_else(|| panic!("{name}: {stdout}"))..];
@@ -397,12 +391,8 @@ async fn python_with_pypi_dependencies_and_node_get_a_tested_change_end_to_end()
         ),
         ("node", node, node_script, "gate test: passed (2 tests)"),
     ] {
-        let llm = FakeLlm::start(script).await;
-        llm.set_models(&[MODEL]);
-        let (out, _data) = run(&llm.url, &repo, "a small change").await;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{name}: {stdout}\n{stderr}");
+        let (code, stdout, stderr, _) = run(script, &repo, "a small change").await;
+        assert_eq!(code, Some(0), "{name}: {stdout}\n{stderr}");
         for line in [
             "✓ red_proof",
             "proof:    holds: 1 of",

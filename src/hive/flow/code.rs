@@ -122,21 +122,8 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             cx.run.ticket.issue_number,
             r.outcome.summary.trim()
         );
-        let (ws, repo, author) = (
-            &cx.run.hive.workspace,
-            &cx.run.ticket.repo,
-            &cx.run.hive.author,
-        );
-        let sha = super::git::commit(ws, repo, wt, msg, r.written.clone(), author).await?;
-        if let Err(found) = super::people::push_leased(cx, &sha, lease.as_ref()).await? {
-            // Someone pushed while the Builder worked: run the attempt again from their commit
-            // (the next run adopts it) rather than push over it.
-            return Err(JobError::transient(format!(
-                "someone pushed {} to {} while the Builder worked; the attempt runs again from there",
-                &found[..found.len().min(7)],
-                id.feat_branch()
-            )));
-        }
+        let sha = super::ctx::commit(cx, wt, msg, r.written.clone()).await?;
+        super::people::push_or_rerun(cx, &sha, lease.as_ref(), "while the Builder worked").await?;
         cx.flow.pushed = Some(sha.clone());
         cx.flow.builder = Some(Work {
             attempt: cx.flow.attempt,

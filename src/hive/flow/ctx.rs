@@ -221,6 +221,22 @@ pub(super) async fn drop_scratch(cx: &Ctx<'_, '_>, name: &str) {
 }
 
 /// Commits an agent's work in the worktree (if it changed: tracked files, and the new files
+/// in `written`), without pushing; the branch's head.
+pub(super) async fn commit(
+    cx: &Ctx<'_, '_>,
+    wt: &Worktree,
+    message: String,
+    written: Vec<String>,
+) -> Result<CommitSha, JobError> {
+    let (ws, repo, author) = (
+        &cx.run.hive.workspace,
+        &cx.run.ticket.repo,
+        &cx.run.hive.author,
+    );
+    git::commit(ws, repo, wt, message, written, author).await
+}
+
+/// Commits an agent's work in the worktree (if it changed: tracked files, and the new files
 /// in `written`) and pushes its branch; the branch's head.
 pub(super) async fn commit_push(
     cx: &Ctx<'_, '_>,

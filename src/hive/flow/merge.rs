@@ -95,14 +95,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             .clone()
             .or_else(|| cx.flow.builder.as_ref().map(|w| w.sha.clone()))
     });
-    if let Err(found) = super::people::push_leased(cx, &rebased, expected.as_ref()).await? {
-        let report = format!(
-            "Someone pushed to `{}` (now `{}`) since the bot's last push, and the bot does not overwrite people's commits. Look at the branch, then `/hive retry` (or merge the pull request yourself).",
-            id.feat_branch(),
-            &found[..found.len().min(7)]
-        );
-        return cx.needs_human(&report).await;
-    }
+    super::people::push_or_rerun(cx, &rebased, expected.as_ref(), "during the rebase").await?;
     cx.flow.pushed = Some(rebased.clone());
     cx.flow.rebased = Some(rebased.clone());
     // The change now sits on `tip`: a later rebase replays it from there (replaying the old

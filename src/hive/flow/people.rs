@@ -10,11 +10,11 @@ use crate::ids::CommitSha;
 /// The head of `feat/T-n` on GitHub when it holds commits a person pushed on top of `ours` (or
 /// anywhere since): they are part of the change from now on, recorded in the flow (credited
 /// when it lands, named in the status). `None` when the branch holds only the bot's work.
+/// Reads the mirror as the caller's `sync` fetched it.
 pub(super) async fn adopt_people(
     cx: &mut Ctx<'_, '_>,
     ours: &CommitSha,
 ) -> Result<Option<CommitSha>, JobError> {
-    sync(cx).await?;
     let (feat, bot, from) = (
         cx.run.ticket.id.feat_branch(),
         cx.run.hive.author.email.clone(),
@@ -45,10 +45,29 @@ pub(super) async fn adopt_people(
     Ok(Some(theirs))
 }
 
+/// Moves `feat/T-n` on GitHub to `sha` as [`push_leased`] does; when a person's commit is there
+/// instead, the step (`during`, in words) fails transiently so that it runs again and adopts
+/// that commit, rather than push over it.
+pub(super) async fn push_or_rerun(
+    cx: &mut Ctx<'_, '_>,
+    sha: &CommitSha,
+    expected: Option<&CommitSha>,
+    during: &str,
+) -> Result<(), JobError> {
+    match push_leased(cx, sha, expected).await? {
+        Ok(()) => Ok(()),
+        Err(found) => Err(JobError::transient(format!(
+            "someone pushed {} to {} {during}; the step runs again from their commit",
+            &found[..found.len().min(7)],
+            cx.run.ticket.id.feat_branch()
+        ))),
+    }
+}
+
 /// Moves `feat/T-n` on GitHub to `sha` if it is still at `expected` (the bot's last push), or at
 /// another commit the bot wrote (a push whose checkpoint a crash lost); `Err` is the head a
 /// person put there, left as it is.
-pub(super) async fn push_leased(
+async fn push_leased(
     cx: &mut Ctx<'_, '_>,
     sha: &CommitSha,
     expected: Option<&CommitSha>,

@@ -238,13 +238,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             return failed(cx, &builder.sha, "", &[], findings).await;
         }
         Merged::Clean(sha) => {
-            if let Err(found) = super::people::push_leased(cx, &sha, lease.as_ref()).await? {
-                return Err(JobError::transient(format!(
-                    "someone pushed {} to {} during the Encounter; it runs again from there",
-                    &found[..found.len().min(7)],
-                    id.feat_branch()
-                )));
-            }
+            super::people::push_or_rerun(cx, &sha, lease.as_ref(), "during the Encounter").await?;
             cx.flow.pushed = Some(sha.clone());
             sha
         }
