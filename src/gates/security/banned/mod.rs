@@ -337,7 +337,11 @@ pub fn check(
     let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))?;
     let rules: BTreeMap<_, _> = PolicyLanguage::ALL
         .into_iter()
-        .map(|l| (l.key(), (policy.rules(l), policy.rules(l).allowed())))
+        .map(|l| {
+            let rules = policy.rules(l);
+            let allowed = rules.allowed();
+            (l.key(), (rules, allowed))
+        })
         .collect();
     let mut run = BannedRun::default();
     for delta in diff.deltas() {
