@@ -15,7 +15,7 @@ pub mod tools;
 use serde::Serialize;
 
 pub use events::{AgentEvent, EventSink};
-pub use session::{Outcome, Session};
+pub use session::{Interrupt, Outcome, Session};
 pub use termination::{Limits, StopReason};
 pub use tools::Toolbox;
 

@@ -3,9 +3,11 @@
 //! the model as JSON it can act on; the loop stops when the model answers without a tool call
 //! or a [`termination`](super::termination) rule fires. Phases (claim → load_context →
 //! assemble_prompt → agent_loop → final_response → write_result → cleanup) are marked with
-//! stage events by [`Session::phase`].
+//! stage events by [`Session::phase`]. Before every model call the run's [`Interrupt`], when it
+//! has one, is asked too: that is the checkpoint where a run stops for something outside it.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Instant;
 
 use super::events::{AgentEvent, EventSink, summarize, summarize_args};
@@ -13,6 +15,10 @@ use super::termination::{Limits, StopReason, Tracker};
 use super::tools::Toolbox;
 use crate::llm::budget::{Ledger, Prices};
 use crate::llm::{LlmClient, LlmError, Message, Request, Usage};
+
+/// Asked before every model call: `Some(why)` stops the run there with
+/// [`StopReason::Interrupted`].
+pub type Interrupt = dyn Fn() -> Pin<Box<dyn Future<Output = Option<String>> + Send>> + Send + Sync;
 
 /// Everything a run needs besides its conversation and tools.
 pub struct Session<'a> {
@@ -28,6 +34,8 @@ pub struct Session<'a> {
     /// Ask for a tool call on the first turn of a fresh conversation (roles that must act on
     /// the repository start by looking at it, not by answering from memory).
     pub act_first: bool,
+    /// Asked before every model call (see [`Interrupt`]).
+    pub interrupt: Option<&'a Interrupt>,
 }
 
 /// What a run did.
@@ -84,6 +92,18 @@ impl Session<'_> {
                     StopReason::Budget {
                         message: e.to_string(),
                     },
+                    String::new(),
+                    iteration - 1,
+                    usage,
+                    messages,
+                );
+            }
+            if let Some(why) = match self.interrupt {
+                Some(ask) => ask().await,
+                None => None,
+            } {
+                return done(
+                    StopReason::Interrupted { why },
                     String::new(),
                     iteration - 1,
                     usage,

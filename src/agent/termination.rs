@@ -24,6 +24,10 @@ pub enum StopReason {
     Budget {
         message: String,
     },
+    /// Something outside asked the run to stop (a person pushed to the branch it works on).
+    Interrupted {
+        why: String,
+    },
 }
 
 impl StopReason {
@@ -45,6 +49,7 @@ impl StopReason {
                 "stopped going round in circles: {tool} called with the same arguments 3 times in the last 5 calls"
             ),
             StopReason::Budget { message } => format!("stopped: {message}"),
+            StopReason::Interrupted { why } => format!("stopped: {why}"),
         }
     }
 }

@@ -161,8 +161,22 @@ impl RepoClient {
 
     /// Reacts to a comment (idempotent on GitHub).
     pub async fn react_to_comment(&self, comment: u64, content: &str) -> Result<(), GitHubError> {
+        self.react("issues", comment, content).await
+    }
+
+    /// Reacts to a comment on a line of a pull request's diff (a review thread's).
+    pub async fn react_to_review_comment(
+        &self,
+        comment: u64,
+        content: &str,
+    ) -> Result<(), GitHubError> {
+        self.react("pulls", comment, content).await
+    }
+
+    /// `POST /repos/{o}/{r}/{kind}/comments/{comment}/reactions` (`kind`: `issues` or `pulls`).
+    async fn react(&self, kind: &str, comment: u64, content: &str) -> Result<(), GitHubError> {
         let route = format!(
-            "/repos/{}/{}/issues/comments/{comment}/reactions",
+            "/repos/{}/{}/{kind}/comments/{comment}/reactions",
             self.repo.owner(),
             self.repo.name()
         );

@@ -94,6 +94,8 @@ pub(super) struct Assignment<'a> {
     pub history: Vec<Message>,
     /// Where `run_command` runs, when the role may run the gate commands.
     pub sandbox: Option<Arc<Sandbox>>,
+    /// Asked before every model call: `Some(why)` stops the role there.
+    pub interrupt: Option<&'a crate::agent::Interrupt>,
 }
 
 /// What a role did.
@@ -140,6 +142,7 @@ pub(super) async fn run_role(
         events,
         step_retry: a.step_retry,
         act_first: matches!(a.role, Role::Breaker | Role::Builder) && a.history.is_empty(),
+        interrupt: a.interrupt,
     };
     let started = Instant::now();
     // Claim: the role may start only while the budget lasts.

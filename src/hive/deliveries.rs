@@ -55,6 +55,7 @@ pub async fn process(hive: &Arc<Hive>, job_id: i64, delivery_id: &str) -> Result
                 Ok(client) => super::steer::on_review(hive, &client, &r).await?,
                 Err(why) => why,
             },
+            Ok(Event::Pushed(p)) => super::steer::on_push(hive, &p).await?,
             Ok(Event::ButtonPressed(b)) => match client_for(hive, b.installation, &b.repo).await? {
                 Ok(client) => super::steer::on_button(hive, &client, &b).await?,
                 Err(why) => why,

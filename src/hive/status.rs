@@ -191,6 +191,7 @@ pub fn status_section(f: &Flow) -> String {
             who.join(", ")
         ));
     }
+    s.push_str(&people_tests(&f.people_tests));
     if let Some(r) = &f.critic {
         let verdict = if r.approve {
             "approves"
@@ -204,6 +205,29 @@ pub fn status_section(f: &Flow) -> String {
     }
     if let Some(tag) = &f.tag {
         s.push_str(&format!("\nSnapshot: `{tag}`.\n"));
+    }
+    s
+}
+
+/// One line per time people changed the Breaker's tests: whose, which files, and that the test
+/// lock and the red proof now stand on their version. Shared by the status comment and the pull
+/// request's description.
+pub fn people_tests(changes: &[crate::hive::flow::state::PeopleTests]) -> String {
+    let clean = |t: &str| t.replace(['\n', '`', '*', '_', '|', '<', '>'], " ");
+    let mut s = String::new();
+    for c in changes {
+        let files: Vec<String> = c
+            .paths
+            .iter()
+            .map(|p| format!("`{}`", p.replace(['\n', '`'], " ")))
+            .collect();
+        let by: Vec<String> = c.by.iter().map(|b| clean(b)).collect();
+        s.push_str(&format!(
+            "\nTests changed by {} ({}): the test lock and the red proof were taken again from their version (`{}` on the tests' branch).\n",
+            by.join(", "),
+            files.join(", "),
+            c.tests.short()
+        ));
     }
     s
 }

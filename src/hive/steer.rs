@@ -1,5 +1,6 @@
-//! People steering the hive: `/hive` commands in comments, the buttons of our check runs, and
-//! approving reviews. Each command is checked against the author's permission (GitHub's
+//! People steering the hive: `/hive` commands in comments (on issues, on pull requests and in
+//! review threads), the buttons of our check runs, reviews, and their pushes to a ticket's
+//! branch. Each command is checked against the author's permission (GitHub's
 //! collaborator-permission API, cached briefly), recorded once per source (who, when, what,
 //! outcome), acknowledged with a reaction and a reply, and turned into a signal the ticket's run
 //! reads at its next node boundary.
@@ -12,7 +13,7 @@ use crate::github::RepoClient;
 use crate::ids::RepoName;
 use crate::store::tickets::Ticket;
 use crate::ticket::Signal;
-use crate::webhook::event::{ButtonEvent, CommentEvent, ReviewEvent};
+use crate::webhook::event::{ButtonEvent, CommentEvent, PushEvent, ReviewEvent};
 
 /// How long a looked-up permission is trusted.
 pub const PERMISSION_TTL: Duration = Duration::from_secs(60);
@@ -39,7 +40,12 @@ pub(super) async fn on_comment(
     let ticket = ticket_of(hive, client, c.number, c.is_pull_request).await?;
     let mut done = Vec::new();
     for f in found {
-        let source = format!("comment:{}#{}", c.comment_id, f.line);
+        let place = if c.thread.is_some() {
+            "review-comment"
+        } else {
+            "comment"
+        };
+        let source = format!("{place}:{}#{}", c.comment_id, f.line);
         let outcome = run_line(hive, client, c, ticket.as_ref(), &f, &source).await?;
         done.push(format!("{}: {outcome}", f.text));
     }
@@ -112,16 +118,26 @@ async fn run_line(
         return Ok("already handled".into());
     }
     let (reaction, reply, outcome) = decide(hive, c, ticket, &f.parsed, have).await?;
-    client.react_to_comment(c.comment_id, reaction).await?;
     let marker = format!("<!-- vibeloop:reply {source} -->");
-    let body = format!(
-        "{marker}\n> {}\n\n@{} {reply}",
-        f.text.replace('\n', " "),
-        c.author
-    );
-    client
-        .upsert_marked_comment(c.number, &marker, None, &body)
-        .await?;
+    let text = format!("> {}\n\n@{} {reply}", f.text.replace('\n', " "), c.author);
+    match c.thread {
+        // In a review thread the answer is a reply in that thread.
+        Some(first) => {
+            client
+                .react_to_review_comment(c.comment_id, reaction)
+                .await?;
+            client
+                .reply_to_review_comment(c.number, first, &marker, &text)
+                .await?;
+        }
+        None => {
+            client.react_to_comment(c.comment_id, reaction).await?;
+            let body = format!("{marker}\n{text}");
+            client
+                .upsert_marked_comment(c.number, &marker, None, &body)
+                .await?;
+        }
+    }
     hive.store
         .command_outcome(source, &f.text, &outcome)
         .await?;
@@ -422,4 +438,50 @@ pub(super) async fn on_button(
         .command_outcome(&source, &text, signal.kind())
         .await?;
     Ok(("processed", format!("{text} for {} by {}", t.id, b.author)))
+}
+
+/// A push to a ticket's Builder branch `feat/T-n` by a person: the ticket hears of it (a
+/// running Builder stops at its next checkpoint and starts again from their commit; see
+/// [`Signal::Push`]). Pushing needs write access, which GitHub checked. Tags, deleted branches,
+/// other branches, the bot's own pushes and pushes that only echo the bot's head are not acted
+/// on.
+pub(super) async fn on_push(
+    hive: &Hive,
+    p: &PushEvent,
+) -> Result<(&'static str, String), JobError> {
+    let Some(branch) = p.branch.as_deref() else {
+        return Ok(("ignored", "a tag was pushed".into()));
+    };
+    let Some(id) =
+        crate::ticket::TicketId::from_branch(branch).filter(|id| id.feat_branch() == branch)
+    else {
+        return Ok(("ignored", format!("{branch} is not a Builder branch")));
+    };
+    if p.sender_is_bot || p.deleted {
+        let why = if p.deleted {
+            "deleted"
+        } else {
+            "pushed by a bot"
+        };
+        return Ok(("ignored", format!("{branch} {why}")));
+    }
+    let Some(t) = hive
+        .store
+        .ticket_by_number(&p.repo, id.0)
+        .await?
+        .filter(|t| !t.state.is_final())
+    else {
+        return Ok(("ignored", format!("no open ticket {id}")));
+    };
+    if t.head_sha.as_deref() == Some(p.after.as_str()) {
+        return Ok(("ignored", format!("{branch} is at the bot's own head")));
+    }
+    let sha = crate::ids::CommitSha::parse(&p.after)
+        .map_err(|e| JobError::permanent(format!("push.after: {e}")))?;
+    let short = sha.short().to_owned();
+    super::signal::send(hive, &t, &Signal::Push { sha }, &p.sender).await?;
+    Ok((
+        "processed",
+        format!("{}: {} pushed {short} to {branch}", t.id, p.sender),
+    ))
 }

@@ -100,7 +100,8 @@ pub struct Delivery {
 }
 
 impl Store {
-    /// Stores a delivery and, when it is one we act on, queues its job in the same transaction.
+    /// Stores a delivery and, when it is one we act on, queues its job in the same transaction,
+    /// behind the live jobs of earlier deliveries of the same repository.
     pub async fn insert_delivery(&self, d: &NewDelivery) -> Result<Stored> {
         Ok(self.insert_deliveries(std::slice::from_ref(d)).await?[0])
     }
@@ -144,9 +145,12 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             if d.ignored.is_none() {
-                super::jobs::enqueue_in(
+                // In its repository's scope: processed after the deliveries of that repository
+                // stored before it (a ping or an installation event has none).
+                super::jobs::enqueue_scoped_in(
                     &mut tx,
                     &super::jobs::JobKey::Delivery(d.delivery_id.as_str().to_owned()),
+                    d.repo.as_deref(),
                     now,
                 )
                 .await?;

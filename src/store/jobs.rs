@@ -2,6 +2,13 @@
 //! holds a lease it renews while working; a job whose lease runs out (its worker died) is
 //! claimed again. At most one live (queued or running) job exists per `(kind, key)`; a finished
 //! job is deleted, a failed one kept with its error.
+//!
+//! A job may have a scope: a delivery's job has its repository (`owner/name`), other jobs none.
+//! A queued job with a scope is not claimed while an earlier job (smaller id) of the same scope
+//! is still live, whatever that one's `run_after` or lease: deliveries of one repository are
+//! processed one at a time, in the order they were stored, and one retried later holds the later
+//! ones of its repository back while other repositories go on. A failed job no longer holds
+//! anything back, and a job whose lease ran out is taken over as any other.
 
 use sqlx::{Any, Row as _, Transaction};
 
@@ -127,26 +134,39 @@ pub(super) async fn enqueue_in(
     key: &JobKey,
     now: i64,
 ) -> Result<bool> {
-    enqueue_at(tx, key, now, now).await
+    enqueue_at(tx, key, None, now, now).await
 }
 
-/// Queues `(kind, key)` to run at `run_after`. When a live job exists, a running one is marked
-/// to run once more after it finishes (so a request that arrives while it works is not lost)
-/// and a queued one is left as it is. True when a new job row was queued.
+/// As [`enqueue_in`], in `scope` (a delivery's repository): the job waits for the live jobs
+/// queued before it in the same scope (see the module's doc). `None` is no scope.
+pub(super) async fn enqueue_scoped_in(
+    tx: &mut Transaction<'_, Any>,
+    key: &JobKey,
+    scope: Option<&str>,
+    now: i64,
+) -> Result<bool> {
+    enqueue_at(tx, key, scope, now, now).await
+}
+
+/// Queues `(kind, key)` to run at `run_after`, in `scope` if any. When a live job exists, a
+/// running one is marked to run once more after it finishes (so a request that arrives while it
+/// works is not lost) and a queued one is left as it is. True when a new job row was queued.
 async fn enqueue_at(
     conn: &mut sqlx::AnyConnection,
     job: &JobKey,
+    scope: Option<&str>,
     run_after: i64,
     now: i64,
 ) -> Result<bool> {
     let (kind, key) = (job.kind(), job.key());
     let key = key.as_str();
     let n = sqlx::query(
-        "INSERT INTO jobs (kind, key, status, run_after, created_at, updated_at) \
-         VALUES ($1, $2, 'queued', $3, $4, $4) ON CONFLICT DO NOTHING",
+        "INSERT INTO jobs (kind, key, scope, status, run_after, created_at, updated_at) \
+         VALUES ($1, $2, $3, 'queued', $4, $5, $5) ON CONFLICT DO NOTHING",
     )
     .bind(kind.as_str())
     .bind(key)
+    .bind(scope)
     .bind(run_after)
     .bind(now)
     .execute(&mut *conn)
@@ -216,6 +236,19 @@ pub(super) async fn end_job_in(
     Ok(n > 0)
 }
 
+/// Which live job `j` a worker may claim at time `now` (a bind parameter such as `$1`): a queued
+/// one that is due and not held back by an earlier live job of its scope, or a running one whose
+/// lease has run out (taken over as it is: no earlier job of its scope was live at its claim).
+fn claimable(now: &str) -> String {
+    format!(
+        "j.status IN ('queued', 'running') \
+         AND ((j.status = 'queued' AND j.run_after <= {now} \
+               AND (j.scope IS NULL OR NOT EXISTS (SELECT 1 FROM jobs e \
+                   WHERE e.scope = j.scope AND e.id < j.id AND e.status IN ('queued', 'running')))) \
+           OR (j.status = 'running' AND j.lease_until < {now}))"
+    )
+}
+
 impl Store {
     /// Queues a job unless a live one exists for the same subject. True when queued.
     /// Queues a job unless a live one exists for the same subject; a running one then runs once
@@ -223,7 +256,7 @@ impl Store {
     pub async fn enqueue(&self, key: &JobKey) -> Result<bool> {
         let now = now_ms();
         let mut conn = self.writer().acquire().await?;
-        enqueue_at(&mut conn, key, now, now).await
+        enqueue_at(&mut conn, key, None, now, now).await
     }
 
     /// Queues a job to run after `delay_ms`, behind everything queued now (a requeue at the
@@ -232,7 +265,7 @@ impl Store {
     pub async fn enqueue_after(&self, key: &JobKey, delay_ms: i64) -> Result<bool> {
         let now = now_ms();
         let mut conn = self.writer().acquire().await?;
-        enqueue_at(&mut conn, key, now + delay_ms, now).await
+        enqueue_at(&mut conn, key, None, now + delay_ms, now).await
     }
 
     /// Makes a queued `(kind, key)` due now if it waits for later (a sweep at start, say).
@@ -252,19 +285,20 @@ impl Store {
     }
 
     /// Claims the job due first (a requeued job goes behind those due before it), or one
-    /// whose lease has run out, for `lease_ms`.
+    /// whose lease has run out, for `lease_ms`. A queued job waits while an earlier job of its
+    /// scope is live (see the module's doc).
     pub async fn claim_job(&self, owner: &str, lease_ms: i64) -> Result<Option<Job>> {
         let now = now_ms();
         if self.dialect() == Dialect::Sqlite {
             // SQLite has one writer: look first on a reader connection, so an idle worker's
-            // poll does not queue behind (or in front of) the webhook receiver's commits.
-            let due = sqlx::query(
-                "SELECT 1 FROM jobs WHERE status IN ('queued', 'running') \
-                 AND ((status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_until < $1)) LIMIT 1",
-            )
-            .bind(now)
-            .fetch_optional(self.reader())
-            .await?;
+            // poll does not queue behind (or in front of) the webhook receiver's commits. The
+            // same test as the claim's, so a delivery held back behind its repository's earlier
+            // one does not make every poll try a write.
+            let sql = format!("SELECT 1 FROM jobs j WHERE {} LIMIT 1", claimable("$1"));
+            let due = sqlx::query(&sql)
+                .bind(now)
+                .fetch_optional(self.reader())
+                .await?;
             if due.is_none() {
                 return Ok(None);
             }
@@ -277,11 +311,10 @@ impl Store {
             "UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2, \
              attempts = attempts + 1, updated_at = $3, \
              taken_from = CASE WHEN status = 'running' THEN lease_owner ELSE NULL END \
-             WHERE id = (SELECT id FROM jobs \
-                 WHERE status IN ('queued', 'running') \
-                   AND ((status = 'queued' AND run_after <= $3) OR (status = 'running' AND lease_until < $3)) \
-                 ORDER BY run_after, id LIMIT 1 {lock}) \
-             RETURNING id, kind, key, attempts, taken_from"
+             WHERE id = (SELECT j.id FROM jobs j WHERE {} \
+                 ORDER BY j.run_after, j.id LIMIT 1 {lock}) \
+             RETURNING id, kind, key, attempts, taken_from",
+            claimable("$3"),
         );
         let row = sqlx::query(&sql)
             .bind(owner)

@@ -48,6 +48,10 @@ pub enum Signal {
         #[serde(default)]
         threads: Vec<ReviewThread>,
     },
+    /// A person pushed `sha` to the Builder's branch: a step that writes it stops at its next
+    /// checkpoint and runs again from there; an approval given before is withdrawn unless the
+    /// approver pushed.
+    Push { sha: CommitSha },
 }
 
 /// A person's comment on a line of the pull request, answered in its thread with what the
@@ -73,6 +77,7 @@ impl Signal {
             Signal::Retry { .. } => "retry",
             Signal::Recheck => "recheck",
             Signal::Review { .. } => "review",
+            Signal::Push { .. } => "push",
         }
     }
 
@@ -124,6 +129,9 @@ mod tests {
                 role: Some("breaker".into()),
             },
             Signal::Recheck,
+            Signal::Push {
+                sha: CommitSha::parse(&"b".repeat(40)).unwrap(),
+            },
         ] {
             assert_eq!(Signal::read(s.kind(), &s.data()), Ok(s.clone()), "{s:?}");
         }

@@ -87,6 +87,7 @@ async fn run(
         events: sink,
         step_retry: 0,
         act_first: false,
+        interrupt: None,
     };
     let mut toolbox = Toolbox::new(root.to_owned(), scope);
     let system = format!(

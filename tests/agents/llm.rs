@@ -230,6 +230,7 @@ async fn the_loop_stops_at_its_iteration_cap() {
         events: EventSink::discard(),
         step_retry: 0,
         act_first: false,
+        interrupt: None,
     };
     let mut tools = Toolbox::new(dir.path().to_owned(), WriteScope::None);
     let out = session

@@ -198,6 +198,8 @@ async fn registers_the_app_and_writes_its_credentials_to_a_private_env_file() {
             "issue_comment",
             "pull_request",
             "pull_request_review",
+            "pull_request_review_comment",
+            "push",
             "check_run",
             "check_suite",
             "status"

@@ -17,6 +17,7 @@ mod ecosystems_run;
 mod hostile;
 mod hostile_repo;
 mod people;
+mod pushes;
 mod reviews;
 mod run_local;
 mod scale_out;

@@ -1,12 +1,14 @@
 //! The durable job queue, on both databases (see `harness/store_db.rs`): one live job per
 //! subject, claims and leases, takeovers, retries and their timing, requeues while running, and
-//! a delivery's outcome recorded only by its job's owner.
+//! a delivery's outcome recorded only by its job's owner, and deliveries of one repository
+//! claimed one at a time in the order they were stored.
 
 use std::collections::HashSet;
 
 use vibeloop::ids::DeliveryId;
 use vibeloop::ids::TicketKey;
 use vibeloop::store::Store;
+use vibeloop::store::deliveries::NewDelivery;
 use vibeloop::store::jobs::JobKey;
 
 use crate::store_db::delivery;
@@ -19,6 +21,9 @@ both!(
     a_job_queued_for_later_can_be_hurried,
     a_job_asked_for_while_it_runs_runs_again,
     fresh_retries_restart_the_count_of_attempts,
+    deliveries_of_one_repository_are_claimed_in_the_order_stored,
+    a_delivery_retried_later_holds_back_the_later_ones_of_its_repository,
+    a_failed_delivery_holds_nothing_back,
 );
 
 async fn a_delivery_outcome_is_recorded_only_by_its_jobs_owner(store: Store) {
@@ -228,4 +233,109 @@ async fn fresh_retries_restart_the_count_of_attempts(store: Store) {
         .unwrap();
     let job = store.claim_job("w", 60_000).await.unwrap().unwrap();
     assert_eq!(job.attempts, 1);
+}
+
+/// Stores a handled delivery `id` of `repo` (`None`: an event without a repository).
+async fn store_delivery(store: &Store, id: &str, repo: Option<&str>) {
+    let d = NewDelivery {
+        repo: repo.map(str::to_owned),
+        ..delivery(&DeliveryId::parse(id).unwrap(), None)
+    };
+    store.insert_delivery(&d).await.unwrap();
+}
+
+fn key(id: &str) -> JobKey {
+    JobKey::Delivery(id.into())
+}
+
+async fn deliveries_of_one_repository_are_claimed_in_the_order_stored(store: Store) {
+    store_delivery(&store, "a-1", Some("o/a")).await;
+    store_delivery(&store, "a-2", Some("o/a")).await;
+    store_delivery(&store, "b-1", Some("o/b")).await;
+    store_delivery(&store, "ping-1", None).await;
+
+    let a1 = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    assert_eq!(a1.key, key("a-1"));
+    let b1 = store.claim_job("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(b1.key, key("b-1"), "a-2 was claimed while a-1 runs");
+    let ping = store.claim_job("w3", 60_000).await.unwrap().unwrap();
+    assert_eq!(
+        ping.key,
+        key("ping-1"),
+        "a delivery without a repository waits"
+    );
+    assert!(store.claim_job("w4", 60_000).await.unwrap().is_none());
+
+    // a-1's worker dies: a-1 is taken over, a-2 still waits for it.
+    assert!(store.renew_lease(a1.id, "w1", -1).await.unwrap());
+    let taken = store.claim_job("w4", 60_000).await.unwrap().unwrap();
+    assert_eq!(
+        (&taken.key, taken.taken_from.as_deref()),
+        (&key("a-1"), Some("w1"))
+    );
+    assert!(store.claim_job("w5", 60_000).await.unwrap().is_none());
+
+    assert!(
+        store
+            .finish_delivery_job(taken.id, "w4", "a-1", "processed", None)
+            .await
+            .unwrap()
+    );
+    let a2 = store.claim_job("w5", 60_000).await.unwrap().unwrap();
+    assert_eq!(a2.key, key("a-2"));
+}
+
+async fn a_delivery_retried_later_holds_back_the_later_ones_of_its_repository(store: Store) {
+    store_delivery(&store, "a-1", Some("o/a")).await;
+    store_delivery(&store, "a-2", Some("o/a")).await;
+    store_delivery(&store, "b-1", Some("o/b")).await;
+
+    let a1 = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(a1.key, key("a-1"));
+    store
+        .retry_job(a1.id, "w", 3_600_000, "GitHub 502", false)
+        .await
+        .unwrap();
+    // a-2 is due and a-1 is not, yet a-2 waits; the other repository goes on.
+    let b1 = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(b1.key, key("b-1"), "a-2 was claimed before a-1");
+    assert!(
+        store.claim_job("w", 60_000).await.unwrap().is_none(),
+        "a-2 was claimed before a-1"
+    );
+
+    // Once a-1 is due, it comes first although a-2 was due before it.
+    store.hurry(&key("a-1")).await.unwrap();
+    let again = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!((&again.key, again.attempts), (&key("a-1"), 2));
+    assert!(store.claim_job("v", 60_000).await.unwrap().is_none());
+    store.complete_job(again.id, "w").await.unwrap();
+    let a2 = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(a2.key, key("a-2"));
+}
+
+async fn a_failed_delivery_holds_nothing_back(store: Store) {
+    store_delivery(&store, "a-1", Some("o/a")).await;
+    store_delivery(&store, "a-2", Some("o/a")).await;
+
+    let a1 = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(a1.key, key("a-1"));
+    assert!(
+        store.claim_job("v", 60_000).await.unwrap().is_none(),
+        "a-2 was claimed while a-1 runs"
+    );
+    store
+        .fail_job(a1.id, "w", "unreadable payload")
+        .await
+        .unwrap();
+    let a2 = store
+        .claim_job("v", 60_000)
+        .await
+        .unwrap()
+        .expect("a-2 waits for a failed delivery");
+    assert_eq!(a2.key, key("a-2"));
+    assert_eq!(
+        store.job_counts().await.unwrap(),
+        vec![("failed".into(), 1), ("running".into(), 1)]
+    );
 }

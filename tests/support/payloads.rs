@@ -460,3 +460,82 @@ pub fn issues_unlabeled(repo: &str, installation: u64, number: u64, label: &str)
     v["label"]["name"] = json!(label);
     serde_json::to_vec(&v).unwrap()
 }
+
+/// `push`: `user` pushed `after` (on top of `before`) to `branch`, from GitHub's example.
+pub fn push(
+    repo: &str,
+    installation: u64,
+    branch: &str,
+    before: &str,
+    after: &str,
+    user: &str,
+) -> Vec<u8> {
+    let mut v: Value =
+        serde_json::from_slice(&example("push/with-new-branch.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    v["ref"] = json!(format!("refs/heads/{branch}"));
+    v["before"] = json!(before);
+    v["after"] = json!(after);
+    v["created"] = json!(false);
+    v["compare"] = json!(format!(
+        "https://github.com/{repo}/compare/{}...{}",
+        &before[..12.min(before.len())],
+        &after[..12.min(after.len())]
+    ));
+    v["commits"] = json!([]);
+    v["head_commit"] = json!(null);
+    v["pusher"] = json!({ "name": user, "email": format!("{user}@example.com") });
+    v["sender"] = crate::support::fake_github::user_json(user);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// `pull_request_review_comment.created`: `user` commented `body` on `path`:`line` of pull
+/// request `pr` (GitHub's documented shape; the collection has no example), in the thread of
+/// `reply_to` when it answers one. The pull request comes from a review's example, retargeted.
+#[allow(clippy::too_many_arguments)]
+pub fn review_comment_created(
+    repo: &str,
+    installation: u64,
+    pr: u64,
+    head: (&str, &str),
+    comment: (u64, Option<u64>),
+    user: &str,
+    place: (&str, u64),
+    body: &str,
+) -> Vec<u8> {
+    let mut v: Value =
+        serde_json::from_slice(&example("pull_request_review/submitted.payload.json")).unwrap();
+    retarget(&mut v, repo, Some(installation));
+    let (id, reply_to) = comment;
+    let api = format!("https://api.github.com/repos/{repo}/pulls");
+    let web = format!("https://github.com/{repo}/pull/{pr}");
+    let c = json!({
+        "url": format!("{api}/comments/{id}"),
+        "pull_request_review_id": id, "id": id, "node_id": format!("PRRC_{id}"),
+        "diff_hunk": "", "path": place.0, "position": 1, "original_position": 1,
+        "commit_id": head.1, "original_commit_id": head.1, "in_reply_to_id": reply_to,
+        "user": crate::support::fake_github::user_json(user), "body": body,
+        "created_at": "2026-11-24T12:00:00Z", "updated_at": "2026-11-24T12:00:00Z",
+        "html_url": format!("{web}#discussion_r{id}"), "pull_request_url": format!("{api}/{pr}"),
+        "author_association": "MEMBER",
+        "_links": {
+            "self": { "href": format!("{api}/comments/{id}") },
+            "html": { "href": format!("{web}#discussion_r{id}") },
+            "pull_request": { "href": format!("{api}/{pr}") }
+        },
+        "start_line": null, "original_start_line": null, "start_side": null,
+        "line": place.1, "original_line": place.1, "side": "RIGHT"
+    });
+    let p = &mut v["pull_request"];
+    p["number"] = json!(pr);
+    p["url"] = json!(format!("{api}/{pr}"));
+    p["html_url"] = json!(web);
+    p["head"]["ref"] = json!(head.0);
+    p["head"]["sha"] = json!(head.1);
+    let out = json!({
+        "action": "created", "comment": c, "pull_request": v["pull_request"].clone(),
+        "repository": v["repository"].clone(), "installation": v["installation"].clone(),
+        "sender": crate::support::fake_github::user_json(user),
+    });
+    serde_json::to_vec(&out).unwrap()
+}

@@ -158,6 +158,8 @@ pub struct Repo {
     pub reactions: Vec<(u64, String)>,
     /// `(comment id, content)`: reactions to issue comments.
     pub comment_reactions: Vec<(u64, String)>,
+    /// `(comment id, content)`: reactions to comments in review threads.
+    pub review_comment_reactions: Vec<(u64, String)>,
     /// Labels on each issue or pull request, in the order they were added.
     pub labels: BTreeMap<u64, Vec<String>>,
     /// user → role (`admin`, `maintain`, `write`, `triage`, `read`, `none`).

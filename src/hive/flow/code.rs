@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use super::ctx::{Ctx, Step, commit_push, enter_node, sync};
 use super::state::{Node, Work};
-use crate::agent::StopReason;
+use crate::agent::{Interrupt, StopReason};
 use crate::hive::agents::{Assignment, Role, RoleRun, run_role};
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
+use crate::ticket::Signal;
 use crate::workspace::Worktree;
 
 /// Code: the Breaker (when its tests are still to write) and the Builder (when this attempt's
@@ -52,13 +53,15 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     } else {
         None
     };
+    let interrupt = pushed_meanwhile(cx, &builder_from);
 
     let (breaker, builder) = {
         let shared = &*cx;
         let breaker = async {
             match &breaker_wt {
                 Some(wt) => {
-                    Some(run(shared, Role::Breaker, wt, breaker_task(shared)).await).transpose()
+                    let task = breaker_task(shared);
+                    Some(run(shared, Role::Breaker, wt, task, None).await).transpose()
                 }
                 None => Ok(None),
             }
@@ -66,7 +69,8 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         let builder = async {
             match &builder_wt {
                 Some(wt) => {
-                    Some(run(shared, Role::Builder, wt, builder_task(shared)).await).transpose()
+                    let task = builder_task(shared);
+                    Some(run(shared, Role::Builder, wt, task, Some(&*interrupt)).await).transpose()
                 }
                 None => Ok(None),
             }
@@ -107,6 +111,13 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         let out = serde_json::json!({ "sha": sha.as_str(), "stop": r.outcome.stop });
         cx.checkpoint(Node::Code, serde_json::json!({ "role": "breaker" }), out)
             .await?;
+    }
+    if let Some(StopReason::Interrupted { why }) = builder.as_ref().map(|r| &r.outcome.stop) {
+        // Its work is dropped: the node runs again (the signal applied first) and the attempt
+        // starts over from the person's commit.
+        let data = serde_json::json!({ "role": "builder", "attempt": cx.flow.attempt, "why": why });
+        cx.run.event("step_interrupted", data).await;
+        return Ok(Step::Next);
     }
     if let (Some(r), Some(wt)) = (builder, &builder_wt) {
         if r.written.is_empty() && cx.flow.attempt == 1 {
@@ -169,11 +180,30 @@ async fn branch_worktree(
     super::git::worktree(&cx.run.hive.workspace, &cx.run.ticket.repo, branch, from).await
 }
 
+/// The Builder's checkpoint, asked before each of its model calls: a person's push to
+/// `feat/T-n` after the attempt started from `from` stops the attempt, which then runs again
+/// from their commit.
+fn pushed_meanwhile(cx: &Ctx<'_, '_>, from: &CommitSha) -> Box<Interrupt> {
+    let (store, key, from) = (cx.run.hive.store.clone(), cx.run.ticket.key, from.clone());
+    Box::new(move || {
+        let (store, from) = (store.clone(), from.clone());
+        Box::pin(async move {
+            let pending = store.pending_signals(key).await.ok()?;
+            let (sha, by) = pending.into_iter().rev().find_map(|s| match s.signal {
+                Ok(Signal::Push { sha }) => Some((sha, s.author)),
+                _ => None,
+            })?;
+            (sha != from).then(|| format!("@{by} pushed {} to the branch", sha.short()))
+        })
+    })
+}
+
 async fn run(
     cx: &Ctx<'_, '_>,
     role: Role,
     wt: &Worktree,
     task: String,
+    interrupt: Option<&Interrupt>,
 ) -> Result<RoleRun, JobError> {
     let refs = cx
         .flow
@@ -210,6 +240,7 @@ async fn run(
         step_retry,
         history: Vec::new(),
         sandbox: Some(sandbox),
+        interrupt,
     };
     // run_role stops the sandbox when the role is done.
     run_role(cx.run, &cx.env.config, wt, &cx.ledger, a).await

@@ -67,6 +67,9 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         }
         None => head,
     };
+    if super::proof::retake_red_proof(cx, Node::Rebase).await? {
+        return Ok(Step::Next);
+    }
     let message = format!(
         "{id}: {title}\n\nCloses #{issue}.{}",
         co_authors(&cx.flow.people)

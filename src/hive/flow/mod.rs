@@ -14,7 +14,8 @@
 //! asked when they cannot run).
 //!
 //! This file is the dispatcher only; data flows down from it: the nodes ([`plan`], [`code`],
-//! [`proof`], [`review`], [`merge`], [`land`], with [`reflect`] and [`resolve`] beside them) →
+//! [`proof`], [`review`], [`merge`], [`land`], with [`reflect`] and [`resolve`] beside them, and
+//! [`signals`] between them) →
 //! [`ctx`] (what every node shares) → [`git`] and [`state`].
 
 mod baseline;
@@ -29,6 +30,7 @@ mod proof;
 mod reflect;
 mod resolve;
 mod review;
+mod signals;
 pub mod state;
 
 use tracing::info;
@@ -57,7 +59,7 @@ pub(in crate::hive) async fn drive(
     cx.run.spent = Some(cx.ledger.total());
     ctx::resolve_env(&mut cx).await?;
     loop {
-        if let Step::Stop = ctx::apply_signals(&mut cx).await? {
+        if let Step::Stop = signals::apply_signals(&mut cx).await? {
             return Ok(());
         }
         let node = cx.flow.next;

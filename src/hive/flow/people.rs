@@ -1,7 +1,9 @@
 //! People on the bot's pull request. Their commits on `feat/T-n` are part of the change from
 //! then on (adopted by the next step that writes the branch, credited when it lands), and the
-//! bot moves the branch only with a lease, never over such a commit. Their review comments are
-//! answered in their threads with what the attempt that took them changed there.
+//! bot moves the branch only with a lease, never over such a commit. Tests they changed become
+//! the Breaker's (the test lock binds agents, not people), and the red proof is taken again from
+//! them. Their review comments are answered in their threads with what the attempt that took
+//! them changed there.
 
 use super::ctx::{Ctx, git, sync};
 use crate::hive::job::JobError;
@@ -39,10 +41,91 @@ pub(super) async fn adopt_people(
             cx.flow.people.push(p);
         }
     }
-    if cx.flow.people.len() > known {
+    let tests = adopt_tests(cx, &theirs).await?;
+    if cx.flow.people.len() > known || tests {
         super::review::refresh_body(cx, &theirs).await?;
     }
     Ok(Some(theirs))
+}
+
+/// Tests under `policy.test_paths` that people's commits changed become the Breaker's: a commit
+/// on `test/T-n` holds them as they are in `theirs`, the test lock is taken from it, and the
+/// red proof is cleared so that it runs again on them. True when that happened now; false
+/// when no person changed a test or their versions are already the Breaker's.
+async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, JobError> {
+    let Some(breaker) = cx.flow.breaker.clone() else {
+        return Ok(false);
+    };
+    let people: Vec<git2::Oid> = cx.flow.people.iter().map(|p| p.sha.oid()).collect();
+    let (test_set, (b, t)) = (
+        cx.env.config.test_paths(),
+        (breaker.sha.oid(), theirs.oid()),
+    );
+    let paths = git(cx, move |ws, g| {
+        let mut touched: Vec<String> = Vec::new();
+        for c in people {
+            let Ok(parent) = g.find_commit(c).and_then(|c| c.parent_id(0)) else {
+                continue;
+            };
+            for p in ws.changed_paths(g, parent, c)? {
+                if test_set.contains(&p) && !touched.contains(&p) {
+                    touched.push(p);
+                }
+            }
+        }
+        // Already the Breaker's: nothing to take again.
+        let differ = ws.changed_paths(g, b, t)?;
+        touched.retain(|p| differ.contains(p));
+        Ok(touched)
+    })
+    .await?;
+    if paths.is_empty() {
+        return Ok(false);
+    }
+    let id = cx.run.ticket.id;
+    let wt = super::git::worktree(
+        &cx.run.hive.workspace,
+        &cx.run.ticket.repo,
+        &id.test_branch(),
+        &breaker.sha,
+    )
+    .await?;
+    let (wt2, copied) = (wt.clone(), paths.clone());
+    git(cx, move |ws, g| ws.copy_paths(g, t, &copied, &wt2)).await?;
+    let by: Vec<String> =
+        cx.flow
+            .people
+            .iter()
+            .map(|p| p.name.clone())
+            .fold(Vec::new(), |mut v, n| {
+                if !v.contains(&n) {
+                    v.push(n);
+                }
+                v
+            });
+    let msg = format!(
+        "{id}: the tests as {} changed them in {}\n\n{}",
+        by.join(", "),
+        theirs.short(),
+        paths.join("\n")
+    );
+    let tests = super::ctx::commit_push(cx, &wt, msg, paths.clone()).await?;
+    let data = serde_json::json!({ "paths": paths, "by": by, "tests": tests.as_str() });
+    cx.run.event("people_changed_tests", data).await;
+    let mut files = breaker.files.clone();
+    files.extend(paths.iter().filter(|p| !breaker.files.contains(p)).cloned());
+    cx.flow.people_tests.push(super::state::PeopleTests {
+        by,
+        paths,
+        tests: tests.clone(),
+    });
+    cx.flow.breaker = Some(super::state::Work {
+        sha: tests,
+        files,
+        ..breaker
+    });
+    cx.flow.red_proof = None;
+    Ok(true)
 }
 
 /// Moves `feat/T-n` on GitHub to `sha` as [`push_leased`] does; when a person's commit is there

@@ -131,6 +131,7 @@ async fn ask(
         step_retry: round,
         history,
         sandbox: None,
+        interrupt: None,
     };
     let r = run_role(cx.run, &cx.env.config, worktree, &cx.ledger, a).await?;
     if let crate::agent::StopReason::Budget { message } = &r.outcome.stop {

@@ -210,6 +210,9 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let id = cx.run.ticket.id;
     // People's commits since the Builder's: the tests meet them too.
     let adopted = super::people::adopt_people(cx, &builder.sha).await?;
+    if retake_red_proof(cx, Node::Encounter).await? {
+        return Ok(Step::Next);
+    }
     let lease = adopted.clone().or_else(|| cx.flow.pushed.clone());
     let (repo, branch, from) = (
         cx.run.ticket.repo.clone(),
@@ -314,6 +317,23 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         })
         .collect();
     failed(cx, &head, &tree, &[attempt], findings).await
+}
+
+/// People changed the Breaker's tests (adopted as its own, the red proof cleared): they are
+/// proved red again before they meet the code. True when the flow goes to the red proof.
+pub(super) async fn retake_red_proof(cx: &mut Ctx<'_, '_>, node: Node) -> Result<bool, JobError> {
+    if cx.flow.red_proof.is_some() || cx.flow.breaker.is_none() {
+        return Ok(false);
+    }
+    cx.flow.next = Node::RedProof;
+    let tests = cx.flow.breaker.as_ref().map(|b| b.sha.to_string());
+    cx.checkpoint(
+        node,
+        serde_json::json!({ "tests": tests }),
+        serde_json::json!({ "next": "red_proof", "why": "people changed the tests" }),
+    )
+    .await?;
+    Ok(true)
 }
 
 /// An attempt failed: back to the Builder, unless the attempts are spent or stall.

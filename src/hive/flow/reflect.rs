@@ -39,6 +39,7 @@ pub(super) async fn reflect(
         step_retry: round,
         history: Vec::new(),
         sandbox: None,
+        interrupt: None,
     };
     let r = run_role(cx.run, &cx.env.config, worktree, &cx.ledger, a).await?;
     let findings = parse(&r.outcome.summary);

@@ -52,6 +52,7 @@ pub(super) async fn with_model(
         step_retry: 0,
         history: Vec::new(),
         sandbox: None,
+        interrupt: None,
     };
     let r = run_role(cx.run, &cx.env.config, &wt, &cx.ledger, a).await;
     let resolved = match r {

@@ -137,6 +137,7 @@ fn pull_body(cx: &Ctx<'_, '_>, head: &CommitSha, files: &[String]) -> String {
             ));
         }
     }
+    s.push_str(&crate::hive::status::people_tests(&f.people_tests));
     s.push_str("\nThe tests came first, from the Breaker; the code from the Builder. This pull request stays a draft until the Critic approves.\n");
     s
 }
@@ -265,6 +266,7 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             step_retry: round,
             history: std::mem::take(&mut history),
             sandbox: None,
+            interrupt: None,
         };
         let r = run_role(cx.run, &cx.env.config, &wt, &cx.ledger, a).await?;
         if let crate::agent::StopReason::Budget { message } = &r.outcome.stop {
@@ -462,6 +464,10 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
             r.describe().unwrap_or_default()
         ),
         None => "The Critic approves. To merge, someone with write permission comments `/hive approve` or approves the pull request.".to_owned(),
+    };
+    let detail = match &cx.flow.approval_withdrawn {
+        Some(why) => format!("{why} {detail}"),
+        None => detail,
     };
     cx.settle(TaskState::AwaitingVerification, detail).await?;
     Ok(Step::Stop)

@@ -181,6 +181,8 @@ pub struct Flow {
     pub critic: Option<Review>,
     pub critic_rounds: u32,
     pub approved_by: Option<String>,
+    /// Why an approval was withdrawn (a person pushed after it), until the next one.
+    pub approval_withdrawn: Option<String>,
     /// The Builder's branch after the last rebase.
     pub rebased: Option<CommitSha>,
     /// Times the merge was sent back to the queue's tail (conflict strategy C).
@@ -199,11 +201,24 @@ pub struct Flow {
     pub answering: Vec<crate::ticket::ReviewThread>,
     /// Commits people pushed to `feat/T-n`: part of the change, credited when it lands.
     pub people: Vec<crate::workspace::PersonCommit>,
+    /// Tests people changed on `feat/T-n`: the test lock and the red proof were taken again
+    /// from them.
+    pub people_tests: Vec<PeopleTests>,
     /// The commit the landing put on the base.
     pub merged: Option<CommitSha>,
     /// Who merged the pull request, when a person did it on GitHub.
     pub merged_by: Option<String>,
     pub tag: Option<String>,
+}
+
+/// Tests a person changed in their commits on `feat/T-n`, adopted as the Breaker's: `tests` is
+/// the commit on `test/T-n` that holds them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeopleTests {
+    /// Whose commits changed them.
+    pub by: Vec<String>,
+    pub paths: Vec<String>,
+    pub tests: CommitSha,
 }
 
 /// What the test command showed on the unchanged base.

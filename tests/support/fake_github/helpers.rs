@@ -190,6 +190,98 @@ impl FakeGitHub {
         crate::support::repos::commit_files(&git, branch, files, message).to_string()
     }
 
+    /// `user` pushes a commit of `files` to `branch` ([`Self::push_commit`]), and the `push`
+    /// GitHub sends is delivered. Returns the commit's SHA.
+    pub async fn push_as(
+        &self,
+        repo: &str,
+        branch: &str,
+        files: &[(&str, &str)],
+        message: &str,
+        user: &str,
+    ) -> (String, Sent) {
+        let before = self
+            .branch_sha(repo, branch)
+            .unwrap_or_else(|| "0".repeat(40));
+        let after = self.push_commit(repo, branch, files, message);
+        let payload = payloads::push(
+            repo,
+            self.installation_of(repo),
+            branch,
+            &before,
+            &after,
+            user,
+        );
+        let sent = self.send_webhook("push", &payload).await;
+        (after, sent)
+    }
+
+    /// `user` comments `body` on line `line` of `path` in pull request `pr`'s head, in the
+    /// thread of `reply_to` or starting one: stored as GitHub stores it (a comment of its own
+    /// one-comment review), and `pull_request_review_comment.created` delivered. Returns the
+    /// comment's id.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn comment_on_line(
+        &self,
+        repo: &str,
+        pr: u64,
+        user: &str,
+        path: &str,
+        line: u64,
+        body: &str,
+        reply_to: Option<u64>,
+    ) -> (u64, Sent) {
+        let p = self.pull(repo, pr).expect("pull request");
+        let id = {
+            let mut st = self.state();
+            st.users.insert(user.to_owned());
+            let id = st.next_id();
+            st.repos
+                .get_mut(repo)
+                .unwrap()
+                .review_comments
+                .push(ReviewComment {
+                    id,
+                    pull: pr,
+                    review_id: id,
+                    user: user.into(),
+                    path: path.into(),
+                    line: Some(line),
+                    start_line: None,
+                    side: "RIGHT".into(),
+                    body: body.into(),
+                    commit_id: p.head_sha.clone(),
+                    in_reply_to: reply_to,
+                });
+            id
+        };
+        let payload = payloads::review_comment_created(
+            repo,
+            self.installation_of(repo),
+            pr,
+            (&p.head, &p.head_sha),
+            (id, reply_to),
+            user,
+            (path, line),
+            body,
+        );
+        (
+            id,
+            self.send_webhook("pull_request_review_comment", &payload)
+                .await,
+        )
+    }
+
+    /// The reactions on review comment `comment_id`.
+    pub fn review_comment_reactions(&self, repo: &str, comment_id: u64) -> Vec<String> {
+        self.state().repos[repo]
+            .review_comment_reactions
+            .iter()
+            .filter(|(c, _)| *c == comment_id)
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
     /// `(tag, commit SHA)` of every tag in the bare repository (annotated tags peeled).
     pub fn tags(&self, repo: &str) -> Vec<(String, String)> {
         gitops::open(&self.bare_path(repo))

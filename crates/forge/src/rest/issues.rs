@@ -1,4 +1,5 @@
-//! Issues, issue comments, labels, reactions and collaborator permissions.
+//! Issues, issue comments, labels, reactions (to issues, issue comments and review comments)
+//! and collaborator permissions.
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -70,6 +71,19 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                 return Some(validation_failed("Reaction", "content", "invalid", None));
             }
             react(&mut r.comment_reactions, cid, content, id)
+        }
+        ("POST", ["pulls", "comments", cid, "reactions"]) => {
+            let cid = tri!(num(cid));
+            let id = cx.id();
+            let content = cx.field("content").unwrap_or_default();
+            let r = cx.r();
+            if !r.review_comments.iter().any(|c| c.id == cid) {
+                return Some(not_found());
+            }
+            if !REACTIONS.contains(&content.as_str()) {
+                return Some(validation_failed("Reaction", "content", "invalid", None));
+            }
+            react(&mut r.review_comment_reactions, cid, content, id)
         }
         ("GET", ["issues", n, "comments"]) => {
             let n = tri!(num(n));
