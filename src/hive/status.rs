@@ -3,7 +3,7 @@
 
 use crate::gates::GateResult;
 use crate::gates::report::code_block;
-use crate::hive::flow::state::Flow;
+use crate::hive::flow::state::{Flow, MergeConflict};
 use crate::llm::budget::Spend;
 use crate::store::tickets::Ticket;
 use crate::ticket::{TaskState, TicketId};
@@ -203,10 +203,49 @@ pub fn status_section(f: &Flow) -> String {
             r.comments
         ));
     }
+    if let Some(c) = &f.conflict {
+        s.push_str(&merge_conflict(c, f.merged.is_some()));
+    }
     if let Some(tag) = &f.tag {
         s.push_str(&format!("\nSnapshot: `{tag}`.\n"));
     }
     s
+}
+
+/// What the last rebase conflict (strategy C) did to the branch and where the ticket stands:
+/// shared by the status comment and the dashboard.
+fn merge_conflict(c: &MergeConflict, landed: bool) -> String {
+    let code = |t: &str| format!("`{}`", t.replace(['\n', '`'], " "));
+    let files: Vec<String> = c.files.iter().map(|f| code(f)).collect();
+    let check = match &c.check_run_url {
+        Some(url) => format!("[`hive/merge`]({url})"),
+        None => "`hive/merge`".to_owned(),
+    };
+    let refused = if c.model_refused {
+        " (a model's merge was refused)"
+    } else {
+        ""
+    };
+    let what = format!(
+        "Rebase onto {} (`{}`) conflicted in {}{refused}: {} was marked failed ({check})",
+        code(&c.base),
+        c.onto.short(),
+        files.join(", "),
+        code(&c.branch)
+    );
+    if landed {
+        format!("\n{what}; the ticket was requeued, redone on the new base, and landed.\n")
+    } else if c.requeue > c.max_requeues {
+        format!(
+            "\n**Merge failed.** {what}, after {} requeues: none is left, a person decides.\n",
+            c.max_requeues
+        )
+    } else {
+        format!(
+            "\n**Merge failed.** {what}. Requeued ({} of {}) behind the repository's other queued tickets; its requeued tickets run one at a time until they land, and the Builder redoes this change on the current base.\n",
+            c.requeue, c.max_requeues
+        )
+    }
 }
 
 /// One line per time people changed the Breaker's tests: whose, which files, and that the test
@@ -230,4 +269,52 @@ pub fn people_tests(changes: &[crate::hive::flow::state::PeopleTests]) -> String
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::CommitSha;
+
+    #[test]
+    fn a_conflict_says_the_branch_failed_and_where_the_ticket_goes() {
+        let c = MergeConflict {
+            branch: "feat/T-2".into(),
+            head: CommitSha::parse(&"a".repeat(40)).unwrap(),
+            base: "main".into(),
+            onto: CommitSha::parse(&"b".repeat(40)).unwrap(),
+            files: vec!["calc.py".into(), "x`y.py".into()],
+            requeue: 1,
+            max_requeues: 3,
+            model_refused: false,
+            check_run_url: Some("https://github.test/run/7".into()),
+        };
+        let mut flow = Flow {
+            conflict: Some(c.clone()),
+            ..Flow::default()
+        };
+        let s = status_section(&flow);
+        assert!(
+            s.contains("**Merge failed.** Rebase onto `main` (`bbbbbbb`) conflicted in `calc.py`, `x y.py`: `feat/T-2` was marked failed ([`hive/merge`](https://github.test/run/7)). Requeued (1 of 3) behind the repository's other queued tickets"),
+            "{s}"
+        );
+        flow.conflict = Some(MergeConflict {
+            requeue: 4,
+            model_refused: true,
+            check_run_url: None,
+            ..c
+        });
+        let s = status_section(&flow);
+        assert!(
+            s.contains("`x y.py` (a model's merge was refused): `feat/T-2` was marked failed (`hive/merge`), after 3 requeues: none is left, a person decides."),
+            "{s}"
+        );
+        flow.merged = flow.conflict.as_ref().map(|c| c.onto.clone());
+        let s = status_section(&flow);
+        assert!(
+            !s.contains("Merge failed")
+                && s.contains("requeued, redone on the new base, and landed"),
+            "{s}"
+        );
+    }
 }

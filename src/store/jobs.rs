@@ -9,6 +9,12 @@
 //! processed one at a time, in the order they were stored, and one retried later holds the later
 //! ones of its repository back while other repositories go on. A failed job no longer holds
 //! anything back, and a job whose lease ran out is taken over as any other.
+//!
+//! A ticket may be in a lane (`tickets.lane`, `serial:owner/name`): conflict strategy C puts it
+//! there ([`Store::requeue_in_lane`]), behind its repository's other queued tickets. Every job
+//! of a ticket in a lane is queued with the lane as its scope, and one asked for again while it
+//! ran is queued anew at the lane's tail: the repository's requeued tickets run one at a time,
+//! in the order they joined, until they land.
 
 use sqlx::{Any, Row as _, Transaction};
 
@@ -160,13 +166,17 @@ async fn enqueue_at(
 ) -> Result<bool> {
     let (kind, key) = (job.kind(), job.key());
     let key = key.as_str();
+    let lane = match (job, scope) {
+        (JobKey::Ticket(t), None) => lane_of(conn, *t).await?,
+        _ => None,
+    };
     let n = sqlx::query(
         "INSERT INTO jobs (kind, key, scope, status, run_after, created_at, updated_at) \
          VALUES ($1, $2, $3, 'queued', $4, $5, $5) ON CONFLICT DO NOTHING",
     )
     .bind(kind.as_str())
     .bind(key)
-    .bind(scope)
+    .bind(scope.or(lane.as_deref()))
     .bind(run_after)
     .bind(now)
     .execute(&mut *conn)
@@ -188,6 +198,15 @@ async fn enqueue_at(
     Ok(n > 0)
 }
 
+/// The lane ticket `t`'s jobs run in (see the module's doc), if any.
+async fn lane_of(conn: &mut sqlx::AnyConnection, t: TicketKey) -> Result<Option<String>> {
+    let row = sqlx::query("SELECT lane FROM tickets WHERE id = $1")
+        .bind(t.0)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.and_then(|r| r.get::<Option<String>, _>(0)))
+}
+
 /// Ends a job its owner holds: a finished job is deleted, a failed one kept with its error.
 pub(super) async fn end_job_in(
     tx: &mut Transaction<'_, Any>,
@@ -198,6 +217,41 @@ pub(super) async fn end_job_in(
     now: i64,
 ) -> Result<bool> {
     if status == "done" {
+        // A ticket in a lane asked for again while it ran goes to the lane's tail: a new row,
+        // behind the lane's jobs queued meanwhile.
+        let asked = sqlx::query(
+            "SELECT kind, key, again_after FROM jobs \
+             WHERE id = $1 AND lease_owner = $2 AND again_after IS NOT NULL",
+        )
+        .bind(job_id)
+        .bind(owner)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if let Some(r) = asked {
+            let (kind, key, again_after): (String, String, i64) = (r.get(0), r.get(1), r.get(2));
+            let lane = match JobKey::parse(&kind, &key) {
+                Some(JobKey::Ticket(t)) => lane_of(tx, t).await?,
+                _ => None,
+            };
+            if let Some(lane) = lane {
+                sqlx::query("DELETE FROM jobs WHERE id = $1")
+                    .bind(job_id)
+                    .execute(&mut **tx)
+                    .await?;
+                sqlx::query(
+                    "INSERT INTO jobs (kind, key, scope, status, run_after, created_at, updated_at) \
+                     VALUES ($1, $2, $3, 'queued', $4, $5, $5)",
+                )
+                .bind(&kind)
+                .bind(&key)
+                .bind(&lane)
+                .bind(again_after)
+                .bind(now)
+                .execute(&mut **tx)
+                .await?;
+                return Ok(true);
+            }
+        }
         // Asked for again while it ran: queue it once more, with a fresh count of attempts.
         let again = sqlx::query(
             "UPDATE jobs SET status = 'queued', run_after = again_after, again_after = NULL, \
@@ -266,6 +320,53 @@ impl Store {
         let now = now_ms();
         let mut conn = self.writer().acquire().await?;
         enqueue_at(&mut conn, key, None, now + delay_ms, now).await
+    }
+
+    /// Conflict strategy C's requeue: ticket `t` joins the lane `lane` (its repository's, see
+    /// the module's doc) and its job goes behind the repository's other queued tickets — due no
+    /// sooner than the latest of them, and queued after them. From the ticket's own running job,
+    /// it runs again once that job finishes.
+    pub async fn requeue_in_lane(&self, t: TicketKey, lane: &str) -> Result<()> {
+        let now = now_ms();
+        let job = JobKey::Ticket(t);
+        let mut tx = self.writer().begin().await?;
+        sqlx::query("UPDATE tickets SET lane = $1 WHERE id = $2")
+            .bind(lane)
+            .bind(t.0)
+            .execute(&mut *tx)
+            .await?;
+        let latest: Option<i64> = sqlx::query(
+            "SELECT MAX(j.run_after) FROM jobs j JOIN tickets o ON j.key = CAST(o.id AS TEXT) \
+             WHERE j.kind = 'ticket' AND j.status = 'queued' AND o.id <> $1 \
+               AND o.repo = (SELECT repo FROM tickets WHERE id = $1)",
+        )
+        .bind(t.0)
+        .fetch_one(&mut *tx)
+        .await?
+        .get(0);
+        let run_after = latest.map_or(now, |l| l.max(now));
+        let running = sqlx::query(
+            "UPDATE jobs SET again_after = $1, updated_at = $2 \
+             WHERE kind = 'ticket' AND key = $3 AND status = 'running'",
+        )
+        .bind(run_after)
+        .bind(now)
+        .bind(job.key())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if running == 0 {
+            // Not from its own job: a queued one moves to the tail, in the lane.
+            sqlx::query(
+                "DELETE FROM jobs WHERE kind = 'ticket' AND key = $1 AND status = 'queued'",
+            )
+            .bind(job.key())
+            .execute(&mut *tx)
+            .await?;
+            enqueue_at(&mut tx, &job, Some(lane), run_after, now).await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Makes a queued `(kind, key)` due now if it waits for later (a sweep at start, say).

@@ -112,7 +112,7 @@ impl Store {
                     .map_err(|e| StoreError::Invalid(e.to_string()))?;
                 sqlx::query(
                     "UPDATE tickets SET state = 'Pending', detail = NULL, title = $1, body = $2, \
-                     flow = NULL, updated_at = $3 WHERE id = $4",
+                     flow = NULL, lane = NULL, updated_at = $3 WHERE id = $4",
                 )
                 .bind(t.title)
                 .bind(t.body)

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod conflicts;
 mod dashboard;
 mod e2e_crash;
 mod e2e_hive;

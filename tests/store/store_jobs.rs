@@ -1,15 +1,17 @@
 //! The durable job queue, on both databases (see `harness/store_db.rs`): one live job per
 //! subject, claims and leases, takeovers, retries and their timing, requeues while running, and
-//! a delivery's outcome recorded only by its job's owner, and deliveries of one repository
-//! claimed one at a time in the order they were stored.
+//! a delivery's outcome recorded only by its job's owner, deliveries of one repository
+//! claimed one at a time in the order they were stored, and a requeued ticket (conflict strategy
+//! C) behind its repository's queued tickets, in a lane where one requeued ticket runs at a time.
 
 use std::collections::HashSet;
 
 use vibeloop::ids::DeliveryId;
-use vibeloop::ids::TicketKey;
+use vibeloop::ids::{InstallationId, RepoName, TicketKey};
 use vibeloop::store::Store;
 use vibeloop::store::deliveries::NewDelivery;
 use vibeloop::store::jobs::JobKey;
+use vibeloop::store::tickets::NewTicket;
 
 use crate::store_db::delivery;
 
@@ -24,6 +26,8 @@ both!(
     deliveries_of_one_repository_are_claimed_in_the_order_stored,
     a_delivery_retried_later_holds_back_the_later_ones_of_its_repository,
     a_failed_delivery_holds_nothing_back,
+    a_requeued_ticket_goes_behind_its_repositorys_queued_tickets,
+    a_repositorys_requeued_tickets_run_one_at_a_time_until_they_land,
 );
 
 async fn a_delivery_outcome_is_recorded_only_by_its_jobs_owner(store: Store) {
@@ -338,4 +342,107 @@ async fn a_failed_delivery_holds_nothing_back(store: Store) {
         store.job_counts().await.unwrap(),
         vec![("failed".into(), 1), ("running".into(), 1)]
     );
+}
+
+/// Opens the ticket of issue `issue` in `repo` (its job queued).
+async fn open(store: &Store, repo: &str, issue: u64) -> TicketKey {
+    let repo = RepoName::parse(repo).unwrap();
+    let t = NewTicket {
+        repo: &repo,
+        issue_number: issue,
+        installation_id: InstallationId(7),
+        title: "t",
+        body: "b",
+        base_branch: "main",
+    };
+    store.open_ticket(&t).await.unwrap().0.key
+}
+
+async fn a_requeued_ticket_goes_behind_its_repositorys_queued_tickets(store: Store) {
+    let t1 = open(&store, "o/a", 1).await;
+    let t2 = open(&store, "o/a", 2).await;
+    let j1 = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(j1.key, JobKey::Ticket(t1));
+    // t2's run failed in passing and waits an hour for its retry.
+    let j2 = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(j2.key, JobKey::Ticket(t2));
+    store
+        .retry_job(j2.id, "w", 3_600_000, "GitHub 502", false)
+        .await
+        .unwrap();
+    let t3 = open(&store, "o/b", 1).await;
+
+    // t1's rebase conflicts: from its own job it goes behind t2, and runs after that job ends.
+    store.requeue_in_lane(t1, "serial:o/a").await.unwrap();
+    let other = store.claim_job("v", 60_000).await.unwrap().unwrap();
+    assert_eq!(other.key, JobKey::Ticket(t3));
+    store.complete_job(j1.id, "w").await.unwrap();
+    assert!(
+        store.claim_job("v", 60_000).await.unwrap().is_none(),
+        "the requeued ticket ran before its repository's queued one"
+    );
+    store.hurry(&JobKey::Ticket(t2)).await.unwrap();
+    let next = store.claim_job("v", 60_000).await.unwrap().unwrap();
+    assert_eq!(next.key, JobKey::Ticket(t2));
+    assert!(store.claim_job("v", 60_000).await.unwrap().is_none());
+    store.hurry(&JobKey::Ticket(t1)).await.unwrap();
+    let again = store.claim_job("v", 60_000).await.unwrap().unwrap();
+    assert_eq!((&again.key, again.attempts), (&JobKey::Ticket(t1), 1));
+}
+
+async fn a_repositorys_requeued_tickets_run_one_at_a_time_until_they_land(store: Store) {
+    let t1 = open(&store, "o/a", 1).await;
+    let t2 = open(&store, "o/a", 2).await;
+    let j1 = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    let j2 = store.claim_job("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(
+        (&j1.key, &j2.key),
+        (&JobKey::Ticket(t1), &JobKey::Ticket(t2))
+    );
+    // Both conflict; t2's job ends first, so t2 is first in the lane.
+    store.requeue_in_lane(t2, "serial:o/a").await.unwrap();
+    store.requeue_in_lane(t1, "serial:o/a").await.unwrap();
+    store.complete_job(j2.id, "w2").await.unwrap();
+    store.complete_job(j1.id, "w1").await.unwrap();
+    let first = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    assert_eq!(first.key, JobKey::Ticket(t2));
+    assert!(
+        store.claim_job("w2", 60_000).await.unwrap().is_none(),
+        "two requeued tickets of one repository ran at once"
+    );
+    // A ticket of the repository that was not requeued is not held back.
+    let t3 = open(&store, "o/a", 3).await;
+    let other = store.claim_job("w3", 60_000).await.unwrap().unwrap();
+    assert_eq!(other.key, JobKey::Ticket(t3));
+    store.complete_job(other.id, "w3").await.unwrap();
+
+    // t2 waits for a person: its job ends and t1 runs. A person's approval of t2 meanwhile
+    // queues t2 in the lane again: it waits for t1's job.
+    store.complete_job(first.id, "w1").await.unwrap();
+    let second = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    assert_eq!(second.key, JobKey::Ticket(t1));
+    assert!(store.enqueue(&JobKey::Ticket(t2)).await.unwrap());
+    assert!(
+        store.claim_job("w2", 60_000).await.unwrap().is_none(),
+        "a requeued ticket's later job ran beside another requeued ticket's"
+    );
+    // Asked for again while it runs, t1 goes to the lane's tail, behind t2.
+    assert!(!store.enqueue(&JobKey::Ticket(t1)).await.unwrap());
+    store.complete_job(second.id, "w1").await.unwrap();
+    let third = store.claim_job("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(third.key, JobKey::Ticket(t2));
+    assert!(store.claim_job("w1", 60_000).await.unwrap().is_none());
+    store.complete_job(third.id, "w2").await.unwrap();
+    let fourth = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    assert_eq!(fourth.key, JobKey::Ticket(t1));
+    store.complete_job(fourth.id, "w1").await.unwrap();
+    assert!(store.job_counts().await.unwrap().is_empty());
+
+    // Deliveries of the repository keep their own order beside the lane.
+    store_delivery(&store, "a-1", Some("o/a")).await;
+    store.requeue_in_lane(t1, "serial:o/a").await.unwrap();
+    let d = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    assert_eq!(d.key, key("a-1"));
+    let t = store.claim_job("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(t.key, JobKey::Ticket(t1));
 }

@@ -1,20 +1,22 @@
 //! Getting an approved change ready to land: `rebase` replays it onto the current base as one
 //! commit (a conflict is solved by the formatter when it is only whitespace — strategy A —, by a
-//! model in a `merge-resolve-tmp` worktree when the repository allows — B —, or sent back to the
-//! tail of the queue — C) and pushes it to the pull request's branch with a lease; `regate` runs
-//! every gate on exactly that commit, whose check runs branch protection reads. Landing it is
-//! [`super::land`]'s.
+//! model in a `merge-resolve-tmp` worktree when the repository allows — B, whose result the
+//! regate judges like any other —, or else the branch is marked failed (check run `hive/merge`)
+//! and the ticket sent back behind its repository's queued tickets, in the lane where the
+//! repository's requeued tickets run one at a time until they land — C) and pushes it to the pull
+//! request's branch with a lease; `regate` runs every gate on exactly that commit, whose check
+//! runs branch protection reads. Landing it is [`super::land`]'s.
 
 use std::time::Duration;
 
 use super::ctx::enter_node;
 use super::ctx::{Ctx, Step};
 use super::ctx::{git, sync};
-use super::state::Node;
+use super::state::{MergeConflict, Node};
+use crate::github::checks::{CheckOutput, Conclusion};
 use crate::hive::job::JobError;
 use crate::hive::verify::{Verification, run_gates};
 use crate::ids::CommitSha;
-use crate::store::jobs::JobKey;
 use crate::ticket::Finding;
 use crate::workspace::{Conflict, Squashed};
 
@@ -83,22 +85,37 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         Ok((tip, ws.squash_onto(g, f, h, t, &msg, &author)?))
     })
     .await?;
-    let rebased = match squashed {
-        Squashed::Clean(sha) => sha,
-        Squashed::Conflicts(conflicts) => {
-            match resolve(cx, &conflicts, &from, &head, &tip, &message).await? {
-                Some(sha) => sha,
-                None => return requeue(cx, &conflicts, &tip).await,
-            }
-        }
-    };
+    // `feat/T-n`'s head on GitHub as the bot knows it: the lease of the push below.
     let expected = lease.or_else(|| {
         cx.flow
             .pushed
             .clone()
             .or_else(|| cx.flow.builder.as_ref().map(|w| w.sha.clone()))
     });
+    // The files a model merged (strategy B), said on the merge once it is on GitHub.
+    let mut by_model = None;
+    let rebased = match squashed {
+        Squashed::Clean(sha) => sha,
+        Squashed::Conflicts(conflicts) => {
+            match resolve(cx, &conflicts, &from, &head, &tip, &message).await? {
+                Some((sha, strategy)) => {
+                    if strategy == "B" {
+                        by_model =
+                            Some(conflicts.iter().map(|c| c.path.clone()).collect::<Vec<_>>());
+                    }
+                    sha
+                }
+                None => {
+                    let branch_head = expected.unwrap_or(head);
+                    return requeue(cx, &conflicts, &tip, &branch_head).await;
+                }
+            }
+        }
+    };
     super::people::push_or_rerun(cx, &rebased, expected.as_ref(), "during the rebase").await?;
+    if let Some(files) = by_model {
+        model_merged(cx, &rebased, &tip, &files).await?;
+    }
     cx.flow.pushed = Some(rebased.clone());
     cx.flow.rebased = Some(rebased.clone());
     // The change now sits on `tip`: a later rebase replays it from there (replaying the old
@@ -141,7 +158,8 @@ fn co_authors(people: &[crate::workspace::PersonCommit]) -> String {
     }
 }
 
-/// Strategy A (formatting-only conflicts and a formatter) or B (a model merges); `None` for C.
+/// Strategy A (formatting-only conflicts and a formatter) or B (a model merges): the commit and
+/// which strategy made it; `None` for C.
 async fn resolve(
     cx: &mut Ctx<'_, '_>,
     conflicts: &[Conflict],
@@ -149,7 +167,7 @@ async fn resolve(
     head: &CommitSha,
     tip: &CommitSha,
     message: &str,
-) -> Result<Option<CommitSha>, JobError> {
+) -> Result<Option<(CommitSha, &'static str)>, JobError> {
     let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
     if let Some(formatter) = cx
         .env
@@ -200,7 +218,7 @@ async fn resolve(
         })
         .await?;
         super::ctx::drop_scratch(cx, "merge-format").await;
-        return Ok(Some(sha));
+        return Ok(Some((sha, "A")));
     }
     if cx.env.config.merge.resolve_with_model {
         cx.run
@@ -209,18 +227,22 @@ async fn resolve(
                 serde_json::json!({ "strategy": "B", "files": paths }),
             )
             .await;
-        return super::resolve::with_model(cx, conflicts, from, head, tip, message).await;
+        let merged = super::resolve::with_model(cx, conflicts, from, head, tip, message).await?;
+        return Ok(merged.map(|sha| (sha, "B")));
     }
     Ok(None)
 }
 
-/// Strategy C: this attempt fails. The ticket goes to the tail of the queue, and the Builder
-/// redoes its change on the current base with the conflicts as findings; the Critic and the
-/// approval then see the new change.
+/// Strategy C: this attempt fails. `feat/T-n`'s head (`head`) is marked failed (check run
+/// `hive/merge`, and the status comment); the ticket goes behind its repository's other queued
+/// tickets, in the repository's lane of requeued tickets (one runs at a time, until it lands),
+/// and the Builder redoes its change on the current base with the conflicts as findings; the
+/// Critic and the approval then see the new change.
 async fn requeue(
     cx: &mut Ctx<'_, '_>,
     conflicts: &[Conflict],
     tip: &CommitSha,
+    head: &CommitSha,
 ) -> Result<Step, JobError> {
     let files: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
     cx.run
@@ -230,6 +252,27 @@ async fn requeue(
         )
         .await;
     cx.flow.requeues += 1;
+    let conflict = MergeConflict {
+        branch: cx.run.ticket.id.feat_branch(),
+        head: head.clone(),
+        base: cx
+            .env
+            .config
+            .base
+            .clone()
+            .unwrap_or_else(|| cx.run.ticket.base_branch.clone()),
+        onto: tip.clone(),
+        files: files.iter().map(|f| (*f).to_owned()).collect(),
+        requeue: cx.flow.requeues,
+        max_requeues: MAX_REQUEUES,
+        model_refused: cx.env.config.merge.resolve_with_model,
+        check_run_url: None,
+    };
+    let check_run_url = mark_failed(cx, &conflict).await?;
+    cx.flow.conflict = Some(MergeConflict {
+        check_run_url,
+        ..conflict
+    });
     if cx.flow.requeues > MAX_REQUEUES {
         let report = format!(
             "The change conflicts with `{}` in {} after {MAX_REQUEUES} tries. Resolve the conflict on `{}`, or `/hive retry` once the base settles.",
@@ -276,12 +319,89 @@ async fn requeue(
     )
     .await?;
     cx.publish().await?;
+    let lane = format!("serial:{}", cx.run.ticket.repo);
     cx.run
         .hive
         .store
-        .enqueue_after(&JobKey::Ticket(cx.run.ticket.key), 0)
+        .requeue_in_lane(cx.run.ticket.key, &lane)
         .await?;
     Ok(Step::Stop)
+}
+
+/// Marks `feat/T-n`'s head failed after a conflict: check run `hive/merge` (found again by its
+/// external id on a resumed run), saying which files conflict and what happens next. Its link.
+async fn mark_failed(cx: &mut Ctx<'_, '_>, c: &MergeConflict) -> Result<Option<String>, JobError> {
+    let external = format!("vibeloop:{}:merge:{}", cx.run.ticket.id, c.requeue);
+    let client = &cx.run.client;
+    let run = client
+        .ensure_check_run("hive/merge", &c.head, &external, "in_progress")
+        .await?;
+    let next = if c.requeue > c.max_requeues {
+        format!(
+            "No requeue is left after {}: a person decides. Resolve the conflict on `{}`, or `/hive retry` once the base settles.",
+            c.max_requeues, c.branch
+        )
+    } else {
+        format!(
+            "The ticket is requeued ({} of {}) behind the repository's other queued tickets; the repository's requeued tickets run one at a time until they land. The Builder redoes the change on the current `{}`, then the Critic, the approval and the rebase follow again.",
+            c.requeue, c.max_requeues, c.base
+        )
+    };
+    let list: Vec<String> = c.files.iter().map(|f| format!("- `{f}`")).collect();
+    let refused = if c.model_refused {
+        "\n\nA model's merge of them (strategy B) was refused: it left conflict markers, or gave up."
+    } else {
+        ""
+    };
+    let output = CheckOutput {
+        title: format!(
+            "hive/merge: conflicts with {} in {}",
+            c.base,
+            c.files.join(", ")
+        ),
+        summary: format!(
+            "Rebasing `{}` onto `{}` (`{}`) conflicts in:\n\n{}{refused}\n\n{next}",
+            c.head.short(),
+            c.base,
+            c.onto.short(),
+            list.join("\n")
+        ),
+    };
+    client
+        .complete_check_run(run.id, Conclusion::Failure, &output, &[])
+        .await?;
+    Ok(run.html_url)
+}
+
+/// Says on the merge a model made (strategy B), `sha` on GitHub, that a model wrote it: check
+/// run `hive/merge`, beside the gates that judge it next.
+async fn model_merged(
+    cx: &mut Ctx<'_, '_>,
+    sha: &CommitSha,
+    tip: &CommitSha,
+    files: &[String],
+) -> Result<(), JobError> {
+    let external = format!("vibeloop:{}:merge:model", cx.run.ticket.id);
+    let client = &cx.run.client;
+    let run = client
+        .ensure_check_run("hive/merge", sha, &external, "in_progress")
+        .await?;
+    let list: Vec<String> = files.iter().map(|f| format!("- `{f}`")).collect();
+    let output = CheckOutput {
+        title: format!(
+            "hive/merge: a model resolved the conflicts in {}",
+            files.join(", ")
+        ),
+        summary: format!(
+            "Rebasing the change onto `{}` conflicts in:\n\n{}\n\nA model resolved them in a `merge-resolve-tmp` worktree (strategy B): this commit is its merge. Every gate runs again on it before it can land; review the resolution in the pull request's diff.",
+            tip.short(),
+            list.join("\n")
+        ),
+    };
+    client
+        .complete_check_run(run.id, Conclusion::Success, &output, &[])
+        .await?;
+    Ok(())
 }
 
 /// Regate: every gate again on the rebased commit.

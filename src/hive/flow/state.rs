@@ -187,6 +187,9 @@ pub struct Flow {
     pub rebased: Option<CommitSha>,
     /// Times the merge was sent back to the queue's tail (conflict strategy C).
     pub requeues: u32,
+    /// The last rebase that conflicted and sent the ticket back (strategy C): what the status
+    /// comment and the dashboard show.
+    pub conflict: Option<MergeConflict>,
     /// Rebases because GitHub refused to land the change (the head or the base moved).
     pub relands: u32,
     /// What the landing waits for, when GitHub said a review or a check is missing.
@@ -209,6 +212,28 @@ pub struct Flow {
     /// Who merged the pull request, when a person did it on GitHub.
     pub merged_by: Option<String>,
     pub tag: Option<String>,
+}
+
+/// A rebase onto the base that conflicted (strategy C): `feat/T-n`'s head `head` is marked
+/// failed (check run `hive/merge`), and the ticket goes back to the queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergeConflict {
+    /// `feat/T-n`.
+    pub branch: String,
+    pub head: CommitSha,
+    /// The base branch, and the commit of it the change did not rebase onto.
+    pub base: String,
+    pub onto: CommitSha,
+    pub files: Vec<String>,
+    /// Which requeue this was (`Flow::requeues`), and how many are allowed.
+    pub requeue: u32,
+    pub max_requeues: u32,
+    /// A model's merge (strategy B) was tried and refused first.
+    #[serde(default)]
+    pub model_refused: bool,
+    /// The `hive/merge` check run.
+    #[serde(default)]
+    pub check_run_url: Option<String>,
 }
 
 /// Tests a person changed in their commits on `feat/T-n`, adopted as the Breaker's: `tests` is
