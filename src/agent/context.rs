@@ -13,6 +13,9 @@ const TREE_DEPTH: usize = 3;
 /// Bytes of one referenced file, and of all of them.
 const REF_BYTES: usize = 8 * 1024;
 const REFS_TOTAL: usize = 48 * 1024;
+/// Bytes of the repository's memory shown (each entry's line counted with its `- ` and
+/// newline): the budget within which the most relevant Canonical entries are chosen.
+pub const MEMORY_BYTES: usize = 4 * 1024;
 
 /// A repository's context for a prompt.
 #[derive(Debug, Clone, Default)]
@@ -57,8 +60,18 @@ const ENTRY_POINTS: &[&str] = &[
 
 /// Builds the context of the worktree at `root`.
 pub fn build(root: &Path, context_refs: &[String], memory: &[String]) -> ProjectContext {
+    let mut left = MEMORY_BYTES;
+    let memory = memory
+        .iter()
+        .filter(|m| {
+            let fits = m.len() + 3 <= left;
+            left -= if fits { m.len() + 3 } else { 0 };
+            fits
+        })
+        .cloned()
+        .collect();
     let mut cx = ProjectContext {
-        memory: memory.to_vec(),
+        memory,
         ..ProjectContext::default()
     };
     for (file, kind) in MARKERS {
@@ -187,7 +200,9 @@ mod tests {
             "../etc/passwd".into(),
             "missing.py".into(),
         ];
-        let cx = build(root, &refs, &["tests live in tests/".into()]);
+        let memory = ["tests live in tests/".to_owned(), "m".repeat(MEMORY_BYTES)];
+        let cx = build(root, &refs, &memory);
+        assert_eq!(cx.memory, ["tests live in tests/"], "the memory is capped");
         assert_eq!(cx.project_types, ["python"]);
         assert_eq!(cx.entry_points, ["main.py"]);
         assert_eq!(cx.tree.len(), TREE_ENTRIES);

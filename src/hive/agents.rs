@@ -18,6 +18,7 @@ use crate::llm::Message;
 use crate::llm::budget::Ledger;
 use crate::pathset::PathSet;
 use crate::sandbox::Sandbox;
+use crate::store::memory::Focus;
 use crate::workspace::Worktree;
 
 /// A role of the hive.
@@ -166,7 +167,17 @@ pub(super) async fn run_role(
     }
     let cx = session
         .phase("load_context", async {
-            let memory = match run.hive.store.canonical_memory(&run.ticket.repo, 20).await {
+            // What earlier tickets made Canonical, the most relevant to this ticket's files
+            // (the plan's, and those its issue names) first, within the memory's share of the
+            // prompt.
+            let t = &run.ticket;
+            let focus = Focus::new(a.context_refs, &format!("{}\n{}", t.title, t.body));
+            let chosen = run
+                .hive
+                .store
+                .relevant_memory(&t.repo, &focus, context::MEMORY_BYTES)
+                .await;
+            let memory = match chosen {
                 Ok(m) => m.into_iter().map(|e| e.text).collect(),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the repository's memory");

@@ -195,6 +195,7 @@ impl Store {
     }
 
     /// Moves a ticket from `from` to `to`, if the table allows it and nobody moved it first.
+    /// A ticket that ends Failed has its memory demoted to Ephemeral in the same transaction.
     pub async fn move_ticket(
         &self,
         key: TicketKey,
@@ -221,6 +222,10 @@ impl Store {
         let data =
             serde_json::json!({ "from": from.as_str(), "to": to.as_str(), "detail": detail });
         insert_event(&mut tx, key, "state", &data).await?;
+        if to == TaskState::Failed {
+            // What a failed ticket produced is not to be trusted, nor told to later tickets.
+            super::memory::demote_in(&mut *tx, key, None).await?;
+        }
         tx.commit().await?;
         Ok(())
     }

@@ -190,7 +190,9 @@ impl FromStr for TaskState {
 }
 
 /// How far a piece of knowledge can be trusted (the seed's memory stability levels). It rises
-/// as its ticket moves on; only Canonical knowledge feeds later tickets.
+/// as its ticket moves on, up to its kind's ceiling ([`MemoryKind::ceiling`]); a failed step
+/// puts what it produced back to Ephemeral for good; only Canonical knowledge feeds later
+/// tickets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum MemoryStability {
     /// Written during a run; may be wrong.
@@ -222,6 +224,57 @@ impl MemoryStability {
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+}
+
+/// What a memory entry records, which decides how far it may rise ([`MemoryKind::ceiling`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// What the Architect proposed: the plan's title and goal. Confirmed, like the rest of
+    /// the ticket, by its gates and its merge.
+    Plan,
+    /// A gate command that passed.
+    GateCommand,
+    /// The tests the Breaker added: failing on the base, passing with the change.
+    TestNames,
+    /// A file the change touched and its role (source, test, config, docs).
+    FileRole,
+    /// A reviewer's opinion (the Critic's comments): never more than Derived, since nothing
+    /// observes whether an opinion is right.
+    ReviewOpinion,
+}
+
+impl MemoryKind {
+    pub const ALL: [MemoryKind; 5] = [
+        MemoryKind::Plan,
+        MemoryKind::GateCommand,
+        MemoryKind::TestNames,
+        MemoryKind::FileRole,
+        MemoryKind::ReviewOpinion,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Plan => "plan",
+            MemoryKind::GateCommand => "gate_command",
+            MemoryKind::TestNames => "test_names",
+            MemoryKind::FileRole => "file_role",
+            MemoryKind::ReviewOpinion => "review_opinion",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The highest stability an entry of this kind may reach: observed facts (and the plan
+    /// they confirm) rise to Canonical; opinions stop at Derived.
+    pub fn ceiling(self) -> MemoryStability {
+        match self {
+            MemoryKind::ReviewOpinion => MemoryStability::Derived,
+            _ => MemoryStability::Canonical,
+        }
     }
 }
 

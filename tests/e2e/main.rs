@@ -17,6 +17,7 @@ mod ecosystems;
 mod ecosystems_run;
 mod hostile;
 mod hostile_repo;
+mod memory;
 mod people;
 mod pushes;
 mod reviews;

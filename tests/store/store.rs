@@ -5,7 +5,9 @@
 use vibeloop::ids::{DeliveryId, InstallationId, RepoName};
 use vibeloop::store::Store;
 use vibeloop::store::deliveries::Stored;
+use vibeloop::store::memory::{Focus, Memo};
 use vibeloop::store::tickets::{NewTicket, Opened};
+use vibeloop::ticket::{MemoryKind, MemoryStability};
 use vibeloop::ticket::{TaskState, TicketId};
 
 use crate::store_db::delivery;
@@ -16,7 +18,10 @@ both!(
     tickets_are_numbered_per_repository,
     transitions_are_enforced_and_recorded,
     installations_are_tracked,
-    memory_only_rises_and_canonical_feeds_the_repository,
+    memory_rises_to_its_ceiling_and_to_canonical_only_once_verified,
+    a_failed_step_demotes_what_it_produced_for_good,
+    a_ticket_that_fails_has_its_memory_demoted,
+    later_tickets_are_told_the_canonical_memory_relevant_to_them,
     the_budget_ledger_is_kept_per_role,
     checkpoints_keep_the_flow,
     commands_run_once_per_source,
@@ -188,51 +193,254 @@ async fn installations_are_tracked(store: Store) {
     assert_eq!(store.installations().await.unwrap().len(), 2);
 }
 
-async fn memory_only_rises_and_canonical_feeds_the_repository(store: Store) {
-    use vibeloop::ticket::MemoryStability::*;
+/// A memo of `kind` from `step` about `paths`.
+fn memo<'a>(kind: MemoryKind, step: &'a str, text: &'a str, paths: &'a [String]) -> Memo<'a> {
+    Memo {
+        kind,
+        step,
+        text,
+        paths,
+    }
+}
+
+/// `(text, stability)` of each entry of `t`, oldest first.
+async fn levels(store: &Store, t: vibeloop::ids::TicketKey) -> Vec<(String, MemoryStability)> {
+    let all = store.ticket_memory(t).await.unwrap();
+    all.into_iter().map(|e| (e.text, e.stability)).collect()
+}
+
+async fn memory_rises_to_its_ceiling_and_to_canonical_only_once_verified(store: Store) {
+    use MemoryStability::*;
+    let repo = RepoName::parse("acme/a").unwrap();
+    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    let calc = ["calc.py".to_owned()];
+    let plan = memo(MemoryKind::Plan, "plan", "T-1 (fix add)", &[]);
+    let id = store
+        .add_memory(&repo, t.key, &plan, Ephemeral)
+        .await
+        .unwrap();
+    // An opinion asked for at Verified is held to its ceiling.
+    let opinion = memo(
+        MemoryKind::ReviewOpinion,
+        "review",
+        "calc.py:1 use sum()",
+        &[],
+    );
+    store
+        .add_memory(&repo, t.key, &opinion, Verified)
+        .await
+        .unwrap();
+    // The same live entry is not written twice (a resumed step).
+    assert_eq!(
+        store
+            .add_memory(&repo, t.key, &plan, Ephemeral)
+            .await
+            .unwrap(),
+        id
+    );
+    assert_eq!(store.promote_memory(t.key, Derived).await.unwrap(), 1);
+    // Merged before the gates confirmed anything: nothing becomes Canonical.
+    assert_eq!(store.promote_memory(t.key, Canonical).await.unwrap(), 0);
+    let file = memo(
+        MemoryKind::FileRole,
+        "attempt-1",
+        "`calc.py` is source",
+        &calc,
+    );
+    store
+        .add_memory(&repo, t.key, &file, Ephemeral)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.promote_memory(t.key, Verified).await.unwrap(),
+        2,
+        "the plan and the file, not the opinion"
+    );
+    store.promote_memory(t.key, Canonical).await.unwrap();
+    assert_eq!(
+        levels(&store, t.key).await,
+        [
+            ("T-1 (fix add)".to_owned(), Canonical),
+            ("calc.py:1 use sum()".to_owned(), Derived),
+            ("`calc.py` is source".to_owned(), Canonical),
+        ]
+    );
+    let all = store.ticket_memory(t.key).await.unwrap();
+    assert_eq!(
+        (all[1].kind.as_str(), all[1].ceiling, all[2].paths.clone()),
+        ("review_opinion", Derived, calc.to_vec())
+    );
+    // An entry never falls by promotion.
+    assert_eq!(store.promote_memory(t.key, Derived).await.unwrap(), 0);
+    assert_eq!(store.canonical_memory(&repo, 10).await.unwrap().len(), 2);
+}
+
+async fn a_failed_step_demotes_what_it_produced_for_good(store: Store) {
+    use MemoryStability::*;
+    let repo = RepoName::parse("acme/a").unwrap();
+    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    for (kind, step, text) in [
+        (MemoryKind::Plan, "plan", "the plan"),
+        (MemoryKind::TestNames, "tests", "test_negative"),
+        (MemoryKind::FileRole, "attempt-1", "`calc.py` is source"),
+    ] {
+        store
+            .add_memory(&repo, t.key, &memo(kind, step, text, &[]), Derived)
+            .await
+            .unwrap();
+    }
+    store.promote_memory(t.key, Verified).await.unwrap();
+    assert_eq!(
+        store.demote_memory(t.key, Some("attempt-1")).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        levels(&store, t.key).await,
+        [
+            ("the plan".to_owned(), Verified),
+            ("test_negative".to_owned(), Verified),
+            ("`calc.py` is source".to_owned(), Ephemeral),
+        ]
+    );
+    // No later promotion lifts it; the next attempt writes the same fact anew.
+    let again = memo(
+        MemoryKind::FileRole,
+        "attempt-2",
+        "`calc.py` is source",
+        &[],
+    );
+    store
+        .add_memory(&repo, t.key, &again, Ephemeral)
+        .await
+        .unwrap();
+    store.promote_memory(t.key, Verified).await.unwrap();
+    store.promote_memory(t.key, Canonical).await.unwrap();
+    let all = store.ticket_memory(t.key).await.unwrap();
+    let steps: Vec<_> = all
+        .iter()
+        .map(|e| (e.step.as_str(), e.stability, e.ceiling))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("plan", Canonical, Canonical),
+            ("tests", Canonical, Canonical),
+            ("attempt-1", Ephemeral, Ephemeral),
+            ("attempt-2", Canonical, Canonical),
+        ]
+    );
+}
+
+async fn a_ticket_that_fails_has_its_memory_demoted(store: Store) {
+    use MemoryStability::*;
+    let repo = RepoName::parse("acme/a").unwrap();
+    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    let (u, _) = store.open_ticket(&ticket(&repo, 2)).await.unwrap();
+    for k in [t.key, u.key] {
+        let m = memo(
+            MemoryKind::GateCommand,
+            "attempt-1",
+            "`make test` works",
+            &[],
+        );
+        store.add_memory(&repo, k, &m, Verified).await.unwrap();
+    }
+    store
+        .move_ticket(
+            t.key,
+            TaskState::Pending,
+            TaskState::Failed,
+            Some("aborted"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        levels(&store, t.key).await,
+        [("`make test` works".to_owned(), Ephemeral)]
+    );
+    assert_eq!(
+        levels(&store, u.key).await,
+        [("`make test` works".to_owned(), Verified)],
+        "another ticket's memory stands"
+    );
+    // Restarted by a new label, it keeps nothing of its failed run: what it did then never
+    // rises with the new run.
+    store.open_ticket(&ticket(&repo, 1)).await.unwrap();
+    store.promote_memory(t.key, Verified).await.unwrap();
+    store.promote_memory(t.key, Canonical).await.unwrap();
+    assert_eq!(
+        levels(&store, t.key).await,
+        [("`make test` works".to_owned(), Ephemeral)]
+    );
+}
+
+async fn later_tickets_are_told_the_canonical_memory_relevant_to_them(store: Store) {
+    use MemoryStability::*;
     let repo = RepoName::parse("acme/a").unwrap();
     let other = RepoName::parse("acme/b").unwrap();
     let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
     let (u, _) = store.open_ticket(&ticket(&other, 1)).await.unwrap();
-    store
-        .add_memory(&repo, t.key, "plan", "add() lives in calc.py", Ephemeral)
-        .await
-        .unwrap();
-    store
-        .add_memory(
-            &repo,
-            t.key,
-            "gate_command",
-            "python3 -m pytest -q works",
+    let path = |p: &str| vec![p.to_owned()];
+    let entries = [
+        (
+            MemoryKind::FileRole,
+            "`calc/add.py` is source",
+            path("calc/add.py"),
+            Canonical,
+        ),
+        (
+            MemoryKind::FileRole,
+            "`web/app.js` is source",
+            path("web/app.js"),
+            Canonical,
+        ),
+        (
+            MemoryKind::GateCommand,
+            "`make test` is the test command",
+            vec![],
+            Canonical,
+        ),
+        // Not merged.
+        (
+            MemoryKind::FileRole,
+            "`calc/mul.py` is source",
+            path("calc/mul.py"),
             Verified,
-        )
-        .await
-        .unwrap();
-    store
-        .add_memory(&other, u.key, "plan", "elsewhere", Canonical)
-        .await
-        .unwrap();
-    assert!(store.canonical_memory(&repo, 10).await.unwrap().is_empty());
-    assert_eq!(
-        store.promote_memory(t.key, Derived).await.unwrap(),
-        1,
-        "only the Ephemeral entry rises to Derived"
+        ),
+    ];
+    for (kind, text, paths, at) in &entries {
+        let m = memo(*kind, "attempt-1", text, paths);
+        store.add_memory(&repo, t.key, &m, Verified).await.unwrap();
+        if *at == Canonical {
+            store.promote_memory(t.key, Canonical).await.unwrap();
+        }
+    }
+    let m = memo(
+        MemoryKind::FileRole,
+        "attempt-1",
+        "`calc/add.py` elsewhere",
+        &[],
     );
-    let levels: Vec<_> = store
-        .ticket_memory(t.key)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.stability)
-        .collect();
-    assert_eq!(levels, [Derived, Verified], "an entry never falls");
-    store.promote_memory(t.key, Canonical).await.unwrap();
-    let canon = store.canonical_memory(&repo, 10).await.unwrap();
+    store.add_memory(&other, u.key, &m, Derived).await.unwrap();
+    store.promote_memory(u.key, Verified).await.unwrap();
+    store.promote_memory(u.key, Canonical).await.unwrap();
+
+    let focus = Focus::new(&[], "calc/add.py: add() of floats is off");
+    let told = |budget| {
+        let (store, repo, focus) = (store.clone(), repo.clone(), focus.clone());
+        async move {
+            let chosen = store.relevant_memory(&repo, &focus, budget).await.unwrap();
+            chosen.into_iter().map(|e| e.text).collect::<Vec<_>>()
+        }
+    };
+    // The file the issue names first, then what holds for the whole repository; not the
+    // unrelated file, not what was never merged, not another repository's.
     assert_eq!(
-        canon.iter().map(|e| e.text.as_str()).collect::<Vec<_>>(),
-        ["python3 -m pytest -q works", "add() lives in calc.py"]
+        told(4096).await,
+        ["`calc/add.py` is source", "`make test` is the test command"]
     );
-    assert_eq!(store.canonical_memory(&repo, 1).await.unwrap().len(), 1);
+    // Within the budget, the most relevant.
+    assert_eq!(told(30).await, ["`calc/add.py` is source"]);
 }
 
 async fn the_budget_ledger_is_kept_per_role(store: Store) {

@@ -11,6 +11,8 @@ use crate::hive::status::Extras;
 use crate::hive::ticket_run::TicketRun;
 use crate::ids::CommitSha;
 use crate::llm::budget::Ledger;
+use crate::store::memory::Memo;
+use crate::ticket::MemoryStability;
 use crate::ticket::TaskState;
 use crate::workspace::{Workspace, Worktree};
 
@@ -57,21 +59,41 @@ impl Ctx<'_, '_> {
         Ok(())
     }
 
-    /// Keeps a memory entry of this ticket (it rises with the ticket; Canonical ones feed later
-    /// tickets of the repository).
+    /// Keeps a memory entry of this ticket at `stability` (it rises with the ticket, up to its
+    /// kind's ceiling; Canonical ones feed later tickets of the repository).
     pub(super) async fn remember(
         &self,
-        kind: &str,
-        text: &str,
-        stability: crate::ticket::MemoryStability,
+        memo: &Memo<'_>,
+        stability: MemoryStability,
     ) -> Result<(), JobError> {
         let t = &self.run.ticket;
         self.run
             .hive
             .store
-            .add_memory(&t.repo, t.key, kind, text, stability)
+            .add_memory(&t.repo, t.key, memo, stability)
             .await?;
         Ok(())
+    }
+
+    /// Raises this ticket's memory to `to`: the plan validated (Derived), its step's gates
+    /// passed (Verified), merged (Canonical).
+    pub(super) async fn promote_memory(&self, to: MemoryStability) -> Result<(), JobError> {
+        let store = &self.run.hive.store;
+        store.promote_memory(self.run.ticket.key, to).await?;
+        Ok(())
+    }
+
+    /// Demotes what `step` of this ticket produced to Ephemeral for good: the step failed, or
+    /// was replaced.
+    pub(super) async fn demote_memory(&self, step: &str) -> Result<(), JobError> {
+        let store = &self.run.hive.store;
+        store.demote_memory(self.run.ticket.key, Some(step)).await?;
+        Ok(())
+    }
+
+    /// The memory step of the Builder's attempt in progress: what its Encounter produced.
+    pub(super) fn attempt_step(&self) -> String {
+        format!("attempt-{}", self.flow.attempt)
     }
 
     /// Says, on the ticket, where it stands (kept, and shown in the status comment).

@@ -245,11 +245,8 @@ pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             .update_ref("tags/LATEST_STABLE", &sha, true)
             .await?;
     }
-    cx.run
-        .hive
-        .store
-        .promote_memory(cx.run.ticket.key, MemoryStability::Canonical)
-        .await?;
+    // Merged: what the gates verified becomes Canonical, for later tickets.
+    cx.promote_memory(MemoryStability::Canonical).await?;
     cx.flow.next = Node::Done;
     let tag = cx.flow.tag.clone().unwrap_or_default();
     cx.checkpoint(

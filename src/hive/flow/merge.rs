@@ -452,6 +452,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             )
         })
         .collect();
+    super::memory::attempt_failed(cx).await?;
     cx.checkpoint(
         Node::Regate,
         serde_json::json!({ "sha": sha.as_str() }),

@@ -14,8 +14,8 @@
 //! asked when they cannot run).
 //!
 //! This file is the dispatcher only; data flows down from it: the nodes ([`plan`], [`code`],
-//! [`proof`], [`review`], [`merge`], [`land`], with [`reflect`] and [`resolve`] beside them, and
-//! [`signals`] between them) →
+//! [`proof`], [`review`], [`merge`], [`land`], with [`reflect`], [`resolve`] and [`memory`]
+//! beside them, and [`signals`] between them) →
 //! [`ctx`] (what every node shares) → [`git`] and [`state`].
 
 mod baseline;
@@ -23,6 +23,7 @@ mod code;
 mod ctx;
 mod git;
 mod land;
+mod memory;
 mod merge;
 mod people;
 mod plan;

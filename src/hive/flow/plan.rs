@@ -9,10 +9,11 @@ use super::state::Node;
 use crate::agent::heal::{self, Healer, Next};
 use crate::hive::agents::{Assignment, Role, run_role};
 use crate::hive::job::JobError;
+use crate::store::memory::Memo;
 use crate::ticket::Finding;
-use crate::ticket::MemoryStability;
 use crate::ticket::TaskState;
 use crate::ticket::plan::{Blueprint, lint_ambiguity, validate_plan};
+use crate::ticket::{MemoryKind, MemoryStability};
 use crate::workspace::Worktree;
 
 /// Why a repository without a test command gets no work done.
@@ -47,6 +48,7 @@ pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     };
     cx.flow.blueprint = output.ok();
     cx.flow.questions = findings.iter().map(|f| f.message.clone()).collect();
+    remember_plan(cx).await?;
     cx.flow.next = Node::PlanCheck;
     let outputs = serde_json::json!({ "rounds": rounds, "stop": stop, "findings": findings });
     cx.checkpoint(
@@ -164,6 +166,31 @@ fn architect_task(cx: &Ctx<'_, '_>) -> String {
     s
 }
 
+/// The Architect's proposal, kept as Ephemeral memory until the plan is validated; an earlier
+/// plan of the ticket (planned again) is demoted.
+async fn remember_plan(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
+    cx.demote_memory(PLAN_STEP).await?;
+    let Some(bp) = &cx.flow.blueprint else {
+        return Ok(());
+    };
+    let text = format!(
+        "{} ({}): {}",
+        cx.run.ticket.id,
+        bp.plan.title.replace('\n', " "),
+        bp.ticket.goal.replace('\n', " ")
+    );
+    let memo = Memo {
+        kind: MemoryKind::Plan,
+        step: PLAN_STEP,
+        text: &text,
+        paths: &bp.ticket.context_refs,
+    };
+    cx.remember(&memo, MemoryStability::Ephemeral).await
+}
+
+/// The memory step of the Architect's proposal.
+const PLAN_STEP: &str = "plan";
+
 /// Plan check: go on, wait for approval, or ask people.
 pub(super) async fn check(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
@@ -175,11 +202,8 @@ pub(super) async fn check(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         return blocked(cx, &questions).await;
     }
     let bp = cx.flow.blueprint.clone().expect("checked above");
-    let memo = format!(
-        "Plan of {}: {} — {}",
-        cx.run.ticket.id, bp.plan.title, bp.ticket.goal
-    );
-    cx.remember("plan", &memo, MemoryStability::Derived).await?;
+    // The plan is validated: what the Architect proposed rises to Derived.
+    cx.promote_memory(MemoryStability::Derived).await?;
     cx.flow.attempt = 1;
     cx.flow.attempt_limit = 1 + cx.env.config.limits.max_retries;
     cx.flow.next = if cx.env.config.review.require_plan_approval {

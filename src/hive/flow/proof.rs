@@ -112,6 +112,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         return Ok(Step::Next);
     }
     if verdict.holds() {
+        super::memory::remember_tests(cx, &breaker.files, &output.output).await?;
         cx.flow.next = Node::Encounter;
         cx.checkpoint(
             Node::RedProof,
@@ -121,6 +122,8 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .await?;
         return Ok(Step::Next);
     }
+    // The tests do not prove anything: what they left in memory is not to be trusted.
+    cx.demote_memory(super::memory::TESTS_STEP).await?;
     cx.flow.breaker_attempts += 1;
     if cx.flow.breaker_attempts > cx.env.config.limits.max_retries {
         let report = red_proof_report(&verdict, cx.flow.breaker_attempts);
@@ -246,6 +249,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             sha
         }
     };
+    super::memory::remember_change(cx, &base, &head).await?;
     let tests_sha = breaker.sha.clone();
     let verification = Verification {
         worktree: &wt,
@@ -268,6 +272,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .await?;
     cx.run.ticket.head_sha = Some(head.to_string());
     if attempt.passed() {
+        super::memory::gates_passed(cx, &gates).await?;
         super::people::answer_threads(cx, &head).await?;
         cx.flow.attempts.push(attempt);
         cx.flow.builder = Some(super::state::Work {
@@ -336,7 +341,8 @@ pub(super) async fn retake_red_proof(cx: &mut Ctx<'_, '_>, node: Node) -> Result
     Ok(true)
 }
 
-/// An attempt failed: back to the Builder, unless the attempts are spent or stall.
+/// An attempt failed: what it produced is demoted in memory, and it goes back to the Builder,
+/// unless the attempts are spent or stall.
 async fn failed(
     cx: &mut Ctx<'_, '_>,
     sha: &CommitSha,
@@ -344,6 +350,7 @@ async fn failed(
     attempt: &[Attempt],
     findings: Vec<Finding>,
 ) -> Result<Step, JobError> {
+    super::memory::attempt_failed(cx).await?;
     let attempt = attempt.first().cloned().unwrap_or_else(|| Attempt {
         n: cx.flow.attempt,
         sha: sha.clone(),

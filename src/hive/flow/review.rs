@@ -17,8 +17,9 @@ use crate::github::pulls::ReviewComment;
 use crate::hive::agents::{Assignment, Role, run_role};
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
+use crate::store::memory::Memo;
 use crate::ticket::Finding;
-use crate::ticket::{MemoryStability, TaskState};
+use crate::ticket::{MemoryKind, MemoryStability, TaskState};
 
 /// Open PR: a draft until the Critic approves.
 pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
@@ -59,19 +60,6 @@ pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .set_pr_number(cx.run.ticket.key, pr)
         .await?;
     cx.run.ticket.pr_number = Some(pr);
-    for (gate, cmd) in cx.env.config.gates.commands() {
-        let memo = format!(
-            "`{cmd}` is this repository's {gate} command, and it passed on {}",
-            head.short()
-        );
-        cx.remember("gate_command", &memo, MemoryStability::Verified)
-            .await?;
-    }
-    cx.run
-        .hive
-        .store
-        .promote_memory(cx.run.ticket.key, MemoryStability::Verified)
-        .await?;
     cx.flow.next = Node::Critic;
     cx.checkpoint(
         Node::OpenPr,
@@ -366,13 +354,20 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         comments: comments.len(),
         sha: head.clone(),
     });
+    // The Critic's comments are opinions: kept, but never raised past Derived.
     for c in &comments {
-        cx.remember(
-            "review_finding",
-            &format!("{}:{} {}", c.path, c.line, c.body),
-            MemoryStability::Derived,
-        )
-        .await?;
+        let text = format!("{}:{} {}", c.path, c.line, c.body);
+        let memo = Memo {
+            kind: MemoryKind::ReviewOpinion,
+            step: super::memory::REVIEW_STEP,
+            text: &text,
+            paths: std::slice::from_ref(&c.path),
+        };
+        cx.remember(&memo, MemoryStability::Derived).await?;
+    }
+    if !approve {
+        // Vetoed: what the attempt produced is not what lands.
+        super::memory::attempt_failed(cx).await?;
     }
     let waits_for_people = approve && cx.env.config.review.require_human_approval;
     let exhausted = !approve
