@@ -3,9 +3,11 @@
 //! (`.github/hive.yml`) lives in [`repo`].
 
 pub mod access;
+pub mod constraints;
 pub mod llm;
 pub mod policy;
 pub mod repo;
+pub mod retry;
 pub mod tools;
 
 use std::net::SocketAddr;

@@ -28,6 +28,12 @@ pub struct Policy {
     pub javascript: LanguagePolicy,
     /// Go: package members (`os/exec.Command`) and import paths (`os/exec`).
     pub go: LanguagePolicy,
+    /// Highest cyclomatic complexity a function the change touches may have (the lint gate's
+    /// findings); none by default. A ticket's `vibe_config.complexity_limit` may lower it.
+    pub complexity_limit: Option<u32>,
+    /// The Architect's ticket may add read-only paths of its own (`constraints.read_only_paths`)
+    /// to these; `false` keeps the repository's alone.
+    pub ticket_read_only_paths: bool,
 }
 
 impl Default for Policy {
@@ -44,6 +50,8 @@ impl Default for Policy {
             rust: LanguagePolicy::default(),
             javascript: LanguagePolicy::default(),
             go: LanguagePolicy::default(),
+            complexity_limit: None,
+            ticket_read_only_paths: true,
         }
     }
 }
@@ -176,6 +184,12 @@ impl Policy {
 
     /// Checks every list; the error names the key (`policy.rust.banned_calls: …`).
     pub(super) fn check(&self) -> Result<(), String> {
+        if self
+            .complexity_limit
+            .is_some_and(|n| !(1..=1000).contains(&n))
+        {
+            return Err("policy.complexity_limit: must be from 1 to 1000".into());
+        }
         for (key, list) in [
             ("policy.read_only_paths", &self.read_only_paths),
             ("policy.test_paths", &self.test_paths),

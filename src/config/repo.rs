@@ -8,6 +8,7 @@ use crate::pathset::PathSet;
 use serde::Deserialize;
 
 pub use super::policy::Policy;
+pub use super::retry::{Knowledge, MissingKnowledge, PlanLimits, Retry};
 pub use crate::llm::budget::Caps;
 
 /// Where the file lives in a repository.
@@ -33,6 +34,12 @@ pub struct HiveConfig {
     pub budget: Caps,
     pub review: Review,
     pub merge: Merge,
+    /// The retry engine: attempts, backoff, when a person is asked.
+    pub retry: Retry,
+    /// The shape of the Architect's plan.
+    pub plan: PlanLimits,
+    /// What a plan that needs what the repository lacks does.
+    pub knowledge: Knowledge,
     /// The dotted keys the file set (`gates.test`, `image`…), for [`HiveConfig::is_set`].
     #[serde(skip)]
     explicit: std::collections::BTreeSet<String>,
@@ -114,6 +121,9 @@ impl Default for HiveConfig {
             budget: Caps::default(),
             review: Review::default(),
             merge: Merge::default(),
+            retry: Retry::default(),
+            plan: PlanLimits::default(),
+            knowledge: Knowledge::default(),
             setup: None,
             explicit: Default::default(),
         }
@@ -163,8 +173,9 @@ pub struct Limits {
     pub timeout_seconds: u64,
     /// Wall-clock limit of `setup`.
     pub setup_timeout_seconds: u64,
-    /// Attempts of the Builder after failed gates.
-    pub max_retries: u32,
+    /// The older name of `retry.max_retries`, still read (setting both is an error).
+    #[serde(rename = "max_retries")]
+    legacy_max_retries: Option<u32>,
     /// CPUs of a sandbox.
     pub cpu: f64,
     pub memory_mb: u64,
@@ -182,7 +193,7 @@ impl Default for Limits {
         Self {
             timeout_seconds: 600,
             setup_timeout_seconds: 1800,
-            max_retries: 3,
+            legacy_max_retries: None,
             cpu: 2.0,
             memory_mb: 2048,
             pids: 512,
@@ -229,6 +240,9 @@ impl HiveConfig {
         let value: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(text).map_err(|e| RepoConfigError(e.to_string()))?;
         config.explicit = keys_of(&value);
+        if let Some(n) = config.limits.legacy_max_retries {
+            config.retry.max_retries = n;
+        }
         config.check().map_err(|RepoConfigError(m)| {
             let key = m.split(':').next().unwrap_or_default();
             match line_of(text, key) {
@@ -286,9 +300,17 @@ impl HiveConfig {
         if !(1..=86_400).contains(&l.setup_timeout_seconds) {
             return bad("limits.setup_timeout_seconds: must be from 1 to 86400".into());
         }
-        if l.max_retries > 20 {
+        if l.legacy_max_retries.is_some_and(|n| n > 20) {
             return bad("limits.max_retries: must be at most 20".into());
         }
+        if l.legacy_max_retries.is_some() && self.is_set("retry.max_retries") {
+            return bad(
+                "limits.max_retries: also set as retry.max_retries; keep retry.max_retries only"
+                    .into(),
+            );
+        }
+        self.retry.check().map_err(RepoConfigError)?;
+        self.plan.check().map_err(RepoConfigError)?;
         if !(l.cpu > 0.0 && l.cpu <= 64.0) {
             return bad("limits.cpu: must be more than 0 and at most 64".into());
         }
@@ -402,6 +424,7 @@ budget: { max_usd: 2.5, max_minutes: 30 }
         assert!(c.test_paths().contains("tests/unit/test_a.py"));
         assert_eq!(c.limits.memory_mb, 512);
         assert_eq!(c.limits.pids, 256);
+        assert_eq!(c.retry.max_retries, 2, "limits.max_retries is still read");
         // A key left out keeps its default.
         assert_eq!(
             c.budget,
@@ -411,6 +434,48 @@ budget: { max_usd: 2.5, max_minutes: 30 }
                 max_minutes: Some(30.0)
             }
         );
+    }
+
+    #[test]
+    fn retry_and_plan_settings_parse_strictly_under_the_designs_names() {
+        let c = HiveConfig::parse(
+            "retry: { max_retries: 5, base_delay_ms: 500, backoff_multiplier: 2, max_delay_ms: 4000, human_intervention_after: 4 }\nplan: { min_steps: 2, max_steps: 8, decomposition_retries: 1 }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                c.retry.max_retries,
+                c.retry.delay_ms(3),
+                c.retry.human_intervention_after
+            ),
+            (5, 2_000, 4)
+        );
+        assert_eq!(
+            (
+                c.plan.min_steps,
+                c.plan.max_steps,
+                c.plan.decomposition_retries
+            ),
+            (2, 8, 1)
+        );
+        assert_eq!(HiveConfig::default().retry, Retry::default());
+        for (text, says) in [
+            (
+                "retry: { max_retries: 2 }\nlimits: { max_retries: 2 }\n",
+                "limits.max_retries: also set as retry.max_retries",
+            ),
+            (
+                "retry: { backof_multiplier: 2 }\n",
+                "unknown field `backof_multiplier`",
+            ),
+            (
+                "\nplan:\n  max_steps: 0\n",
+                "plan.max_steps: must be from plan.min_steps to 100 (line 3)",
+            ),
+        ] {
+            let e = HiveConfig::parse(text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //! reads a devcontainer, and [`resolve`] fills the keys `.github/hive.yml` leaves unset from them,
 //! saying where each came from. [`setup`] runs the setup command once per environment, with
 //! network, and [`cache`] keeps the result for every later sandbox of the repository (a second
-//! ticket on the same lockfile pays nothing). [`tree`] reads a commit's files for the detector.
+//! ticket on the same lockfile pays nothing). [`tree`] reads a commit's files for the detector,
+//! and [`manifests`] what they declare (libraries, services) for the knowledge check.
 
 pub mod cache;
 pub mod detect;
 pub mod devcontainer;
+pub mod manifests;
 pub mod resolve;
 pub mod setup;
 pub mod tree;

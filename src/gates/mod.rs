@@ -1,10 +1,13 @@
 //! Quality gates. The pipeline ([`pipeline`]) runs test → lint → typecheck → build → security on
 //! a commit, each result with test counts and annotations read from the tool's output
 //! ([`parsers`]) and a report's title and summary ([`report`]). The security gate ([`security`])
-//! is built in and deterministic. [`redproof`] checks that the Breaker's tests fail on the base.
+//! is built in and deterministic; so is [`complexity`], which the lint gate adds when a limit is
+//! set. [`redproof`] checks that the Breaker's tests fail on the base.
 //! Only what the bot observed is reported; who hears it (check runs on GitHub) is the caller's.
 
 pub mod baseline;
+pub mod complexity;
+pub mod grammar;
 pub mod parsers;
 pub mod pipeline;
 pub mod redproof;

@@ -107,12 +107,17 @@ pub async fn run<R: Reporter>(
     let mut results = Vec::new();
     for gate in selected {
         reporter.started(gate).await.map_err(RunError::Report)?;
-        let mut result = match gate {
-            "security" => security.take().expect("computed above"),
-            _ => match command_gate(inputs, gate).await {
-                Ok(r) => r,
-                Err(e) => return Err(abandon(reporter, e).await),
+        let ran = match gate {
+            "security" => Ok(security.take().expect("computed above")),
+            "lint" => match command_gate(inputs, gate).await {
+                Ok(r) => with_complexity(inputs, r).await,
+                Err(e) => Err(e),
             },
+            _ => command_gate(inputs, gate).await,
+        };
+        let mut result = match ran {
+            Ok(r) => r,
+            Err(e) => return Err(abandon(reporter, e).await),
         };
         result.notes.extend(inputs.notes.iter().cloned());
         reporter
@@ -258,6 +263,42 @@ fn read_report(worktree: &Path, rel: &str) -> Result<TestRun, String> {
 /// commits themselves) with the banned-calls check of Rust, JavaScript/TypeScript and Go
 /// (tree-sitter, in this process), then the Python policy check (in the sandbox, with Python's
 /// own parser).
+/// The lint gate with the cyclomatic complexity of the functions the change touches, when
+/// `policy.complexity_limit` (or the ticket's) sets a limit: each function above it is a
+/// finding and fails the gate, with or without a lint command.
+async fn with_complexity(
+    inputs: &Inputs<'_>,
+    mut result: GateResult,
+) -> Result<GateResult, GateError> {
+    let Some(limit) = inputs.config.policy.complexity_limit else {
+        return Ok(result);
+    };
+    let git_dir = inputs.git_dir.to_owned();
+    let (base, head) = (
+        git2::Oid::from_str(inputs.base.as_str())?,
+        git2::Oid::from_str(inputs.head.as_str())?,
+    );
+    let found = tokio::task::spawn_blocking(move || {
+        let repo = git2::Repository::open(&git_dir)?;
+        super::complexity::check(&repo, base, head, limit)
+    })
+    .await
+    .map_err(|e| git2::Error::from_str(&format!("complexity check panicked: {e}")))??;
+    if found.is_empty() {
+        result.notes.push(format!(
+            "Complexity: no function the change touches is above {limit}."
+        ));
+        return Ok(result);
+    }
+    result.notes.push(format!(
+        "Complexity: {} function(s) the change touches are above the limit of {limit}.",
+        found.len()
+    ));
+    result.status = Status::Failed;
+    result.annotations.extend(found);
+    Ok(result)
+}
+
 async fn security_gate(inputs: &Inputs<'_>) -> Result<GateResult, GateError> {
     if inputs.config.gates.security == SecurityGate::Off {
         return Ok(GateResult::skipped(

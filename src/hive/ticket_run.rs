@@ -11,6 +11,10 @@ use crate::llm::budget::Spend;
 use crate::store::tickets::Ticket;
 use crate::ticket::TaskState;
 
+/// How the retry engine's report begins (a ticket that stopped after failures in passing):
+/// `/hive retry` then goes on where it stopped instead of starting an attempt.
+pub const STALLED: &str = "Stopped after";
+
 /// One run of one ticket: what every stage of the workflow works with.
 pub struct TicketRun<'a> {
     pub hive: &'a Hive,

@@ -1,7 +1,9 @@
 //! The workers: each claims a due job from the store (holding a lease it renews by heartbeat),
 //! runs it — a webhook delivery ([`super::deliveries`]), a ticket's workflow ([`super::run`]), a
 //! gates re-run ([`super::rerun`]) or the sweep ([`super::sweep`]) — and records how it ended:
-//! done, retried with backoff, or failed for good (a ticket then says so on its issue).
+//! done, retried with backoff, or failed for good (a ticket then says so on its issue). A ticket
+//! whose job keeps failing in passing is retried by its repository's `retry:` settings and, past
+//! `retry.human_intervention_after` failures without progress, waits for a person with a report.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,8 +17,6 @@ use crate::store::jobs::{Job, JobKey};
 
 /// Workers look for due jobs at least this often (a queued job wakes them sooner).
 const POLL: Duration = Duration::from_millis(500);
-/// Claims of one job before it fails for good.
-const MAX_JOB_ATTEMPTS: i64 = 3;
 
 /// Runs `count` workers until `shutdown` turns true.
 pub async fn run_workers(hive: Arc<Hive>, count: usize, shutdown: watch::Receiver<bool>) {
@@ -98,12 +98,17 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
         }
     };
     let before = progress(hive.store.clone(), job.clone()).await;
+    // A ticket's repository may set how its failures in passing are retried; other jobs keep
+    // the defaults.
+    let mut retry = crate::config::repo::Retry::default();
     let work = async {
         match &job.key {
             JobKey::Delivery(id) => super::deliveries::process(hive, job.id, id).await,
-            JobKey::Ticket(key) => super::run::run_ticket(hive, *key)
-                .await
-                .map(|()| Done::Finished),
+            JobKey::Ticket(key) => {
+                let (result, settings) = super::run::run_ticket(hive, *key).await;
+                retry = settings.unwrap_or(retry);
+                result.map(|()| Done::Finished)
+            }
             JobKey::Gates { ticket, sha, gate } => {
                 super::rerun::rerun(hive, job.id, *ticket, sha, gate)
                     .await
@@ -136,17 +141,27 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
         Ok(Done::Finished) => store.complete_job(job.id, &hive.owner).await,
         Err(e)
             if e.is_transient()
-                && (job.attempts < MAX_JOB_ATTEMPTS
+                && (job.attempts < i64::from(retry.human_intervention_after)
                     || before < progress(store.clone(), job.clone()).await) =>
         {
             let msg = e.to_string();
             let fresh = before < progress(store.clone(), job.clone()).await;
             let attempt = if fresh { 1 } else { job.attempts };
-            let delay = 2_000 * 4i64.pow(attempt as u32 - 1);
+            let delay = i64::try_from(retry.delay_ms(attempt as u32)).unwrap_or(i64::MAX);
             warn!(job = job.id, kind, attempt, error = %msg, "job failed; will retry");
             store
                 .retry_job(job.id, &hive.owner, delay, &msg, fresh)
                 .await
+        }
+        // The retry engine's human-intervention report: the ticket waits for a person, who
+        // may retry it from where it stopped.
+        Err(e) if e.is_transient() && matches!(job.key, JobKey::Ticket(_)) => {
+            let msg = e.to_string();
+            warn!(job = job.id, kind, attempts = job.attempts, error = %msg, "ticket waits for a person after failures in passing");
+            if let JobKey::Ticket(key) = &job.key {
+                super::run::stalled(hive, *key, &msg, job.attempts).await;
+            }
+            store.complete_job(job.id, &hive.owner).await
         }
         Err(e) => {
             let msg = e.to_string();

@@ -146,11 +146,16 @@ impl Store {
                 .await?;
             if d.ignored.is_none() {
                 // In its repository's scope: processed after the deliveries of that repository
-                // stored before it (a ping or an installation event has none).
+                // stored before it. A ping or an installation event steers nothing and has none
+                // (a repository's ping names the repository).
+                let steers = !matches!(
+                    d.event.as_str(),
+                    "ping" | "installation" | "installation_repositories"
+                );
                 super::jobs::enqueue_scoped_in(
                     &mut tx,
                     &super::jobs::JobKey::Delivery(d.delivery_id.as_str().to_owned()),
-                    d.repo.as_deref(),
+                    d.repo.as_deref().filter(|_| steers),
                     now,
                 )
                 .await?;

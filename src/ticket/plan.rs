@@ -42,6 +42,26 @@ pub struct TaskPlan {
     pub steps: Vec<Step>,
     /// `[a, b]`: step `a` needs step `b` done first (0-based).
     pub dependencies: Vec<[usize; 2]>,
+    /// The third-party libraries and the services the change needs (the knowledge check of
+    /// Preparing looks for them in the repository).
+    pub requires: Vec<Requirement>,
+}
+
+/// A library or a service a plan needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Requirement {
+    /// As its package registry spells it (`bcrypt`, `serde_json`, `github.com/gorilla/mux`), or
+    /// the service's name (`postgres`).
+    pub name: String,
+    /// `library` (also when absent) or `service`.
+    pub kind: String,
+}
+
+impl Requirement {
+    pub fn is_service(&self) -> bool {
+        self.kind.trim().eq_ignore_ascii_case("service")
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,12 +97,18 @@ impl Blueprint {
     }
 }
 
-const MAX_STEPS: usize = 30;
+/// How many steps a plan may have unless the repository says otherwise (`plan.min_steps`,
+/// `plan.max_steps`).
+pub const STEPS: std::ops::RangeInclusive<usize> = 1..=30;
 
-/// Completeness: a title, a description, at least one step, each with input, output and
-/// validation criteria, dependencies between existing steps without cycles, context refs that
-/// `exists` confirms, a sane timeout.
-pub fn validate_plan(bp: &Blueprint, exists: impl Fn(&str) -> bool) -> Vec<Finding> {
+/// Completeness: a title, a description, a number of steps within `steps`, each with input,
+/// output and validation criteria, dependencies between existing steps without cycles, context
+/// refs that `exists` confirms, a sane timeout.
+pub fn validate_plan(
+    bp: &Blueprint,
+    exists: impl Fn(&str) -> bool,
+    steps: std::ops::RangeInclusive<usize>,
+) -> Vec<Finding> {
     let mut f = Vec::new();
     let p = &bp.plan;
     if p.title.trim().is_empty() {
@@ -99,13 +125,23 @@ pub fn validate_plan(bp: &Blueprint, exists: impl Fn(&str) -> bool) -> Vec<Findi
     }
     if p.steps.is_empty() {
         f.push(Finding::new("missing_steps", "the plan has no steps"));
+    } else if p.steps.len() < *steps.start() {
+        f.push(Finding::new(
+            "too_few_steps",
+            format!(
+                "{} step(s); break the work into at least {} (plan.min_steps)",
+                p.steps.len(),
+                steps.start()
+            ),
+        ));
     }
-    if p.steps.len() > MAX_STEPS {
+    if p.steps.len() > *steps.end() {
         f.push(Finding::new(
             "too_many_steps",
             format!(
-                "{} steps; split the work into at most {MAX_STEPS}",
-                p.steps.len()
+                "{} steps; split the work into at most {} (plan.max_steps)",
+                p.steps.len(),
+                steps.end()
             ),
         ));
     }
@@ -261,8 +297,23 @@ mod tests {
     fn a_complete_plan_passes() {
         let bp = good();
         assert_eq!(bp.ticket.kind, "bugfix");
-        assert!(validate_plan(&bp, |p| p == "calc.py").is_empty());
+        assert!(validate_plan(&bp, |p| p == "calc.py", STEPS).is_empty());
         assert!(lint_ambiguity(&bp).is_empty());
+    }
+
+    #[test]
+    fn the_number_of_steps_keeps_to_the_repositorys_range() {
+        let bp = good();
+        let n = bp.plan.steps.len();
+        let codes = |r: std::ops::RangeInclusive<usize>| -> Vec<String> {
+            validate_plan(&bp, |_| true, r)
+                .into_iter()
+                .map(|f| f.code)
+                .collect()
+        };
+        assert!(codes(n..=n).is_empty());
+        assert_eq!(codes(n + 1..=30), ["too_few_steps"]);
+        assert_eq!(codes(1..=n - 1), ["too_many_steps"]);
     }
 
     #[test]
@@ -272,7 +323,7 @@ mod tests {
         bp.plan.steps[1].validation_criteria = " ".into();
         bp.plan.dependencies = vec![[0, 1], [1, 0]];
         bp.ticket.context_refs.push("nope.py".into());
-        let codes: Vec<String> = validate_plan(&bp, |p| p == "calc.py")
+        let codes: Vec<String> = validate_plan(&bp, |p| p == "calc.py", STEPS)
             .into_iter()
             .map(|f| f.code)
             .collect();
@@ -286,7 +337,7 @@ mod tests {
             ]
         );
         bp.plan.dependencies = vec![[0, 0], [0, 9]];
-        let codes: Vec<String> = validate_plan(&bp, |_| true)
+        let codes: Vec<String> = validate_plan(&bp, |_| true, STEPS)
             .into_iter()
             .map(|f| f.code)
             .collect();
@@ -295,7 +346,7 @@ mod tests {
             "{codes:?}"
         );
         assert_eq!(
-            validate_plan(&Blueprint::default(), |_| true).len(),
+            validate_plan(&Blueprint::default(), |_| true, STEPS).len(),
             4,
             "title, description, goal and steps"
         );

@@ -268,3 +268,38 @@ async fn reset_needs_an_admin_and_reverts_the_base_to_a_snapshot() {
         "history was rewritten, not reverted"
     );
 }
+
+/// The retry engine as `.github/hive.yml` sets it: a step that keeps failing in passing (here
+/// GitHub refusing the reaction every run of the ticket starts with) is tried
+/// `retry.human_intervention_after` times with the repository's backoff, then the ticket waits
+/// for a person with a report; once GitHub works again, `/hive retry` goes on from where it
+/// stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_retry_engine_asks_a_person_after_the_repositorys_number_of_failures() {
+    let yml = format!(
+        "{HIVE_YML}retry: {{ base_delay_ms: 100, backoff_multiplier: 1.5, max_delay_ms: 200, human_intervention_after: 2 }}\n"
+    );
+    let w = World::start(happy_script(), &calc(&yml)).await;
+    w.label().await;
+    w.waiting_for_approval().await;
+    w.gh.inject(
+        support::fake_github::Fault::new("POST", &format!("/issues/{}/reactions", w.issue), 503)
+            .times(10_000),
+    );
+    w.say("/hive approve").await;
+    let t = w.wait_state(TaskState::HumanNeeded).await;
+    let detail = t.detail.unwrap_or_default();
+    assert!(
+        detail.starts_with("Stopped after 2 tries in a row without progress:")
+            && detail.contains("`/hive retry` goes on from where it stopped"),
+        "{detail}"
+    );
+    assert!(!w.gh.pull(REPO, t.pr_number.unwrap()).unwrap().merged);
+    w.gh.clear_faults();
+    w.say("/hive retry").await;
+    w.wait_state(TaskState::Completed).await;
+    assert_eq!(
+        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
+        Some(CALC_FIXED)
+    );
+}

@@ -6,6 +6,7 @@
 mod support;
 
 mod conflicts;
+mod constraints;
 mod dashboard;
 mod e2e_crash;
 mod e2e_hive;
@@ -17,6 +18,7 @@ mod ecosystems;
 mod ecosystems_run;
 mod hostile;
 mod hostile_repo;
+mod knowledge;
 mod memory;
 mod people;
 mod pushes;

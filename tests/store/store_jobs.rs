@@ -26,6 +26,7 @@ both!(
     deliveries_of_one_repository_are_claimed_in_the_order_stored,
     a_delivery_retried_later_holds_back_the_later_ones_of_its_repository,
     a_failed_delivery_holds_nothing_back,
+    a_repositorys_ping_is_not_held_behind_its_deliveries,
     a_requeued_ticket_goes_behind_its_repositorys_queued_tickets,
     a_repositorys_requeued_tickets_run_one_at_a_time_until_they_land,
 );
@@ -445,4 +446,19 @@ async fn a_repositorys_requeued_tickets_run_one_at_a_time_until_they_land(store:
     assert_eq!(d.key, key("a-1"));
     let t = store.claim_job("w2", 60_000).await.unwrap().unwrap();
     assert_eq!(t.key, JobKey::Ticket(t1));
+}
+
+/// A ping steers nothing: it names its repository but waits for none of its deliveries.
+async fn a_repositorys_ping_is_not_held_behind_its_deliveries(store: Store) {
+    store_delivery(&store, "a-1", Some("o/a")).await;
+    let ping = NewDelivery {
+        event: "ping".into(),
+        repo: Some("o/a".into()),
+        ..delivery(&DeliveryId::parse("ping-a").unwrap(), None)
+    };
+    store.insert_delivery(&ping).await.unwrap();
+    let a1 = store.claim_job("w1", 60_000).await.unwrap().unwrap();
+    assert_eq!(a1.key, key("a-1"));
+    let next = store.claim_job("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(next.key, key("ping-a"), "the ping waited for a-1");
 }

@@ -25,7 +25,7 @@ pub mod policy;
 pub mod secrets;
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 
 use git2::{Oid, Repository};
 

@@ -25,12 +25,7 @@ pub(super) async fn baseline(
     let base = wt.base.clone();
     let result = run(cx, &wt, test).await;
     drop_scratch(cx, "baseline").await;
-    let branch = cx
-        .env
-        .config
-        .base
-        .clone()
-        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
+    let branch = cx.base_branch();
     let output = match result {
         Ok(output) => output,
         Err(SetupError::Failed { command, output }) => {

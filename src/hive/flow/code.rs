@@ -297,6 +297,9 @@ fn builder_task(cx: &Ctx<'_, '_>) -> String {
     let mut s = shared_task(cx);
     let cmd = cx.env.config.gates.test.as_deref().unwrap_or("(none)");
     s.push_str(&format!("\nImplement the plan. Tests written by the Breaker will be added; the bot runs `{cmd}` and the other gates after you finish."));
+    if let Some(limit) = cx.env.config.policy.complexity_limit {
+        s.push_str(&format!(" Keep every function you write or change at a cyclomatic complexity of at most {limit}: the lint gate measures it."));
+    }
     if !cx.flow.findings.is_empty() {
         s.push_str(&format!(
             "\n\nThis is attempt {} of {}. Your last change did not pass; the findings (JSON):\n{}",

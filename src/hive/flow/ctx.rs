@@ -35,6 +35,15 @@ pub(super) struct Ctx<'r, 'a> {
 }
 
 impl Ctx<'_, '_> {
+    /// The branch changes land on: `base` in `.github/hive.yml`, else the repository's default.
+    pub(super) fn base_branch(&self) -> String {
+        self.env
+            .config
+            .base
+            .clone()
+            .unwrap_or_else(|| self.run.ticket.base_branch.clone())
+    }
+
     /// Writes the checkpoint of `node` and the flow state after it.
     pub(super) async fn checkpoint(
         &self,
@@ -168,12 +177,7 @@ impl Ctx<'_, '_> {
 /// Fetches the mirror and, the first time, fixes the base commit the work starts from.
 pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
     let token = cx.run.client.token().await?;
-    let base = cx
-        .env
-        .config
-        .base
-        .clone()
-        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
+    let base = cx.base_branch();
     let tip = git::fetch(&cx.run.hive.workspace, &cx.run.ticket.repo, token, &base).await?;
     Ok(cx.flow.base_sha.get_or_insert(tip).clone())
 }
@@ -201,7 +205,20 @@ pub(super) async fn resolve_env(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
     };
     let yaml = cx.env.config.clone();
     cx.env = crate::env::resolve(yaml, &tree);
+    narrow_by_ticket(cx);
     Ok(())
+}
+
+/// Once there is a plan, its ticket's constraints narrow the config for the rest of the run
+/// (read-only paths added, a lower timeout, the linter it names, a complexity limit; see
+/// [`crate::config::repo::HiveConfig::with_ticket`]). What changed, in words.
+pub(super) fn narrow_by_ticket(cx: &mut Ctx<'_, '_>) -> Vec<String> {
+    let Some(bp) = &cx.flow.blueprint else {
+        return Vec::new();
+    };
+    let (config, notes) = cx.env.config.with_ticket(&bp.ticket);
+    cx.env.config = config;
+    notes
 }
 
 /// The sandbox of `role` for a worktree, with the repository's environment (see

@@ -22,6 +22,7 @@ mod baseline;
 mod code;
 mod ctx;
 mod git;
+mod knowledge;
 mod land;
 mod memory;
 mod merge;

@@ -7,6 +7,7 @@ use super::ctx::enter_node;
 use super::ctx::{Ctx, Step};
 use super::state::Node;
 use crate::agent::heal::{self, Healer, Next};
+use crate::config::repo::MissingKnowledge;
 use crate::hive::agents::{Assignment, Role, run_role};
 use crate::hive::job::JobError;
 use crate::store::memory::Memo;
@@ -82,10 +83,12 @@ async fn plan_in(cx: &mut Ctx<'_, '_>, worktree: &Worktree) -> Result<Option<Pla
     else {
         return Ok(None);
     };
-    let mut healer = Healer::new(heal::MAX_ROUNDS);
+    let limits = cx.env.config.plan;
+    let mut healer = Healer::new(limits.decomposition_retries);
     loop {
+        let steps = limits.min_steps..=limits.max_steps;
         let deterministic = match &output {
-            Ok(bp) => [validate_plan(bp, exists), lint_ambiguity(bp)].concat(),
+            Ok(bp) => [validate_plan(bp, exists, steps), lint_ambiguity(bp)].concat(),
             Err(f) => vec![f.clone()],
         };
         // Deterministic checks first; the Reflector only sees a plan that passed them.
@@ -201,11 +204,26 @@ pub(super) async fn check(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     if !questions.is_empty() || cx.flow.blueprint.is_none() {
         return blocked(cx, &questions).await;
     }
+    let missing = super::knowledge::missing(cx).await?;
+    if !missing.is_empty() {
+        match cx.env.config.knowledge.missing {
+            MissingKnowledge::Block => return blocked(cx, &missing).await,
+            MissingKnowledge::Ignore => {
+                let data = serde_json::json!({ "missing": missing, "ignored": true });
+                cx.run.event("knowledge_missing", data).await;
+            }
+        }
+    }
     let bp = cx.flow.blueprint.clone().expect("checked above");
     // The plan is validated: what the Architect proposed rises to Derived.
     cx.promote_memory(MemoryStability::Derived).await?;
+    let narrowed = super::ctx::narrow_by_ticket(cx);
+    if !narrowed.is_empty() {
+        let data = serde_json::json!({ "notes": narrowed });
+        cx.run.event("ticket_constraints", data).await;
+    }
     cx.flow.attempt = 1;
-    cx.flow.attempt_limit = 1 + cx.env.config.limits.max_retries;
+    cx.flow.attempt_limit = 1 + cx.env.config.retry.max_retries;
     cx.flow.next = if cx.env.config.review.require_plan_approval {
         Node::AwaitPlanApproval
     } else {

@@ -125,7 +125,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     // The tests do not prove anything: what they left in memory is not to be trusted.
     cx.demote_memory(super::memory::TESTS_STEP).await?;
     cx.flow.breaker_attempts += 1;
-    if cx.flow.breaker_attempts > cx.env.config.limits.max_retries {
+    if cx.flow.breaker_attempts > cx.env.config.retry.max_retries {
         let report = red_proof_report(&verdict, cx.flow.breaker_attempts);
         cx.checkpoint(
             Node::RedProof,

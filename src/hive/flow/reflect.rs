@@ -80,7 +80,7 @@ pub(super) async fn tests_go_back(
         .last()
         .is_none_or(|last| found.len() < *last);
     cx.flow.test_reflections.push(found.len());
-    if found.is_empty() || !progress || cx.flow.breaker_attempts >= cx.env.config.limits.max_retries
+    if found.is_empty() || !progress || cx.flow.breaker_attempts >= cx.env.config.retry.max_retries
     {
         return Ok(false);
     }

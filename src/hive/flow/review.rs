@@ -371,7 +371,7 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     let waits_for_people = approve && cx.env.config.review.require_human_approval;
     let exhausted = !approve
-        && (round > cx.env.config.limits.max_retries || cx.flow.attempt >= cx.flow.attempt_limit);
+        && (round > cx.env.config.retry.max_retries || cx.flow.attempt >= cx.flow.attempt_limit);
     if waits_for_people || exhausted {
         let button = if approve { APPROVE } else { RETRY };
         cx.run.client.offer_actions(run.id, &[button]).await?;

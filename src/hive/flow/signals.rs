@@ -126,11 +126,17 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                 pushed(cx, sha, &s.author).await;
                 None
             }
+            // After the retry engine gave up on failures in passing, the flow goes on where it
+            // stopped.
+            Signal::Retry { role: None } if stalled(cx) => {
+                resume = true;
+                None
+            }
             Signal::Retry { role } => {
                 retry(
                     &mut cx.flow,
                     role.as_deref().unwrap_or(""),
-                    cx.env.config.limits.max_retries,
+                    cx.env.config.retry.max_retries,
                 );
                 resume = true;
                 None
@@ -163,6 +169,11 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
     );
     if parked && !resume {
         return Ok(Step::Stop);
+    }
+    if parked {
+        // Resumed: the ticket no longer waits for a person, even where the node it goes on
+        // with enters no state of its own (a landing that was approved, say).
+        super::ctx::enter_node(cx).await?;
     }
     Ok(Step::Next)
 }
@@ -197,6 +208,17 @@ fn after_push(flow: &mut Flow, by: &str) -> Option<String> {
         };
     }
     withdrawn
+}
+
+/// The ticket waits for a person because the retry engine gave up on failures in passing.
+fn stalled(cx: &Ctx<'_, '_>) -> bool {
+    cx.run.ticket.state == TaskState::HumanNeeded
+        && cx
+            .run
+            .ticket
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.starts_with(crate::hive::ticket_run::STALLED))
 }
 
 /// People's review comments wait for the Builder; when the change is past its attempts (the

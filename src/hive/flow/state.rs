@@ -152,7 +152,7 @@ pub struct Flow {
     pub next: Node,
     /// The Builder attempt in progress (1-based).
     pub attempt: u32,
-    /// The last attempt allowed before a person is asked (`limits.max_retries` after the
+    /// The last attempt allowed before a person is asked (`retry.max_retries` after the
     /// first, counted again from a `/hive retry`).
     pub attempt_limit: u32,
     /// The base commit the work started from.

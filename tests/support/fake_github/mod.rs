@@ -288,6 +288,11 @@ impl FakeGitHub {
         self.extras().faults.push(fault);
     }
 
+    /// GitHub works again: the faults not yet used are dropped.
+    pub fn clear_faults(&self) {
+        self.extras().faults.clear();
+    }
+
     /// Every installation token the fake has handed out.
     pub fn minted_tokens(&self) -> Vec<String> {
         self.state().minted_tokens()

@@ -15,67 +15,35 @@ mod rust;
 use std::collections::{BTreeMap, BTreeSet};
 
 use git2::{Delta, DiffOptions, ObjectType, Oid, Repository};
-use tree_sitter::{Node, Parser};
+use tree_sitter::Node;
 
 use super::policy::{PolicyFinding, TITLE};
 use crate::annotation::{Annotation, Level};
 use crate::config::policy::{LanguageRules, Policy, PolicyLanguage};
+use crate::gates::grammar::Grammar;
 
 /// Files larger than this are a finding, not parsed.
 const MAX_BYTES: usize = 5 << 20;
 
-/// A grammar: one per file type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Grammar {
-    Rust,
-    JavaScript,
-    TypeScript,
-    Tsx,
-    Go,
+/// The policy language of a grammar; `None` for Python, which [`super::policy`] checks.
+fn language(grammar: Grammar) -> Option<PolicyLanguage> {
+    match grammar {
+        Grammar::Python => None,
+        Grammar::Rust => Some(PolicyLanguage::Rust),
+        Grammar::JavaScript | Grammar::TypeScript | Grammar::Tsx => {
+            Some(PolicyLanguage::JavaScript)
+        }
+        Grammar::Go => Some(PolicyLanguage::Go),
+    }
 }
 
-impl Grammar {
-    fn of_path(path: &str) -> Option<Self> {
-        let ext = path.rsplit_once('.')?.1;
-        Some(match ext {
-            "rs" => Self::Rust,
-            "js" | "mjs" | "cjs" | "jsx" => Self::JavaScript,
-            "ts" | "mts" | "cts" => Self::TypeScript,
-            "tsx" => Self::Tsx,
-            "go" => Self::Go,
-            _ => return None,
-        })
-    }
-
-    fn language(self) -> PolicyLanguage {
-        match self {
-            Self::Rust => PolicyLanguage::Rust,
-            Self::JavaScript | Self::TypeScript | Self::Tsx => PolicyLanguage::JavaScript,
-            Self::Go => PolicyLanguage::Go,
-        }
-    }
-
-    fn parser(self) -> Parser {
-        let language: tree_sitter::Language = match self {
-            Self::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Self::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-            Self::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            Self::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-            Self::Go => tree_sitter_go::LANGUAGE.into(),
-        };
-        let mut parser = Parser::new();
-        parser
-            .set_language(&language)
-            .expect("the grammars are built for this tree-sitter");
-        parser
-    }
-
-    fn uses(self, root: Node<'_>, src: &[u8]) -> Vec<Use> {
-        match self {
-            Self::Rust => rust::uses(root, src),
-            Self::JavaScript | Self::TypeScript | Self::Tsx => javascript::uses(root, src),
-            Self::Go => go::uses(root, src),
-        }
+/// What a file of `grammar` uses.
+fn uses(grammar: Grammar, root: Node<'_>, src: &[u8]) -> Vec<Use> {
+    match grammar {
+        Grammar::Python => Vec::new(),
+        Grammar::Rust => rust::uses(root, src),
+        Grammar::JavaScript | Grammar::TypeScript | Grammar::Tsx => javascript::uses(root, src),
+        Grammar::Go => go::uses(root, src),
     }
 }
 
@@ -268,7 +236,10 @@ fn check_source(
             "cannot parse this line, so the banned-calls check cannot read the file; fix the syntax".into(),
         )];
     }
-    judge(path, grammar.language(), &grammar.uses(root, source), rules)
+    let Some(lang) = language(grammar) else {
+        return Vec::new();
+    };
+    judge(path, lang, &uses(grammar, root, source), rules)
 }
 
 /// What [`check`] did.
@@ -359,7 +330,10 @@ pub fn check(
         let Some(grammar) = Grammar::of_path(&String::from_utf8_lossy(bytes)) else {
             continue;
         };
-        let key = grammar.language().key();
+        let Some(lang) = language(grammar) else {
+            continue;
+        };
+        let key = lang.key();
         let (rules, allowed) = &rules[key];
         if rules.is_empty() {
             continue;

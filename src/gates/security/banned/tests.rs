@@ -11,7 +11,7 @@ fn found(path: &str, source: &str) -> Vec<(u32, String, String)> {
 
 fn found_with(path: &str, source: &str, policy: &Policy) -> Vec<(u32, String, String)> {
     let grammar = Grammar::of_path(path).unwrap();
-    let rules = policy.rules(grammar.language());
+    let rules = policy.rules(language(grammar).unwrap());
     let mut v: Vec<_> = check_source(path, grammar, source.as_bytes(), &rules)
         .into_iter()
         .map(|f| (f.line, f.kind, f.name))

@@ -1,0 +1,49 @@
+//! The tree-sitter grammars the gates parse code with in this process, one per file type:
+//! Python, Rust, JavaScript, TypeScript, TSX and Go. The security gate's banned-call check
+//! (`security::banned`, all but Python, which it checks with Python's own `ast`) and the
+//! complexity measure ([`super::complexity`]) read files through them.
+
+use tree_sitter::Parser;
+
+/// A grammar: one per file type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grammar {
+    Python,
+    Rust,
+    JavaScript,
+    TypeScript,
+    Tsx,
+    Go,
+}
+
+impl Grammar {
+    /// The grammar of a file, by its extension.
+    pub fn of_path(path: &str) -> Option<Self> {
+        Some(match path.rsplit_once('.')?.1 {
+            "py" => Self::Python,
+            "rs" => Self::Rust,
+            "js" | "mjs" | "cjs" | "jsx" => Self::JavaScript,
+            "ts" | "mts" | "cts" => Self::TypeScript,
+            "tsx" => Self::Tsx,
+            "go" => Self::Go,
+            _ => return None,
+        })
+    }
+
+    /// A parser set to this grammar.
+    pub fn parser(self) -> Parser {
+        let language: tree_sitter::Language = match self {
+            Self::Python => tree_sitter_python::LANGUAGE.into(),
+            Self::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Self::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+            Self::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Self::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            Self::Go => tree_sitter_go::LANGUAGE.into(),
+        };
+        let mut parser = Parser::new();
+        parser
+            .set_language(&language)
+            .expect("the grammars are built for this tree-sitter");
+        parser
+    }
+}
