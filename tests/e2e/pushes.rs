@@ -68,10 +68,7 @@ async fn a_push_stops_the_builder_at_its_next_call_and_the_attempt_starts_from_i
         stopped[0].1
     );
     // Built on their commit, never pushed over it.
-    let git = git2::Repository::open_bare(w.gh.bare_path(REPO)).unwrap();
-    let head = git2::Oid::from_str(&w.gh.branch_sha(REPO, "feat/T-1").unwrap()).unwrap();
-    let theirs_oid = git2::Oid::from_str(&theirs).unwrap();
-    assert!(git.graph_descendant_of(head, theirs_oid).unwrap());
+    assert!(w.gh.branch_contains(REPO, "feat/T-1", &theirs));
 
     w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "").await;
     w.wait_state(TaskState::Completed).await;

@@ -25,11 +25,7 @@ use crate::ticket::{MemoryStability, TaskState};
 pub(super) const MAX_RELANDS: u32 = 3;
 
 fn base_branch(cx: &Ctx<'_, '_>) -> String {
-    cx.env
-        .config
-        .base
-        .clone()
-        .unwrap_or_else(|| cx.run.ticket.base_branch.clone())
+    cx.base_branch()
 }
 
 /// Merge: land the regated commit on the base.

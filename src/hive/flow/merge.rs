@@ -48,12 +48,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .as_ref()
         .map(|w| w.sha.clone())
         .ok_or_else(|| JobError::permanent("nothing to rebase"))?;
-    let base_branch = cx
-        .env
-        .config
-        .base
-        .clone()
-        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
+    let base_branch = cx.base_branch();
     let (id, title, issue) = (
         cx.run.ticket.id,
         cx.run.ticket.title.clone(),
@@ -255,12 +250,7 @@ async fn requeue(
     let conflict = MergeConflict {
         branch: cx.run.ticket.id.feat_branch(),
         head: head.clone(),
-        base: cx
-            .env
-            .config
-            .base
-            .clone()
-            .unwrap_or_else(|| cx.run.ticket.base_branch.clone()),
+        base: cx.base_branch(),
         onto: tip.clone(),
         files: files.iter().map(|f| (*f).to_owned()).collect(),
         requeue: cx.flow.requeues,

@@ -32,12 +32,7 @@ pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let body = pull_body(cx, &head, &files);
     let id = cx.run.ticket.id;
     let title = format!("{id}: {}", cx.run.ticket.title);
-    let base_branch = cx
-        .env
-        .config
-        .base
-        .clone()
-        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
+    let base_branch = cx.base_branch();
     let pr = match cx.flow.pr {
         Some(n) => {
             cx.run.client.update_pull(n, &title, &body).await?;
@@ -440,12 +435,7 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
         return Ok(Step::Next);
     }
     // Said in advance when the base's protection is readable: what GitHub will want.
-    let base = cx
-        .env
-        .config
-        .base
-        .clone()
-        .unwrap_or_else(|| cx.run.ticket.base_branch.clone());
+    let base = cx.base_branch();
     let rule = match cx.run.client.branch_rule(&base).await {
         Ok(rule) => rule,
         Err(e) => {

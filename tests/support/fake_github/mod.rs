@@ -317,6 +317,17 @@ impl FakeGitHub {
         crate::support::repos::read_file(&self.bare_path(repo), branch, path)
     }
 
+    /// Whether `branch`'s head is commit `sha` or descends from it.
+    pub fn branch_contains(&self, repo: &str, branch: &str, sha: &str) -> bool {
+        let git = git2::Repository::open_bare(self.bare_path(repo)).expect("bare repository");
+        let (Some(head), Ok(sha)) = (self.branch_sha(repo, branch), git2::Oid::from_str(sha))
+        else {
+            return false;
+        };
+        let head = git2::Oid::from_str(&head).expect("a commit id");
+        head == sha || git.graph_descendant_of(head, sha).unwrap_or(false)
+    }
+
     pub fn branch_sha(&self, repo: &str, branch: &str) -> Option<String> {
         crate::support::repos::branch_sha(&self.bare_path(repo), branch)
     }
