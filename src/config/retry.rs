@@ -123,6 +123,9 @@ pub enum MissingKnowledge {
     /// The ticket is Blocked, with the reason and a question on the issue.
     #[default]
     Block,
+    /// An issue of its own asks for what is missing, labelled so that the hive runs it first;
+    /// the ticket waits (Blocked) and plans again once that issue's change lands.
+    DependencyTicket,
     /// The plan goes on; the timeline notes what was missing.
     Ignore,
 }

@@ -156,6 +156,59 @@ impl RepoClient {
         })
     }
 
+    /// The issue whose body carries `marker` (open or closed), or a new one with `title`, `body`
+    /// and `labels`: one issue per marker, however often this runs. Its number.
+    pub async fn ensure_issue(
+        &self,
+        marker: &str,
+        title: &str,
+        body: &str,
+        labels: &[&str],
+    ) -> Result<u64, GitHubError> {
+        debug_assert!(body.contains(marker));
+        #[derive(Deserialize)]
+        struct Listed {
+            number: u64,
+            #[serde(default)]
+            body: Option<String>,
+        }
+        for _ in 0..3 {
+            let all: Vec<Listed> = self
+                .send(
+                    Method::GET,
+                    &self.path("/issues?state=all&per_page=100"),
+                    None,
+                    Idempotent::Yes,
+                )
+                .await?;
+            if let Some(i) = all
+                .iter()
+                .find(|i| i.body.as_deref().is_some_and(|b| b.contains(marker)))
+            {
+                return Ok(i.number);
+            }
+            let req = json!({ "title": title, "body": body, "labels": labels });
+            match self
+                .send::<Listed>(
+                    Method::POST,
+                    &self.path("/issues"),
+                    Some(&req),
+                    Idempotent::No,
+                )
+                .await
+            {
+                Ok(i) => return Ok(i.number),
+                // GitHub may or may not have opened it: look again before another try.
+                Err(GitHubError::Ambiguous { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(GitHubError::Ambiguous {
+            what: format!("the issue {title:?}"),
+            message: "three tries did not confirm it".into(),
+        })
+    }
+
     /// The text of file `path` at `reference` (a branch or a commit), through the contents API;
     /// `None` when there is no such file.
     pub async fn file(&self, path: &str, reference: &str) -> Result<Option<String>, GitHubError> {

@@ -13,6 +13,9 @@ fn outside_subset(r: &Recorded) -> bool {
         (r.method.as_str(), segs.as_slice()),
         // reactions/create-for-issue
         ("POST", ["repos", _, _, "issues", _, "reactions"])
+            // issues/create and issues/list-for-repo (the knowledge check's dependency
+            // issue): title, body and labels, and the list's `state` and `per_page`.
+            | ("POST" | "GET", ["repos", _, _, "issues"])
             // GraphQL: ready-for-review has no REST operation.
             | ("POST", ["graphql"])
             // apps/list-webhook-deliveries and apps/redeliver-webhook-delivery (the sweep):

@@ -259,6 +259,8 @@ pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         _ => format!("Merged as `{}`, tagged `{tag}`.", sha.short()),
     };
     cx.settle(TaskState::Completed, detail).await?;
+    // Tickets that waited for this one's change plan again.
+    super::knowledge::wake_dependents(cx).await?;
     cleanup(cx).await;
     Ok(Step::Stop)
 }

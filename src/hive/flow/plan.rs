@@ -205,15 +205,19 @@ pub(super) async fn check(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         return blocked(cx, &questions).await;
     }
     let missing = super::knowledge::missing(cx).await?;
-    if !missing.is_empty() {
+    if !missing.questions.is_empty() {
         match cx.env.config.knowledge.missing {
-            MissingKnowledge::Block => return blocked(cx, &missing).await,
+            MissingKnowledge::Block => return blocked(cx, &missing.questions).await,
+            MissingKnowledge::DependencyTicket => {
+                return super::knowledge::dependency_ticket(cx, &missing).await;
+            }
             MissingKnowledge::Ignore => {
-                let data = serde_json::json!({ "missing": missing, "ignored": true });
+                let data = serde_json::json!({ "missing": missing.questions, "ignored": true });
                 cx.run.event("knowledge_missing", data).await;
             }
         }
     }
+    cx.flow.waits_for = None;
     let bp = cx.flow.blueprint.clone().expect("checked above");
     // The plan is validated: what the Architect proposed rises to Derived.
     cx.promote_memory(MemoryStability::Derived).await?;

@@ -181,6 +181,9 @@ pub struct Flow {
     pub critic: Option<Review>,
     pub critic_rounds: u32,
     pub approved_by: Option<String>,
+    /// The issue opened for what the plan needs and the project lacks
+    /// (`knowledge.missing: dependency_ticket`): the ticket plans again once it lands.
+    pub waits_for: Option<u64>,
     /// Why an approval was withdrawn (a person pushed after it), until the next one.
     pub approval_withdrawn: Option<String>,
     /// The Builder's branch after the last rebase.

@@ -147,7 +147,7 @@ async fn intercept(AxState(s): AxState<Shared>, req: Request, next: Next) -> Res
     }
     s.extras().requests.push(Recorded {
         method: method.to_string(),
-        path,
+        path: path.clone(),
         query,
         body: json_body,
         status: status.as_u16(),
@@ -157,7 +157,52 @@ async fn intercept(AxState(s): AxState<Shared>, req: Request, next: Next) -> Res
             .headers_mut()
             .insert("retry-after", secs.to_string().parse().unwrap());
     }
+    if status == StatusCode::CREATED && method == Method::POST {
+        response = announce_issue(&s, &path, response).await;
+    }
     response
+}
+
+/// An issue the App opened with labels: GitHub sends `issues.labeled` for each, as it does for
+/// any issue labelled at its creation (the bot's own label starts a ticket there too).
+async fn announce_issue(s: &Shared, path: &str, response: Response<Body>) -> Response<Body> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let ["repos", owner, name, "issues"] = segs.as_slice() else {
+        return response;
+    };
+    let repo = format!("{owner}/{name}");
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 << 20)
+        .await
+        .unwrap_or_default();
+    let issue: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let installation = s.state().repos.get(&repo).map(|r| r.installation);
+    let (number, title, text) = (
+        issue["number"].as_u64().unwrap_or_default(),
+        issue["title"].as_str().unwrap_or_default().to_owned(),
+        issue["body"].as_str().unwrap_or_default().to_owned(),
+    );
+    let labels: Vec<String> = issue["labels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["name"].as_str().map(str::to_owned))
+        .collect();
+    let s = s.clone();
+    tokio::spawn(async move {
+        for label in labels {
+            let payload = crate::support::payloads::issues_labeled(
+                &repo,
+                installation,
+                number,
+                &title,
+                &text,
+                &label,
+            );
+            super::hooks::deliver(&s, "issues", &payload, None).await;
+        }
+    });
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 /// The first fault matching the request, used up by one.

@@ -26,6 +26,62 @@ fn labels_json(repo: &str, r: &Repo, n: u64) -> Value {
 pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
     let repo = cx.repo.to_owned();
     Some(match (cx.method, rest) {
+        ("POST", ["issues"]) => {
+            let (Some(title), body) = (cx.field("title"), cx.field("body")) else {
+                return Some(unprocessable("title is missing"));
+            };
+            let labels: Vec<String> = cx
+                .body
+                .and_then(|b| b["labels"].as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|l| l.as_str().map(str::to_owned))
+                .collect();
+            let r = cx.r();
+            let number = r.next_number();
+            r.issues.insert(
+                number,
+                crate::Issue {
+                    closed: false,
+                    number,
+                    title: title.clone(),
+                    body: body.clone().unwrap_or_default(),
+                },
+            );
+            for l in &labels {
+                r.add_label(number, l);
+            }
+            let labels = labels_json(&repo, r, number);
+            (
+                StatusCode::CREATED,
+                json!({
+                    "number": number, "title": title, "body": body, "labels": labels, "state": "open",
+                    "html_url": format!("https://github.com/{repo}/issues/{number}"),
+                }),
+            )
+        }
+        // Issues only (GitHub lists pull requests too); `state` open (the default), closed or all.
+        ("GET", ["issues"]) => {
+            let state = cx
+                .query()
+                .get("state")
+                .cloned()
+                .unwrap_or_else(|| "open".into());
+            let r = cx.r();
+            let list: Vec<Value> = r
+                .issues
+                .values()
+                .filter(|i| state == "all" || (state == "closed") == i.closed)
+                .map(|i| {
+                    json!({
+                        "number": i.number, "title": i.title, "body": i.body,
+                        "labels": labels_json(&repo, r, i.number),
+                        "state": if i.closed { "closed" } else { "open" },
+                    })
+                })
+                .collect();
+            (StatusCode::OK, Value::Array(list))
+        }
         ("GET", ["issues", n]) => {
             let n = tri!(num(n));
             let r = cx.r();
