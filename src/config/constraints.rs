@@ -31,13 +31,21 @@ impl HiveConfig {
             if !c.policy.ticket_read_only_paths {
                 notes.push("the ticket's read-only paths were not added: `policy.ticket_read_only_paths` is false".to_owned());
             } else {
+                // A path under `policy.test_paths` would lock the Breaker's own tests.
+                let tests = c.test_paths();
                 let valid: Vec<&String> = wanted
                     .iter()
                     .filter(|p| {
+                        let probe = if p.ends_with('/') {
+                            format!("{p}vibeloop-probe")
+                        } else {
+                            (*p).clone()
+                        };
                         !p.trim().is_empty()
                             && !p.starts_with('/')
                             && !p.split('/').any(|s| s == "..")
                             && globset::Glob::new(&crate::pathset::glob_of(p)).is_ok()
+                            && !tests.contains(&probe)
                     })
                     .collect();
                 for p in &valid {
@@ -54,7 +62,7 @@ impl HiveConfig {
                 }
                 if valid.len() < wanted.len() {
                     notes.push(
-                        "the ticket's read-only paths that are not relative globs were dropped"
+                        "the ticket's read-only paths that are not relative globs, or that hold the tests, were dropped"
                             .to_owned(),
                     );
                 }
@@ -131,7 +139,7 @@ mod tests {
         )
         .unwrap();
         let (c, notes) = repo.with_ticket(&ticket(
-            &["docs/spec/", "/etc/", "../x"],
+            &["docs/spec/", "/etc/", "../x", "tests/"],
             Some(30),
             Some("ruff"),
             Some(8),
@@ -146,6 +154,10 @@ mod tests {
                 .read_only_paths
                 .iter()
                 .any(|p| p.contains("etc") || p.contains(".."))
+        );
+        assert!(
+            !c.read_only().contains("tests/test_calc.py"),
+            "the Breaker's tests stay writable"
         );
         assert_eq!(c.limits.timeout_seconds, 30);
         assert_eq!(c.gates.lint.as_deref(), Some("ruff check ."));
