@@ -119,3 +119,30 @@ async fn the_tickets_read_only_paths_and_complexity_limit_bind_the_builder() {
         "{notes}"
     );
 }
+
+/// `plan.min_steps` and `plan.decomposition_retries` from `.github/hive.yml`: a one-step plan
+/// below the repository's minimum is not sent back for correction when no correction is
+/// allowed; the ticket is Blocked with the finding as its question after one Architect call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_settings_bound_the_architect() {
+    let yml = format!("{AUTO_YML}plan: {{ min_steps: 2, decomposition_retries: 0 }}\n");
+    let w = World::start(happy_script(), &calc(&yml)).await;
+    w.label().await;
+    w.wait_state(TaskState::Blocked).await;
+    assert_eq!(
+        w.llm.requests("architect").len(),
+        1,
+        "no correction was asked"
+    );
+    let question =
+        w.gh.comments(REPO, w.issue)
+            .into_iter()
+            .find(|c| c.body.contains("<!-- vibeloop:questions"))
+            .expect("the question on the issue")
+            .body;
+    assert!(
+        question.contains("1 step(s); break the work into at least 2 (plan.min_steps)"),
+        "{question}"
+    );
+    assert!(w.llm.requests("builder").is_empty());
+}

@@ -32,14 +32,7 @@ async fn a_persons_commit_on_the_branch_lands_with_the_change_and_is_credited() 
     assert_eq!(sent.status, 202, "{}", sent.text);
     w.wait_state(TaskState::Completed).await;
 
-    assert_eq!(
-        w.gh.file_on_branch(REPO, "main", "README.md").as_deref(),
-        Some(readme)
-    );
-    assert_eq!(
-        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
-        Some(CALC_FIXED)
-    );
+    w.assert_on_main(&[("README.md", readme), ("calc.py", CALC_FIXED)]);
     let message = tip_message(&w, "main");
     assert!(
         message.contains("Co-authored-by: Maintainer <maintainer@example.com>"),
@@ -121,13 +114,6 @@ async fn a_push_during_the_builders_attempt_is_built_on_not_pushed_over() {
     );
     w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "").await;
     w.wait_state(TaskState::Completed).await;
-    assert_eq!(
-        w.gh.file_on_branch(REPO, "main", "README.md").as_deref(),
-        Some(readme)
-    );
-    assert_eq!(
-        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
-        Some(CALC_FIXED)
-    );
+    w.assert_on_main(&[("README.md", readme), ("calc.py", CALC_FIXED)]);
     assert!(tip_message(&w, "main").contains("Co-authored-by: Maintainer"));
 }

@@ -72,14 +72,7 @@ async fn a_push_stops_the_builder_at_its_next_call_and_the_attempt_starts_from_i
 
     w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "").await;
     w.wait_state(TaskState::Completed).await;
-    assert_eq!(
-        w.gh.file_on_branch(REPO, "main", "README.md").as_deref(),
-        Some(readme)
-    );
-    assert_eq!(
-        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
-        Some(CALC_FIXED)
-    );
+    w.assert_on_main(&[("README.md", readme), ("calc.py", CALC_FIXED)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -189,6 +189,17 @@ impl World {
         }
     }
 
+    /// Asserts that `main` holds each file with its text.
+    pub fn assert_on_main(&self, files: &[(&str, &str)]) {
+        for (path, text) in files {
+            assert_eq!(
+                self.gh.file_on_branch(REPO, "main", path).as_deref(),
+                Some(*text),
+                "{path} on main"
+            );
+        }
+    }
+
     /// The status comment's body.
     pub fn status_comment(&self) -> String {
         self.gh

@@ -56,19 +56,33 @@ async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, J
     let Some(breaker) = cx.flow.breaker.clone() else {
         return Ok(false);
     };
-    let people: Vec<git2::Oid> = cx.flow.people.iter().map(|p| p.sha.oid()).collect();
+    let people: Vec<(git2::Oid, String)> = cx
+        .flow
+        .people
+        .iter()
+        .map(|p| (p.sha.oid(), p.name.clone()))
+        .collect();
     let (test_set, (b, t)) = (
         cx.env.config.test_paths(),
         (breaker.sha.oid(), theirs.oid()),
     );
-    let paths = git(cx, move |ws, g| {
-        let mut touched: Vec<String> = Vec::new();
-        for c in people {
+    // The test paths people's commits changed, and whose commits changed them.
+    let (paths, by) = git(cx, move |ws, g| {
+        let (mut touched, mut by) = (Vec::<String>::new(), Vec::<String>::new());
+        for (c, name) in people {
             let Ok(parent) = g.find_commit(c).and_then(|c| c.parent_id(0)) else {
                 continue;
             };
-            for p in ws.changed_paths(g, parent, c)? {
-                if test_set.contains(&p) && !touched.contains(&p) {
+            let tests: Vec<String> = ws
+                .changed_paths(g, parent, c)?
+                .into_iter()
+                .filter(|p| test_set.contains(p))
+                .collect();
+            if !tests.is_empty() && !by.contains(&name) {
+                by.push(name);
+            }
+            for p in tests {
+                if !touched.contains(&p) {
                     touched.push(p);
                 }
             }
@@ -76,7 +90,7 @@ async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, J
         // Already the Breaker's: nothing to take again.
         let differ = ws.changed_paths(g, b, t)?;
         touched.retain(|p| differ.contains(p));
-        Ok(touched)
+        Ok((touched, by))
     })
     .await?;
     if paths.is_empty() {
@@ -92,17 +106,6 @@ async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, J
     .await?;
     let (wt2, copied) = (wt.clone(), paths.clone());
     git(cx, move |ws, g| ws.copy_paths(g, t, &copied, &wt2)).await?;
-    let by: Vec<String> =
-        cx.flow
-            .people
-            .iter()
-            .map(|p| p.name.clone())
-            .fold(Vec::new(), |mut v, n| {
-                if !v.contains(&n) {
-                    v.push(n);
-                }
-                v
-            });
     let msg = format!(
         "{id}: the tests as {} changed them in {}\n\n{}",
         by.join(", "),

@@ -68,12 +68,7 @@ impl FakeGitHub {
 
     /// The reactions (`+1`, `eyes`, …) on issue comment `comment_id`.
     pub fn comment_reactions(&self, repo: &str, comment_id: u64) -> Vec<String> {
-        self.state().repos[repo]
-            .comment_reactions
-            .iter()
-            .filter(|(c, _)| *c == comment_id)
-            .map(|(_, r)| r.clone())
-            .collect()
+        on(&self.state().repos[repo].comment_reactions, comment_id)
     }
 
     pub fn pull(&self, repo: &str, number: u64) -> Option<Pull> {
@@ -274,12 +269,10 @@ impl FakeGitHub {
 
     /// The reactions on review comment `comment_id`.
     pub fn review_comment_reactions(&self, repo: &str, comment_id: u64) -> Vec<String> {
-        self.state().repos[repo]
-            .review_comment_reactions
-            .iter()
-            .filter(|(c, _)| *c == comment_id)
-            .map(|(_, r)| r.clone())
-            .collect()
+        on(
+            &self.state().repos[repo].review_comment_reactions,
+            comment_id,
+        )
     }
 
     /// `(tag, commit SHA)` of every tag in the bare repository (annotated tags peeled).
@@ -560,4 +553,12 @@ impl FakeGitHub {
         });
         self.send_webhook("check_run", &payload).await
     }
+}
+
+/// The reactions of `list` (`(comment id, content)`) on comment `id`, in the order given.
+fn on(list: &[(u64, String)], id: u64) -> Vec<String> {
+    list.iter()
+        .filter(|(c, _)| *c == id)
+        .map(|(_, r)| r.clone())
+        .collect()
 }
