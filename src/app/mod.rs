@@ -183,6 +183,10 @@ async fn build_hive(
     } else {
         Backend::Local
     };
+    let workspace = Workspace::new(&config.data_dir, &config.github_git_url);
+    for path in workspace.clear_stale_locks() {
+        info!(path = %path.display(), "removed a git lock file left by the last run");
+    }
     Ok(Arc::new(Hive {
         store: store.clone(),
         github: Arc::new(GitHubApp::new(
@@ -190,7 +194,7 @@ async fn build_hive(
             &config.github_api_url,
             &config.github_graphql_url,
         )?),
-        workspace: Workspace::new(&config.data_dir, &config.github_git_url),
+        workspace,
         models: Arc::new(router(&config.llm)?),
         prompts: crate::agent::prompts::Prompts::new(config.llm.prompts_dir.clone()),
         sandbox,

@@ -130,6 +130,37 @@ impl Workspace {
         MirrorGuard(locks.entry(repo.as_str().to_owned()).or_default().clone())
     }
 
+    /// Removes the lock files a killed process left in the mirrors (`refs/heads/x.lock`,
+    /// `packed-refs.lock`, a worktree's `index.lock`…): libgit2 refuses to write where one is,
+    /// so a bot killed mid-write would fail every later write there. Call it before any git work
+    /// of this process: a data directory belongs to one process, so no lock is live then. No
+    /// file of a bare mirror ends in `.lock` otherwise (git refuses such ref names). The paths
+    /// removed.
+    pub fn clear_stale_locks(&self) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        let mut dirs = vec![self.root.join("mirrors")];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let path = e.path();
+                match e.file_type() {
+                    Ok(t) if t.is_dir() => dirs.push(path),
+                    Ok(t)
+                        if t.is_file()
+                            && path.extension().is_some_and(|x| x == "lock")
+                            && std::fs::remove_file(&path).is_ok() =>
+                    {
+                        removed.push(path)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        removed
+    }
+
     pub fn mirror_path(&self, repo: &RepoName) -> PathBuf {
         self.root
             .join("mirrors")

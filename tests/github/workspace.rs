@@ -289,3 +289,32 @@ async fn a_push_with_a_lease_never_overwrites_a_head_it_did_not_expect() {
         "{new_branch:?}"
     );
 }
+
+/// A bot killed while libgit2 wrote a ref leaves `<ref>.lock`; every later write of that ref
+/// fails until the lock is gone. Clearing the stale locks (at start-up) lets the work go on, and
+/// removes nothing else.
+#[tokio::test]
+async fn a_lock_left_by_a_killed_run_is_cleared_and_the_branch_can_be_written_again() {
+    let (_dir, gh, ws, repo) = setup().await;
+    let token = SecretString::from(gh.mint_token(7));
+    let (ws2, repo2) = (ws.clone(), repo.clone());
+    tokio::task::spawn_blocking(move || {
+        let git = ws2.sync_mirror(&repo2, &token).unwrap();
+        let mirror = ws2.mirror_path(&repo2);
+        let stale = mirror.join("refs/heads/feat/T-1.lock");
+        std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+        std::fs::write(&stale, "").unwrap();
+        let blocked = ws2.fresh_worktree(&repo2, &git, "feat/T-1", "main");
+        assert!(blocked.is_err(), "libgit2 refuses to write under a lock");
+
+        let removed = ws2.clear_stale_locks();
+        assert_eq!(removed, std::slice::from_ref(&stale));
+        assert!(mirror.join("HEAD").exists() && mirror.join("objects").exists());
+        let wt = ws2
+            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .expect("the branch is written once the lock is gone");
+        assert!(wt.path.join("README.md").exists());
+    })
+    .await
+    .unwrap();
+}
