@@ -217,6 +217,7 @@ impl DockerBackend {
             name,
             oom_kills: Mutex::new(0),
             worktree: spec.worktree.clone(),
+            cache: spec.cache.clone(),
             disk_mb: spec.disk_mb,
         };
         if let Err(e) = self.docker.start_container(&sandbox.id, None).await {
@@ -347,8 +348,10 @@ pub struct DockerSandbox {
     name: String,
     /// The cgroup's OOM-kill count after the last command: a rise means the kernel killed one.
     oom_kills: Mutex<u64>,
-    /// The worktree on the host, and what one command may write (MiB).
+    /// The worktree and the environment's cache on the host, and what one command may write
+    /// there (MiB).
     worktree: std::path::PathBuf,
+    cache: Option<std::path::PathBuf>,
     disk_mb: u64,
 }
 
@@ -363,6 +366,13 @@ impl DockerSandbox {
 
     pub fn disk_mb(&self) -> u64 {
         self.disk_mb
+    }
+
+    /// Where on the host's disk its commands can write (`/tmp` is in memory).
+    pub fn writable(&self) -> Vec<std::path::PathBuf> {
+        std::iter::once(self.worktree.clone())
+            .chain(self.cache.clone())
+            .collect()
     }
 
     /// Runs `script` under `sh -c` in `/work`, killed at `timeout` or when `stop` says why it

@@ -49,6 +49,7 @@ impl LocalCommand {
 /// catches changed read-only files afterwards.
 pub struct LocalSandbox {
     worktree: PathBuf,
+    cache: Option<PathBuf>,
     limits: Rlimits,
     disk_mb: u64,
     env: Vec<(String, String)>,
@@ -60,6 +61,7 @@ impl LocalSandbox {
         let root = unsafe { libc::geteuid() } == 0;
         Self {
             worktree: spec.worktree.clone(),
+            cache: spec.cache.clone(),
             limits: Rlimits {
                 cpu_seconds: None,
                 address_space_bytes: Some(
@@ -83,6 +85,14 @@ impl LocalSandbox {
     /// What one command may write (MiB).
     pub fn disk_mb(&self) -> u64 {
         self.disk_mb
+    }
+
+    /// Where the disk guard watches its commands' writes: the worktree and the cache (a local
+    /// command can write elsewhere too; the guard does not see that).
+    pub fn writable(&self) -> Vec<PathBuf> {
+        std::iter::once(self.worktree.clone())
+            .chain(self.cache.clone())
+            .collect()
     }
 
     /// Runs `script`; it is killed at `timeout`, or when `stop` says why it must end.
