@@ -24,10 +24,13 @@ SUITE="trixie"
 COMMON="git,ca-certificates"
 # Keep in sync with the README's "Ecosystems" section and docker/runner.Dockerfile.
 PKG_PYTHON="python3,python3-pip,python3-venv,python3-pytest,flake8,mypy"
-PKG_RUST="rustc,cargo,rust-clippy,rustfmt,gcc,libc6-dev,pkg-config,lld"
+# llvm: llvm-profdata and llvm-cov read rustc's coverage instrumentation (acceptance.coverage).
+PKG_RUST="rustc,cargo,rust-clippy,rustfmt,gcc,libc6-dev,pkg-config,lld,llvm"
 PKG_GO="golang-go"
 PKG_NODE="nodejs,npm"
 KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
+# Raised whenever the packages above change: an image of an older revision is built again.
+RUNNER_REV=2
 RUNNER_UID=1000
 
 die() { echo "build-runner-image: error: $*" >&2; exit 1; }
@@ -52,7 +55,7 @@ done
 case "$ECOSYSTEM" in
     python) PACKAGES="$PKG_PYTHON"
             VERIFY="python3 -c 'import pytest, flake8, mypy' && python3 -m venv /tmp/v && /tmp/v/bin/pip --version" ;;
-    rust)   PACKAGES="$PKG_RUST"; VERIFY="cargo --version && cargo clippy --version && cc --version && cc-lld --version >/dev/null" ;;
+    rust)   PACKAGES="$PKG_RUST"; VERIFY="cargo --version && cargo clippy --version && cc --version && cc-lld --version >/dev/null && llvm-profdata --version >/dev/null" ;;
     go)     PACKAGES="$PKG_GO"; VERIFY="go version" ;;
     node)   PACKAGES="$PKG_NODE"; VERIFY="node --version && npm --version" ;;
     all)    PACKAGES="$PKG_PYTHON,$PKG_RUST,$PKG_GO,$PKG_NODE"
@@ -65,7 +68,10 @@ PACKAGES="$PACKAGES,$COMMON"
 command -v docker >/dev/null 2>&1 || die "docker is not installed; install Docker Engine first"
 docker info >/dev/null 2>&1 || die "cannot talk to the Docker daemon; start it (systemctl start docker) or add your user to the 'docker' group"
 
-image_exists() { docker image inspect "$TAG" >/dev/null 2>&1; }
+# The image is there, of this script's revision.
+image_exists() {
+    [ "$(docker image inspect -f '{{index .Config.Labels "vibeloop.runner.rev"}}' "$TAG" 2>/dev/null)" = "$RUNNER_REV" ]
+}
 
 if [ "$IF_MISSING" = 1 ] && image_exists; then
     exit 0
@@ -261,6 +267,7 @@ echo runner >"$ROOTFS/etc/hostname"
 log "importing into Docker as $TAG"
 tar --numeric-owner -C "$ROOTFS" -c . | docker import \
     --change 'USER runner' \
+    --change "LABEL vibeloop.runner.rev=$RUNNER_REV" \
     --change 'WORKDIR /work' \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'ENV LANG=C.UTF-8' \

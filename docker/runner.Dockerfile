@@ -4,13 +4,14 @@
 #   docker build -t vibeloop-runner:python -f docker/runner.Dockerfile \
 #       --build-arg PACKAGES="python3 python3-pip python3-venv python3-pytest flake8 mypy" docker
 #   docker build -t vibeloop-runner:rust -f docker/runner.Dockerfile \
-#       --build-arg PACKAGES="rustc cargo rust-clippy rustfmt gcc libc6-dev pkg-config lld" docker
+#       --build-arg PACKAGES="rustc cargo rust-clippy rustfmt gcc libc6-dev pkg-config lld llvm" docker
 #   docker build -t vibeloop-runner:go   -f docker/runner.Dockerfile --build-arg PACKAGES="golang-go" docker
 #   docker build -t vibeloop-runner:node -f docker/runner.Dockerfile --build-arg PACKAGES="nodejs npm" docker
 #
 # Without registry access use docker/build-runner-image.sh --ecosystem NAME, which builds the
 # same images from Debian packages (debootstrap + docker import). Keep the two in sync.
 FROM debian:trixie-slim
+LABEL vibeloop.runner.rev=2
 ARG PACKAGES="python3 python3-pip python3-venv python3-pytest flake8 mypy"
 
 # No Recommends, no apt lists left behind (the gates run without network).

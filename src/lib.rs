@@ -13,6 +13,7 @@ pub mod commands;
 pub mod config;
 pub mod dashboard;
 pub mod env;
+pub mod eval;
 pub mod gates;
 pub mod github;
 pub mod hive;

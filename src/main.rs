@@ -37,6 +37,10 @@ async fn main() -> ExitCode {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
         },
+        Command::Eval(args) => match vibeloop::app::eval::run(&args).await {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
         #[cfg(not(feature = "forge"))]
         Command::Run(_) => {
             eprintln!(

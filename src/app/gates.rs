@@ -12,15 +12,19 @@ use git2::{IndexAddOption, Repository, Signature, build::CheckoutBuilder};
 use crate::config::GatesArgs;
 use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
 use crate::gates::pipeline::{self, Inputs, Silent};
-use crate::gates::{GateResult, ORDER};
+use crate::gates::{GateResult, ORDER, acceptance, is_check};
 use crate::ids::CommitSha;
-use crate::sandbox::{Backend, SandboxSpec, read_only_mounts};
+use crate::sandbox::{Backend, SandboxSpec};
 
 /// Runs the command; returns the process exit code.
 pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     for g in &args.gates {
-        if !ORDER.contains(&g.as_str()) {
-            bail!("--gate {g:?}: the gates are {}", ORDER.join(", "));
+        if !is_check(g) {
+            bail!(
+                "--gate {g:?}: the gates are {} (and {}, when .github/hive.yml sets criteria)",
+                ORDER.join(", "),
+                acceptance::GATE
+            );
         }
     }
     let force = crate::config::parse_sandbox(&args.sandbox)?;
@@ -55,22 +59,13 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     if let Some(why) = fallback {
         eprintln!("note: running gates as local processes: no Docker engine answered ({why})");
     }
-    let mut spec = SandboxSpec {
-        repo: "local/checkout".into(),
-        ticket: "preview".into(),
-        role: format!("gates-{}", std::process::id()),
-        read_only: read_only_mounts(&worktree, &config.policy.read_only_paths),
-        worktree: worktree.clone(),
-        image: config.image.clone(),
-        network: config.limits.network,
-        cpus: config.limits.cpu,
-        memory_mb: config.limits.memory_mb,
-        pids: config.limits.pids,
-        disk_mb: config.limits.disk_mb,
-        cache: None,
-        ca_bundle: None,
-        env: vec![],
-    };
+    let role = format!("gates-{}", std::process::id());
+    let mut spec = SandboxSpec::from_config(
+        &config,
+        &worktree,
+        ("local/checkout", "preview", &role),
+        &[],
+    );
     let settings = crate::env::Settings {
         envs: crate::env::Envs::new(env_dir(args)?),
         ..crate::env::Settings::new(scratch.path())
@@ -139,11 +134,17 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     })
 }
 
-/// `--env-dir`, else `$XDG_CACHE_HOME/vibeloop/envs`, else `~/.cache/vibeloop/envs`.
+/// `--env-dir`, else [`default_env_dir`].
 fn env_dir(args: &GatesArgs) -> anyhow::Result<std::path::PathBuf> {
-    if let Some(d) = &args.env_dir {
-        return Ok(d.clone());
+    match &args.env_dir {
+        Some(d) => Ok(d.clone()),
+        None => default_env_dir(),
     }
+}
+
+/// `$XDG_CACHE_HOME/vibeloop/envs`, else `~/.cache/vibeloop/envs`: where the command-line
+/// tools keep set-up environments between runs.
+pub fn default_env_dir() -> anyhow::Result<std::path::PathBuf> {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from)

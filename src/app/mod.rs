@@ -1,8 +1,10 @@
 //! Process wiring for `vibeloop serve` and `vibeloop migrate`: logging, the store, the HTTP
 //! server and the workers, and a graceful shutdown on SIGINT/SIGTERM. The other commands have a
-//! module each: [`gates`], [`setup`], [`doctor`], [`run`].
+//! module each: [`gates`], [`setup`], [`doctor`], [`run`], [`eval`].
 
 pub mod doctor;
+#[cfg(feature = "forge")]
+pub mod eval;
 pub mod gates;
 #[cfg(feature = "forge")]
 pub mod run;

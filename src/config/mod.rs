@@ -2,6 +2,7 @@
 //! [`ServeConfig`] with one clear error line per bad setting. Repository configuration
 //! (`.github/hive.yml`) lives in [`repo`].
 
+pub mod acceptance;
 pub mod access;
 pub mod constraints;
 pub mod llm;
@@ -42,6 +43,8 @@ pub enum Command {
     Doctor(Box<ServeArgs>),
     /// Run the whole hive on a local repository, without GitHub; nothing is pushed.
     Run(Box<tools::RunArgs>),
+    /// Measure how well the hive resolves tasks: mine them from history, run them, compare.
+    Eval(Box<tools::EvalArgs>),
 }
 
 /// `vibeloop gates`: preview the gates on a local checkout (uncommitted changes included).

@@ -7,6 +7,7 @@
 use crate::pathset::PathSet;
 use serde::Deserialize;
 
+pub use super::acceptance::{Acceptance, COVERAGE_DIR};
 pub use super::policy::Policy;
 pub use super::retry::{Knowledge, MissingKnowledge, PlanLimits, Retry};
 pub use crate::llm::budget::Caps;
@@ -40,6 +41,8 @@ pub struct HiveConfig {
     pub plan: PlanLimits,
     /// What a plan that needs what the repository lacks does.
     pub knowledge: Knowledge,
+    /// What a change must meet beyond passing gates (`hive/acceptance`); all off by default.
+    pub acceptance: Acceptance,
     /// The dotted keys the file set (`gates.test`, `image`…), for [`HiveConfig::is_set`].
     #[serde(skip)]
     explicit: std::collections::BTreeSet<String>,
@@ -124,6 +127,7 @@ impl Default for HiveConfig {
             retry: Retry::default(),
             plan: PlanLimits::default(),
             knowledge: Knowledge::default(),
+            acceptance: Acceptance::default(),
             setup: None,
             explicit: Default::default(),
         }
@@ -311,6 +315,7 @@ impl HiveConfig {
         }
         self.retry.check().map_err(RepoConfigError)?;
         self.plan.check().map_err(RepoConfigError)?;
+        self.acceptance.check().map_err(RepoConfigError)?;
         if !(l.cpu > 0.0 && l.cpu <= 64.0) {
             return bad("limits.cpu: must be more than 0 and at most 64".into());
         }

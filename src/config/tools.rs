@@ -46,8 +46,19 @@ pub struct RunArgs {
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
     /// What to change, written as you would write the issue (its first line is the title).
+    #[arg(
+        long,
+        required_unless_present = "goal_file",
+        conflicts_with = "goal_file"
+    )]
+    pub goal: Option<String>,
+    /// The goal, read from this file (a long issue text, say).
     #[arg(long)]
-    pub goal: String,
+    pub goal_file: Option<PathBuf>,
+    /// Also write what the run observed as JSON to this file (state, spend per role,
+    /// attempts, the change's commits and size): what `vibeloop eval` reads.
+    #[arg(long)]
+    pub json_report: Option<PathBuf>,
     /// The branch to start from [default: the branch checked out in --repo]
     #[arg(long)]
     pub base: Option<String>,
@@ -72,4 +83,104 @@ pub struct RunArgs {
     pub verbose: bool,
     #[command(flatten)]
     pub llm: super::llm::LlmArgs,
+}
+
+/// `vibeloop eval`: measure how well the hive resolves tasks.
+#[derive(Debug, Clone, Args)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub command: EvalCommand,
+}
+
+/// What `vibeloop eval` does.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum EvalCommand {
+    /// Find tasks in a repository's history: commits that change tests and code together,
+    /// each verified in the sandbox (its tests fail before it and pass after).
+    Mine(MineArgs),
+    /// Run the hive on every task of a task set (SWE-bench's JSONL format) and judge each
+    /// with its hidden tests.
+    Run(EvalRunArgs),
+    /// Compare two runs' results on the same tasks.
+    Compare(CompareArgs),
+}
+
+/// Where task tests run: the sandbox and the environments' directory.
+#[derive(Debug, Clone, Args)]
+pub struct TestbedArgs {
+    /// `auto` (Docker when an engine answers, else local processes), `docker` or `local`.
+    #[arg(long, env = "VIBELOOP_SANDBOX", default_value = "auto")]
+    pub sandbox: String,
+    /// Where set-up environments are kept between runs [default: ~/.cache/vibeloop/envs]
+    #[arg(long)]
+    pub env_dir: Option<PathBuf>,
+}
+
+/// `vibeloop eval mine`.
+#[derive(Debug, Clone, Args)]
+pub struct MineArgs {
+    /// The repository (a local clone).
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Stop at this commit or branch (not included) [default: the whole first-parent history]
+    #[arg(long)]
+    pub since: Option<String>,
+    /// At most this many candidates are verified.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// The repository's `owner/name` in the tasks [default: `owner/name` from a directory named
+    /// `owner__name`, else local/<directory name>]
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Write the tasks here (JSONL) [default: standard output]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Give up on one test run after this many minutes.
+    #[arg(long, default_value_t = 10)]
+    pub timeout_minutes: u64,
+    #[command(flatten)]
+    pub testbed: TestbedArgs,
+}
+
+/// `vibeloop eval run`.
+#[derive(Debug, Clone, Args)]
+pub struct EvalRunArgs {
+    /// The task set: JSONL, one SWE-bench instance per line.
+    pub tasks: PathBuf,
+    /// Where results, diffs, timelines and the report go.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Tasks run at once.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Clones of the tasks' repositories, named `owner__name` as SWE-bench names them.
+    #[arg(long, default_value = ".")]
+    pub repos_dir: PathBuf,
+    /// Where a repository with no clone in --repos-dir is cloned from: a URL with `{repo}` for
+    /// its owner/name, e.g. `https://example.com/{repo}.git`; the clone is kept in --repos-dir.
+    #[arg(long, value_name = "URL")]
+    pub clone_url: Option<String>,
+    /// Skip the tasks whose results are already in --out.
+    #[arg(long)]
+    pub resume: bool,
+    /// Give up on one task after this many minutes (its result is an error).
+    #[arg(long, default_value_t = 60)]
+    pub timeout_minutes: u64,
+    /// Route roles to models (see README); passed to every task's run.
+    #[arg(long)]
+    pub models_file: Option<PathBuf>,
+    /// Role prompts replacing the compiled-in ones; passed to every task's run.
+    #[arg(long)]
+    pub prompts_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub testbed: TestbedArgs,
+}
+
+/// `vibeloop eval compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The first run's --out directory.
+    pub a: PathBuf,
+    /// The second run's --out directory, on the same tasks.
+    pub b: PathBuf,
 }

@@ -68,6 +68,10 @@ pub struct Found {
     pub lint: Option<String>,
     pub typecheck: Option<String>,
     pub build: Option<String>,
+    /// Runs the tests under a coverage tool, for `acceptance.coverage` (`super::coverage`).
+    pub coverage: Option<String>,
+    /// What setup adds when coverage is measured (coverage.py in Python's environment).
+    pub coverage_setup: Option<String>,
     pub test_paths: Vec<String>,
     pub format: TestFormat,
     /// Files whose content decides what setup installs (manifests and lockfiles): the
@@ -139,6 +143,8 @@ fn rust(files: &dyn Files) -> Found {
         )),
         typecheck: None,
         build: Some(format!("cargo build --offline{all}")),
+        coverage: Some(super::coverage::rust(all)),
+        coverage_setup: None,
         test_paths: vec!["tests/".into(), "**/tests/".into()],
         format: TestFormat::Libtest,
         inputs,
@@ -259,6 +265,8 @@ fn python(files: &dyn Files) -> Option<Found> {
         lint,
         typecheck,
         build: None,
+        coverage: Some(super::coverage::python()),
+        coverage_setup: Some(super::coverage::python_setup()),
         test_paths: vec![
             "tests/".into(),
             "**/test_*.py".into(),
@@ -322,6 +330,11 @@ fn node(files: &dyn Files) -> Found {
         lint: script("lint").map(|_| format!("{run} lint")),
         typecheck,
         build: script("build").map(|_| format!("{run} build")),
+        coverage: super::coverage::node(
+            script("test").map(|_| format!("{run} test")).as_deref(),
+            dev,
+        ),
+        coverage_setup: None,
         test_paths: vec![
             "test/".into(),
             "tests/".into(),
@@ -357,6 +370,8 @@ fn go(files: &dyn Files) -> Found {
         lint: Some("go vet ./...".into()),
         typecheck: None,
         build: Some("go build ./...".into()),
+        coverage: Some(super::coverage::go()),
+        coverage_setup: None,
         test_paths: vec!["**/*_test.go".into()],
         format: TestFormat::GoTest,
         inputs,

@@ -4,9 +4,11 @@
 //! saying where each came from. [`setup`] runs the setup command once per environment, with
 //! network, and [`cache`] keeps the result for every later sandbox of the repository (a second
 //! ticket on the same lockfile pays nothing). [`tree`] reads a commit's files for the detector,
-//! and [`manifests`] what they declare (libraries, services) for the knowledge check.
+//! and [`manifests`] what they declare (libraries, services) for the knowledge check;
+//! [`coverage`] holds each ecosystem's coverage command for the acceptance criteria.
 
 pub mod cache;
+pub mod coverage;
 pub mod detect;
 pub mod devcontainer;
 pub mod manifests;

@@ -113,7 +113,16 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
             .map(|d| d.path.clone())
             .unwrap_or_default()
     } else {
-        fill(&mut config.setup, &found, |f| f.setup.clone(), detected)
+        // Measuring coverage may need a tool in the environment (coverage.py).
+        let coverage = config.acceptance.coverage.is_on();
+        let pick = |f: &Found| {
+            let setup = f.setup.clone()?;
+            Some(match f.coverage_setup.as_deref().filter(|_| coverage) {
+                Some(more) => format!("{setup} && {more}"),
+                None => setup,
+            })
+        };
+        fill(&mut config.setup, &found, pick, detected)
     };
     origins.push(Origin {
         key: "setup",
@@ -141,6 +150,22 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
             yaml_from()
         } else {
             fill(slot, &found, pick, detected)
+        };
+        origins.push(Origin {
+            key,
+            value: slot.clone(),
+            from,
+        });
+    }
+
+    // the coverage command, when coverage is measured
+    if config.acceptance.coverage.is_on() {
+        let key = "acceptance.coverage.command";
+        let slot = &mut config.acceptance.coverage.command;
+        let from = if slot.is_some() {
+            yaml_from()
+        } else {
+            fill(slot, &found, |f| f.coverage.clone(), detected)
         };
         origins.push(Origin {
             key,
@@ -273,6 +298,45 @@ impl Resolved {
 mod tests {
     use super::*;
     use crate::env::tree::Tree;
+
+    #[test]
+    fn measuring_coverage_brings_the_ecosystem_s_tool_and_command() {
+        let files = Tree::of(&[("requirements.txt", "wcwidth\n")]);
+        let off = resolve(HiveConfig::default(), &files);
+        assert!(!off.config.setup.as_deref().unwrap().contains("coverage"));
+        assert_eq!(off.config.acceptance.coverage.command, None);
+        assert!(
+            off.origins
+                .iter()
+                .all(|o| o.key != "acceptance.coverage.command")
+        );
+
+        let yaml = HiveConfig::parse("acceptance: { coverage: { changed_lines: 0.8 } }").unwrap();
+        let on = resolve(yaml, &files);
+        let setup = on.config.setup.as_deref().unwrap();
+        assert!(setup.ends_with("pip install --quiet coverage)"), "{setup}");
+        let command = on.config.acceptance.coverage.command.as_deref().unwrap();
+        assert!(
+            command.contains("python -m coverage run -m pytest"),
+            "{command}"
+        );
+        assert!(
+            command.contains(".vibeloop/coverage/python.lcov"),
+            "{command}"
+        );
+
+        let pinned = "acceptance: { coverage: { project: 0.5, command: make cov } }";
+        let r = resolve(HiveConfig::parse(pinned).unwrap(), &files);
+        assert_eq!(
+            r.config.acceptance.coverage.command.as_deref(),
+            Some("make cov")
+        );
+        let from = r
+            .origins
+            .iter()
+            .find(|o| o.key == "acceptance.coverage.command");
+        assert_eq!(from.unwrap().from, CONFIG_PATH);
+    }
 
     #[test]
     fn keys_in_the_file_win_one_by_one() {

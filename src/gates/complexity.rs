@@ -10,7 +10,7 @@
 //! limit (the ticket's `vibe_config.complexity_limit`, or `policy.complexity_limit`), as findings
 //! for the lint gate.
 
-use git2::{Delta, DiffOptions, Oid, Repository};
+use git2::{Oid, Repository};
 use tree_sitter::Node;
 
 use super::grammar::Grammar as Lang;
@@ -176,36 +176,18 @@ pub fn check(
     head: Oid,
     limit: u32,
 ) -> Result<Vec<Annotation>, git2::Error> {
-    let old = repo.find_object(base, None)?.peel_to_tree()?;
-    let new = repo.find_object(head, None)?.peel_to_tree()?;
-    let mut opts = DiffOptions::new();
-    opts.ignore_submodules(true).context_lines(0);
-    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))?;
     let mut findings = Vec::new();
-    for (i, delta) in diff.deltas().enumerate() {
-        if matches!(delta.status(), Delta::Deleted | Delta::Unmodified) {
+    for file in super::changes::changed_files(repo, base, head)? {
+        if Lang::of_path(&file.path).is_none() {
             continue;
         }
-        let file = delta.new_file();
-        if !matches!(
-            file.mode(),
-            git2::FileMode::Blob | git2::FileMode::BlobExecutable
-        ) {
-            continue;
-        }
-        let Some(path) = file.path().and_then(|p| p.to_str()).map(str::to_owned) else {
+        let blob = repo.find_blob(file.blob)?;
+        let Some(functions) = functions(&file.path, blob.content()) else {
             continue;
         };
-        if Lang::of_path(&path).is_none() {
-            continue;
-        }
-        let blob = repo.find_blob(file.id())?;
-        let Some(functions) = functions(&path, blob.content()) else {
-            continue;
-        };
-        let changed = changed_lines(&diff, i)?;
         for f in functions {
-            let touched = changed
+            let touched = file
+                .added
                 .iter()
                 .any(|&l| (f.start_line..=f.end_line).contains(&l));
             if touched && f.complexity > limit {
@@ -213,8 +195,8 @@ pub fn check(
                     "`{}` has a cyclomatic complexity of {}, above the limit of {limit}: split it into smaller functions or flatten its branches.",
                     f.name, f.complexity
                 );
-                let mut a =
-                    Annotation::new(&path, f.start_line, Level::Failure, message).with_title(TITLE);
+                let mut a = Annotation::new(&file.path, f.start_line, Level::Failure, message)
+                    .with_title(TITLE);
                 a.end_line = f.end_line;
                 findings.push(a);
             }
@@ -222,25 +204,6 @@ pub fn check(
     }
     findings.sort_by(|a, b| (&a.path, a.start_line).cmp(&(&b.path, b.start_line)));
     Ok(findings)
-}
-
-/// The new-side line numbers that delta `i` of `diff` adds.
-fn changed_lines(diff: &git2::Diff<'_>, i: usize) -> Result<Vec<u32>, git2::Error> {
-    let Some(patch) = git2::Patch::from_diff(diff, i)? else {
-        return Ok(Vec::new());
-    };
-    let mut lines = Vec::new();
-    for h in 0..patch.num_hunks() {
-        for l in 0..patch.num_lines_in_hunk(h)? {
-            let line = patch.line_in_hunk(h, l)?;
-            if line.origin() == '+'
-                && let Some(n) = line.new_lineno()
-            {
-                lines.push(n);
-            }
-        }
-    }
-    Ok(lines)
 }
 
 #[cfg(test)]

@@ -2,10 +2,13 @@
 //! a commit, each result with test counts and annotations read from the tool's output
 //! ([`parsers`]) and a report's title and summary ([`report`]). The security gate ([`security`])
 //! is built in and deterministic; so is [`complexity`], which the lint gate adds when a limit is
-//! set. [`redproof`] checks that the Breaker's tests fail on the base.
+//! set. The [`acceptance`] criteria (coverage, warnings, documentation) follow the gates when
+//! the repository sets any. [`redproof`] checks that the Breaker's tests fail on the base.
 //! Only what the bot observed is reported; who hears it (check runs on GitHub) is the caller's.
 
+pub mod acceptance;
 pub mod baseline;
+pub mod changes;
 pub mod complexity;
 pub mod grammar;
 pub mod parsers;
@@ -25,6 +28,11 @@ use report::TestCounts;
 
 /// The gates, in pipeline order.
 pub const ORDER: [&str; 5] = ["test", "lint", "typecheck", "build", "security"];
+
+/// Whether `name` is a check this pipeline reports: a gate, or the acceptance criteria.
+pub fn is_check(name: &str) -> bool {
+    ORDER.contains(&name) || name == acceptance::GATE
+}
 
 /// How a gate ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -72,7 +80,8 @@ pub struct GateResult {
     pub output: Option<CommandOutput>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counts: Option<TestCounts>,
-    /// The tests that failed, as the runner names them (the test gate).
+    /// The tests that failed, as the runner names them (the test gate); the unmet criteria
+    /// (acceptance).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failing: Vec<String>,
     pub annotations: Vec<Annotation>,
@@ -140,6 +149,27 @@ pub fn tally(results: &[GateResult]) -> String {
     let skipped = count(&|r| r.is_skipped());
     let failed = results.len() - passed - skipped;
     format!("{passed} passed, {skipped} skipped, {failed} failed")
+}
+
+/// What the pipeline runs on.
+pub struct Inputs<'a> {
+    /// The repository's config, read from the base branch.
+    pub config: &'a crate::config::repo::HiveConfig,
+    /// The sandbox of the worktree holding `head` checked out.
+    pub sandbox: &'a crate::sandbox::Sandbox,
+    /// The worktree on the host (paths in tool output may start with it).
+    pub worktree: &'a std::path::Path,
+    /// A git repository holding `base`, `head` and `tests`.
+    pub git_dir: &'a std::path::Path,
+    pub base: &'a crate::ids::CommitSha,
+    pub head: &'a crate::ids::CommitSha,
+    /// The Breaker's commit, when there is one: its tests are what the test lock compares with.
+    pub tests: Option<&'a crate::ids::CommitSha>,
+    /// Lines added to every gate's summary (what the ticket spent so far, say).
+    pub notes: Vec<String>,
+    /// Tests that already failed on the base before any change (the baseline): the test gate
+    /// does not hold them against the change.
+    pub known_failures: &'a [String],
 }
 
 /// Errors of a gate run (the gates' own failures are results, not errors).

@@ -1,5 +1,5 @@
 //! The gate pipeline: test → lint → typecheck → build → security on one commit, in one
-//! sandbox. Every gate runs even when an earlier one failed, so the Builder gets all findings at
+//! sandbox, then the acceptance criteria when the repository sets any. Every gate runs even when an earlier one failed, so the Builder gets all findings at
 //! once. It returns results and tells a [`Reporter`] how the gates go (the hive posts them as
 //! check runs); it knows nothing of GitHub.
 
@@ -7,32 +7,11 @@ use std::future::Future;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+pub use super::Inputs;
 use super::results::TestRun;
-use super::{GateError, GateResult, ORDER, Status, parsers, security};
-use crate::config::repo::{HiveConfig, SecurityGate};
+use super::{GateError, GateResult, ORDER, Status, acceptance, parsers, security};
+use crate::config::repo::SecurityGate;
 use crate::ids::CommitSha;
-use crate::sandbox::Sandbox;
-
-/// What the pipeline runs on.
-pub struct Inputs<'a> {
-    /// The repository's config, read from the base branch.
-    pub config: &'a HiveConfig,
-    /// The sandbox of the worktree holding `head` checked out.
-    pub sandbox: &'a Sandbox,
-    /// The worktree on the host (paths in tool output may start with it).
-    pub worktree: &'a Path,
-    /// A git repository holding `base`, `head` and `tests`.
-    pub git_dir: &'a Path,
-    pub base: &'a CommitSha,
-    pub head: &'a CommitSha,
-    /// The Breaker's commit, when there is one: its tests are what the test lock compares with.
-    pub tests: Option<&'a CommitSha>,
-    /// Lines added to every gate's summary (what the ticket spent so far, say).
-    pub notes: Vec<String>,
-    /// Tests that already failed on the base before any change (the baseline): the test gate
-    /// does not hold them against the change.
-    pub known_failures: &'a [String],
-}
 
 /// Who hears how the gates go while they run. The hive posts each gate as a check run
 /// `hive/<gate>` (queued, in progress, completed); `vibeloop gates` hears nothing ([`Silent`]).
@@ -90,11 +69,14 @@ pub async fn run<R: Reporter>(
     gates: Option<&[&str]>,
     reporter: &mut R,
 ) -> Result<Vec<GateResult>, RunError<R::Error>> {
-    let selected: Vec<&'static str> = ORDER
+    let mut selected: Vec<&'static str> = ORDER
         .iter()
         .copied()
         .filter(|g| gates.is_none_or(|s| s.contains(g)))
         .collect();
+    if inputs.config.acceptance.is_on() && gates.is_none_or(|s| s.contains(&acceptance::GATE)) {
+        selected.push(acceptance::GATE);
+    }
     reporter.queued(&selected).await.map_err(RunError::Report)?;
     let mut security = if selected.contains(&"security") {
         match security_gate(inputs).await {
@@ -109,6 +91,7 @@ pub async fn run<R: Reporter>(
         reporter.started(gate).await.map_err(RunError::Report)?;
         let ran = match gate {
             "security" => Ok(security.take().expect("computed above")),
+            acceptance::GATE => acceptance::run(inputs, &results).await,
             "lint" => match command_gate(inputs, gate).await {
                 Ok(r) => with_complexity(inputs, r).await,
                 Err(e) => Err(e),

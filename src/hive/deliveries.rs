@@ -7,7 +7,6 @@ use std::sync::Arc;
 use tracing::{Instrument as _, info, info_span, warn};
 
 use super::job::{Done, Hive, JobError};
-use crate::gates::ORDER;
 use crate::github::{GitHubError, RepoClient};
 use crate::ids::CommitSha;
 use crate::store::jobs::JobKey;
@@ -240,7 +239,10 @@ async fn rerequested(
                     format!("check run {name:?} is not one of Vibeloop's"),
                 ));
             };
-            let Some(gate) = name.strip_prefix("hive/").filter(|g| ORDER.contains(g)) else {
+            let Some(gate) = name
+                .strip_prefix("hive/")
+                .filter(|g| crate::gates::is_check(g))
+            else {
                 return Ok((
                     "ignored",
                     format!("check run {name:?} cannot be re-run on its own"),

@@ -9,7 +9,7 @@ use crate::gates::pipeline::{self, Inputs, RunError};
 use crate::gates::{GateError, GateResult};
 use crate::github::GitHubError;
 use crate::ids::CommitSha;
-use crate::sandbox::{SandboxError, SandboxSpec, read_only_mounts};
+use crate::sandbox::{SandboxError, SandboxSpec};
 use crate::workspace::Worktree;
 
 impl From<GateError> for JobError {
@@ -85,26 +85,13 @@ pub(in crate::hive) fn bare_spec(
     role: &str,
     lock_tests: bool,
 ) -> SandboxSpec {
-    let mut read_only = config.policy.read_only_paths.clone();
-    if lock_tests {
-        read_only.extend(config.policy.test_paths.iter().cloned());
-    }
-    SandboxSpec {
-        repo: run.ticket.repo.to_string(),
-        ticket: run.ticket.id.to_string(),
-        role: role.to_owned(),
-        worktree: worktree.path.clone(),
-        read_only: read_only_mounts(&worktree.path, &read_only),
-        image: config.image.clone(),
-        network: config.limits.network,
-        cpus: config.limits.cpu,
-        memory_mb: config.limits.memory_mb,
-        pids: config.limits.pids,
-        disk_mb: config.limits.disk_mb,
-        cache: None,
-        ca_bundle: None,
-        env: vec![],
-    }
+    let tests = if lock_tests {
+        config.policy.test_paths.clone()
+    } else {
+        vec![]
+    };
+    let (repo, ticket) = (run.ticket.repo.to_string(), run.ticket.id.to_string());
+    SandboxSpec::from_config(config, &worktree.path, (&repo, &ticket, role), &tests)
 }
 
 /// What to verify.

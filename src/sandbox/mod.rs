@@ -50,6 +50,37 @@ pub struct SandboxSpec {
     pub env: Vec<(String, String)>,
 }
 
+impl SandboxSpec {
+    /// The sandbox of `worktree` as the repository's `config` sets it (image, limits, network,
+    /// its read-only paths plus `read_only_extra`), named by `repo`, `ticket` and `role`;
+    /// without an environment until one is applied.
+    pub fn from_config(
+        config: &crate::config::repo::HiveConfig,
+        worktree: &Path,
+        (repo, ticket, role): (&str, &str, &str),
+        read_only_extra: &[String],
+    ) -> Self {
+        let mut patterns = config.policy.read_only_paths.clone();
+        patterns.extend(read_only_extra.iter().cloned());
+        Self {
+            repo: repo.to_owned(),
+            ticket: ticket.to_owned(),
+            role: role.to_owned(),
+            worktree: worktree.to_owned(),
+            read_only: read_only_mounts(worktree, &patterns),
+            image: config.image.clone(),
+            network: config.limits.network,
+            cpus: config.limits.cpu,
+            memory_mb: config.limits.memory_mb,
+            pids: config.limits.pids,
+            disk_mb: config.limits.disk_mb,
+            cache: None,
+            ca_bundle: None,
+            env: vec![],
+        }
+    }
+}
+
 /// Where [`SandboxSpec::cache`] is seen inside a sandbox.
 pub const CACHE_MOUNT: &str = "/cache";
 /// Where a container sees the worktree.
@@ -114,11 +145,11 @@ impl Sandbox {
         timeout: Duration,
         cap: usize,
     ) -> Result<CommandOutput, SandboxError> {
-        let (worktree, disk_mb) = match self {
-            Sandbox::Docker(s) => (s.worktree(), s.disk_mb()),
-            Sandbox::Local(s) => (s.worktree(), s.disk_mb()),
+        let (writable, disk_mb) = match self {
+            Sandbox::Docker(s) => (s.writable(), s.disk_mb()),
+            Sandbox::Local(s) => (s.writable(), s.disk_mb()),
         };
-        let guard = guard::DiskGuard::new(worktree, disk_mb);
+        let guard = guard::DiskGuard::new(writable, disk_mb);
         let tripped = async move {
             match guard {
                 Some(g) => g.tripped().await,

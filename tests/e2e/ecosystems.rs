@@ -165,6 +165,55 @@ fn go_and_node_projects_are_detected_and_counted() {
     assert_eq!(test["counts"]["passed"], 1, "{test}");
 }
 
+/// `acceptance:` in a Go module: `go test -coverprofile` measures the lines a branch adds (its
+/// import paths read against go.mod's module), and its new exported function has no comment.
+#[test]
+fn go_coverage_and_docs_are_measured_on_the_lines_a_change_adds() {
+    let (_d, go) = project(&[
+        ("go.mod", "module example.com/half\n\ngo 1.21\n"),
+        (
+            "half.go",
+            "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 2 }\n",
+        ),
+        (
+            "half_test.go",
+            "package half\n\nimport \"testing\"\n\nfunc TestHalf(t *testing.T) {\n\tif Half(4) != 2 {\n\t\tt.Fatal(Half(4))\n\t}\n}\n",
+        ),
+        (
+            ".github/hive.yml",
+            "acceptance:\n  coverage: { changed_lines: 0.8, project: 0.1 }\n  docs: true\n",
+        ),
+    ]);
+    git(&go, &["checkout", "-q", "-b", "double"]);
+    std::fs::write(
+        go.join("half.go"),
+        "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 2 }\n\nfunc Double(n int) int {\n\treturn n * 2\n}\n",
+    )
+    .unwrap();
+    git(&go, &["commit", "-qam", "Double"]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, all, err) = gates_json(&go, envs.path());
+    assert_ne!(code, 0, "an unmet criterion fails the run: {all}\n{err}");
+    assert_eq!(gate(&all, "test")["status"], "passed", "{all}");
+    let acceptance = gate(&all, "acceptance");
+    assert_eq!(acceptance["status"], "failed", "{acceptance}");
+    let notes = acceptance["notes"].to_string();
+    for want in [
+        "Coverage of the changed lines: 0 % (0 of 3 lines); threshold 80 %: unmet.",
+        "Coverage of the project: 25 % (1 of 4 lines); threshold 10 %: met.",
+        "Documentation of new public items: 0 of 1 documented; threshold all: unmet.",
+    ] {
+        assert!(notes.contains(want), "no {want:?} in {notes}");
+    }
+    let places: Vec<String> = acceptance["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| format!("{}:{}", a["path"].as_str().unwrap(), a["start_line"]))
+        .collect();
+    assert_eq!(places, ["half.go:6", "half.go:6"], "{acceptance}");
+}
+
 #[test]
 fn node_modules_is_kept_with_the_environment_and_its_workspace_links_still_resolve() {
     // npm workspaces: `npm ci` links the repository's own package into node_modules

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod acceptance;
 mod conflicts;
 mod constraints;
 mod dashboard;
@@ -16,6 +17,8 @@ mod e2e_skeleton;
 mod e2e_steer;
 mod ecosystems;
 mod ecosystems_run;
+mod eval;
+mod eval_report;
 mod hostile;
 mod hostile_repo;
 mod knowledge;

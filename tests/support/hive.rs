@@ -173,8 +173,18 @@ impl World {
 
     /// Waits until the ticket is in `state`.
     pub async fn wait_state(&self, state: TaskState) -> vibeloop::store::tickets::Ticket {
+        self.wait_state_within(state, WAIT).await
+    }
+
+    /// Waits until the ticket is in `state`, for at most `timeout` (a compiled ecosystem's
+    /// ticket builds its environment and every attempt).
+    pub async fn wait_state_within(
+        &self,
+        state: TaskState,
+        timeout: Duration,
+    ) -> vibeloop::store::tickets::Ticket {
         self.bot
-            .wait_until(&format!("the ticket to be {state}"), WAIT, || async {
+            .wait_until(&format!("the ticket to be {state}"), timeout, || async {
                 self.ticket().await.filter(|t| t.state == state)
             })
             .await

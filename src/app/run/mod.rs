@@ -54,7 +54,12 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
         eprintln!("error: the agents' model is not usable (see above); nothing was started");
         return Ok(2);
     }
-    let Checked { src, llm, sandbox } = checked;
+    let Checked {
+        src,
+        llm,
+        sandbox,
+        goal,
+    } = checked;
     let data_dir = make_data_dir(args.data_dir.as_deref())?;
     let clock = Instant::now();
     println!(
@@ -69,7 +74,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
             src.path.display()
         );
     }
-    let (title, body) = issue_text(&args.goal);
+    let (title, body) = issue_text(&goal);
     let label = HiveConfig::default().label;
     let local = local::start(&src, &data_dir, &title, &body, &label).await?;
     let store = super::open_store(&format!(
@@ -141,6 +146,11 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
     )
     .await?;
     print!("{report}");
+    if let Some(path) = &args.json_report {
+        let json = serde_json::to_string_pretty(&report.json())?;
+        std::fs::write(path, json)
+            .with_context(|| format!("cannot write --json-report {}", path.display()))?;
+    }
     store.close().await;
     Ok(report.exit_code())
 }
@@ -150,11 +160,23 @@ struct Checked {
     src: local::Source,
     llm: crate::config::llm::LlmConfig,
     sandbox: Option<crate::config::SandboxKind>,
+    goal: String,
 }
 
 fn check(args: &RunArgs) -> anyhow::Result<Checked> {
-    if args.goal.trim().is_empty() {
-        anyhow::bail!("--goal is empty: say what to change, as you would in an issue");
+    let goal = match (&args.goal, &args.goal_file) {
+        (Some(g), _) => g.clone(),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read --goal-file {}", path.display()))?,
+        (None, None) => anyhow::bail!("say what to change with --goal or --goal-file"),
+    };
+    if goal.trim().is_empty() {
+        let which = if args.goal.is_some() {
+            "--goal"
+        } else {
+            "--goal-file"
+        };
+        anyhow::bail!("{which} is empty: say what to change, as you would in an issue");
     }
     let llm = args.llm.config()?;
     let sandbox = crate::config::parse_sandbox(&args.sandbox)?;
@@ -167,7 +189,12 @@ fn check(args: &RunArgs) -> anyhow::Result<Checked> {
             dir.display()
         );
     }
-    Ok(Checked { src, llm, sandbox })
+    Ok(Checked {
+        src,
+        llm,
+        sandbox,
+        goal,
+    })
 }
 
 /// The run's directory: `given` (checked to be new or empty), else a new one under the

@@ -19,6 +19,8 @@ pub struct Report {
     pub ticket: Ticket,
     pub flow: Flow,
     pub spent: Spend,
+    /// What each role spent.
+    pub roles: std::collections::BTreeMap<String, Spend>,
     pub ending: Ending,
     pub took: Duration,
     /// The person's repository.
@@ -29,6 +31,39 @@ pub struct Report {
     /// The change (the Builder's work with the tests) against its base: files, lines added,
     /// removed.
     pub diffstat: Option<(usize, usize, usize)>,
+    /// Seconds waiting on models (on the critical path: the Architect, then the slower of the
+    /// Breaker and the Builder, who work side by side) and running gates (the red proof and the
+    /// gates, in their sandboxes); the rest of `took` is the hive's own.
+    pub model_seconds: f64,
+    pub gate_seconds: f64,
+}
+
+/// `(model, gates)` seconds of a ticket's timeline (see [`Report::model_seconds`]).
+fn time_split(events: &[(i64, String, serde_json::Value)]) -> (f64, f64) {
+    let mut by_role = std::collections::HashMap::<&str, f64>::new();
+    let mut gates = 0.0;
+    for (_, kind, data) in events {
+        let secs = data["millis"].as_f64().unwrap_or(0.0) / 1000.0;
+        match kind.as_str() {
+            "llm_usage" => {
+                *by_role
+                    .entry(data["role"].as_str().unwrap_or(""))
+                    .or_default() += secs
+            }
+            "stage_exit" if matches!(data["stage"].as_str(), Some("gates" | "red_proof")) => {
+                gates += secs
+            }
+            _ => {}
+        }
+    }
+    let role = |r: &str| by_role.get(r).copied().unwrap_or(0.0);
+    let others: f64 = by_role
+        .iter()
+        .filter(|(r, _)| !matches!(**r, "architect" | "breaker" | "builder"))
+        .map(|(_, s)| s)
+        .sum();
+    let model = role("architect") + role("breaker").max(role("builder")) + others;
+    (model, gates)
 }
 
 /// Files, lines added and lines removed from `base` to `head` in bare repository `bare`.
@@ -60,7 +95,8 @@ impl Report {
             .ok_or_else(|| anyhow::anyhow!("the run's ticket is gone from its database"))?;
         let flow = crate::hive::flow::load(store, key).await?;
         let mut spent = Spend::default();
-        for s in store.budget(key).await?.values() {
+        let roles = store.budget(key).await?;
+        for s in roles.values() {
             spent.add(s);
         }
         let (repo_path, bare, data_dir) = paths;
@@ -68,8 +104,12 @@ impl Report {
             (Some(base), Some(w)) => diffstat(&bare, base, &w.sha),
             _ => None,
         };
+        let (model_seconds, gate_seconds) = time_split(&store.events(key).await?);
         Ok(Self {
             diffstat,
+            model_seconds,
+            gate_seconds,
+            roles,
             ticket,
             flow,
             spent,
@@ -78,6 +118,46 @@ impl Report {
             repo_path,
             bare,
             data_dir,
+        })
+    }
+
+    /// What the run observed, for programs (`--json-report`, read by `vibeloop eval`).
+    pub fn json(&self) -> serde_json::Value {
+        let (t, flow) = (&self.ticket, &self.flow);
+        let ending = match &self.ending {
+            Ending::Stopped(TaskState::Completed) => "completed",
+            Ending::Stopped(TaskState::Blocked) => "blocked",
+            Ending::Stopped(TaskState::HumanNeeded) => "human_needed",
+            Ending::Stopped(_) => "failed",
+            Ending::Waiting(_) => "waiting",
+            Ending::TimedOut => "timed_out",
+            Ending::Interrupted => "interrupted",
+        };
+        let roles: serde_json::Map<String, serde_json::Value> = self
+            .roles
+            .iter()
+            .map(|(role, s)| {
+                let v = serde_json::json!({ "tokens": s.tokens(), "usd": s.cost_usd, "calls": s.calls });
+                (role.clone(), v)
+            })
+            .collect();
+        serde_json::json!({
+            "ticket": t.id.to_string(),
+            "state": t.state.to_string(),
+            "ending": ending,
+            "detail": t.detail,
+            "questions": flow.questions,
+            "base": flow.base_sha.as_ref().map(|s| s.to_string()),
+            "head": flow.builder.as_ref().map(|w| w.sha.to_string()),
+            "merged": flow.merged.as_ref().map(|s| s.to_string()),
+            "attempts": flow.attempts.len(),
+            "diff": self.diffstat.map(|(files, added, removed)| serde_json::json!({ "files": files, "added": added, "removed": removed })),
+            "roles": roles,
+            "seconds": self.took.as_secs_f64(),
+            "model_seconds": self.model_seconds,
+            "gate_seconds": self.gate_seconds,
+            "bare": self.bare,
+            "data_dir": self.data_dir,
         })
     }
 

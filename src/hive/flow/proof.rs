@@ -297,16 +297,18 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .iter()
         .filter(|g| !g.ok())
         .flat_map(|g| {
-            let mut f: Vec<Finding> = g
-                .annotations
-                .iter()
-                .take(20)
-                .map(|a| Finding {
-                    code: format!("gate_{}", g.gate),
-                    message: format!("{}:{}: {}", a.path, a.start_line, a.message),
-                    path: Some(a.path.clone()),
-                })
+            // The unmet acceptance criteria, each with its measure and threshold.
+            let unmet = (g.gate == crate::gates::acceptance::GATE).then_some(&g.failing);
+            let mut f: Vec<Finding> = unmet
+                .into_iter()
+                .flatten()
+                .map(|line| Finding::new("gate_acceptance", format!("hive/acceptance: {line}")))
                 .collect();
+            f.extend(g.annotations.iter().take(20).map(|a| Finding {
+                code: format!("gate_{}", g.gate),
+                message: format!("{}:{}: {}", a.path, a.start_line, a.message),
+                path: Some(a.path.clone()),
+            }));
             if let Some(out) = &g.output {
                 f.push(Finding::new(
                     &format!("gate_{}", g.gate),
