@@ -50,6 +50,8 @@ pub struct TicketView {
     /// People's interventions from the dashboard, oldest first: `pending` until a worker has
     /// carried one out.
     pub interventions: Vec<InterventionRow>,
+    /// What each role spent.
+    pub roles: std::collections::BTreeMap<String, Spend>,
 }
 
 /// One intervention as the ticket's page shows it.
@@ -153,12 +155,56 @@ pub async fn ticket_view(
             at: c.at,
         })
         .collect();
+    let roles = d.store.budget(key).await?;
     Ok(Some(TicketView {
         row: row(d, t).await,
         flow,
         events,
         interventions,
+        roles,
     }))
+}
+
+/// What a ticket address names.
+#[derive(Debug)]
+pub enum Found {
+    One(TicketKey),
+    /// The same id in several repositories.
+    Many(Vec<Ticket>),
+    /// An old numeric address: the ticket's repository and id, for a redirect.
+    Moved(String, String),
+    Nothing,
+}
+
+/// The ticket `id` (`T-1`, or an old numeric key) names, in `repo` when given.
+pub async fn find(
+    d: &Dashboard,
+    repo: Option<&str>,
+    id: &str,
+) -> Result<Found, crate::store::StoreError> {
+    if repo.is_none()
+        && let Ok(key) = id.parse::<i64>()
+    {
+        return Ok(match d.store.ticket(TicketKey(key)).await? {
+            Some(t) => Found::Moved(t.repo.to_string(), t.id.to_string()),
+            None => Found::Nothing,
+        });
+    }
+    let Some(id) = crate::ticket::TicketId::parse(id) else {
+        return Ok(Found::Nothing);
+    };
+    let mut all: Vec<Ticket> = d
+        .store
+        .tickets()
+        .await?
+        .into_iter()
+        .filter(|t| t.id == id && repo.is_none_or(|r| t.repo.as_str() == r))
+        .collect();
+    Ok(match all.len() {
+        0 => Found::Nothing,
+        1 => Found::One(all.remove(0).key),
+        _ => Found::Many(all),
+    })
 }
 
 /// The global state.
@@ -257,13 +303,65 @@ pub async fn tickets(State(d): State<Dashboard>) -> ApiResult<Vec<TicketRow>> {
     ticket_rows(&d).await.map(Json).map_err(unavailable)
 }
 
-/// `GET /api/tickets/{key}`.
-pub async fn ticket(State(d): State<Dashboard>, Path(key): Path<TicketKey>) -> Response {
-    match ticket_view(&d, key).await {
+/// `GET /api/tickets/{id}`: `T-1` when one repository has it (409 with the choices when
+/// several do); an old numeric key redirects to the ticket's own address.
+pub async fn ticket(State(d): State<Dashboard>, Path(id): Path<String>) -> Response {
+    answer(&d, None, &id).await
+}
+
+/// `GET /api/tickets/{owner}/{name}/{id}`.
+pub async fn ticket_at(
+    State(d): State<Dashboard>,
+    Path((owner, name, id)): Path<(String, String, String)>,
+) -> Response {
+    answer(&d, Some(&format!("{owner}/{name}")), &id).await
+}
+
+async fn answer(d: &Dashboard, repo: Option<&str>, id: &str) -> Response {
+    let key = match find(d, repo, id).await {
+        Ok(Found::One(key)) => key,
+        Ok(Found::Moved(repo, id)) => {
+            return axum::response::Redirect::permanent(&format!("/api/tickets/{repo}/{id}"))
+                .into_response();
+        }
+        Ok(Found::Many(all)) => {
+            let names: Vec<String> = all
+                .iter()
+                .map(|t| format!("/api/tickets/{}/{}", t.repo, t.id))
+                .collect();
+            return (
+                StatusCode::CONFLICT,
+                format!(
+                    "{id} is in several repositories; ask for one of: {}\n",
+                    names.join(", ")
+                ),
+            )
+                .into_response();
+        }
+        Ok(Found::Nothing) => {
+            return (
+                StatusCode::NOT_FOUND,
+                format!("no ticket {id}: ids look like T-12\n"),
+            )
+                .into_response();
+        }
+        Err(e) => return unavailable(e).into_response(),
+    };
+    match ticket_view(d, key).await {
         Ok(Some(v)) => Json(v).into_response(),
-        Ok(None) => (StatusCode::NOT_FOUND, format!("no ticket {key}\n")).into_response(),
+        Ok(None) => (StatusCode::NOT_FOUND, format!("no ticket {id}\n")).into_response(),
         Err(e) => unavailable(e).into_response(),
     }
+}
+
+/// One timeline event as the live page gets it: the event, the sentence it reads as (none for
+/// what the page leaves out) and the stage name of a change of state.
+#[derive(Debug, Serialize)]
+struct LiveEvent<'a> {
+    #[serde(flatten)]
+    event: &'a Event,
+    sentence: Option<super::story::Sentence>,
+    stage: Option<&'static str>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -296,7 +394,17 @@ pub async fn timeline(
                             Ok(SseEvent::default()
                                 .id(e.id.to_string())
                                 .event("timeline")
-                                .data(serde_json::to_string(&e).unwrap_or_default()))
+                                .data(
+                                    serde_json::to_string(&LiveEvent {
+                                        sentence: super::story::tell(&e.kind, &e.data),
+                                        stage: e.data["to"]
+                                            .as_str()
+                                            .map(super::story::stage_name)
+                                            .filter(|_| e.kind == "state"),
+                                        event: &e,
+                                    })
+                                    .unwrap_or_default(),
+                                ))
                         })
                         .collect();
                     return Some((futures_util::stream::iter(batch), (d, after)));

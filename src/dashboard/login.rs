@@ -11,7 +11,7 @@ use secrecy::ExposeSecret as _;
 use serde::Deserialize;
 
 use super::auth::{self, safe_next};
-use super::pages::{bare_layout, esc, page as html_page};
+use super::html::{bare_layout, esc, page as html_page};
 use super::{Dashboard, now};
 use crate::hive::intervene::Person;
 

@@ -4,12 +4,23 @@
 //! only `/healthz`, `/readyz` and `/webhook` (the webhook room's) are open.
 //!
 //! * [`auth`]: tokens, sessions, GitHub sign-in checks; [`login`]: the sign-in pages and flow;
-//! * [`pages`]: the HTML; [`api`]: JSON, the server-sent timeline, interventions.
+//! * [`html`]: the frame of every page (layout, headers, error pages); [`pages`]: the list,
+//!   addresses, the state page; [`ticket_page`]: a ticket;
+//!   [`home`]: the home page's pictures; [`charts`]: inline SVG; [`story`]: the timeline in
+//!   sentences; [`markdown`]: our Markdown as safe HTML; [`style`]: the stylesheet and script;
+//! * [`api`]: JSON, the server-sent timeline, interventions.
 
 pub mod api;
 pub mod auth;
+pub mod charts;
+pub mod home;
+pub mod html;
 pub mod login;
+pub mod markdown;
 pub mod pages;
+pub mod story;
+pub mod style;
+pub mod ticket_page;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,15 +57,16 @@ pub fn router(dashboard: Dashboard) -> Router {
     let signed_in = Router::new()
         .route("/", get(pages::tickets))
         .route("/tickets/{key}", get(pages::ticket))
+        .route("/tickets/{key}/{name}/{id}", get(pages::ticket_at))
         .route("/tickets/{key}/events", get(api::timeline))
         .route("/tickets/{key}/intervene", post(pages::intervene))
         .route("/state", get(pages::state))
         .route("/api/state", get(api::state))
         .route("/api/tickets", get(api::tickets))
         .route("/api/tickets/{key}", get(api::ticket))
+        .route("/api/tickets/{key}/{name}/{id}", get(api::ticket_at))
         .route("/api/tickets/{key}/interventions", post(api::intervene))
         .route("/metrics", get(metrics))
-        .route("/static/dashboard.js", get(pages::script))
         .route_layer(middleware::from_fn_with_state(
             dashboard.clone(),
             require_sign_in,
@@ -65,6 +77,9 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/login/github", get(login::github))
         .route("/login/github/callback", get(login::github_callback))
         .route("/logout", post(login::logout))
+        .route("/static/dashboard.js", get(html::script))
+        .route("/static/dashboard.css", get(html::stylesheet))
+        .fallback(html::not_found)
         .with_state(dashboard)
 }
 

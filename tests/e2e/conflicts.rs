@@ -511,7 +511,7 @@ async fn conflicting_tickets_are_marked_failed_requeued_and_land_one_at_a_time()
     }
     // The dashboard's ticket view shows it too.
     let view: Value = reqwest::Client::new()
-        .get(format!("{}/api/tickets/{}", w.bot.url, t2.key))
+        .get(format!("{}/api/tickets/{REPO}/{}", w.bot.url, t2.id))
         .bearer_auth(TOKEN)
         .send()
         .await

@@ -144,7 +144,14 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
         );
     }
 
-    let one: Value = get(format!("/api/tickets/{key}"))
+    // The old numeric address redirects to the ticket's own: by repository and id.
+    let moved = get(format!("/api/tickets/{key}")).await;
+    assert_eq!(moved.status(), StatusCode::PERMANENT_REDIRECT);
+    assert_eq!(
+        moved.headers()["location"],
+        format!("/api/tickets/{REPO}/T-1").as_str()
+    );
+    let one: Value = get(format!("/api/tickets/{REPO}/T-1"))
         .await
         .json()
         .await
@@ -191,7 +198,7 @@ async fn only_health_and_webhook_are_open_and_the_token_opens_the_api_and_metric
     assert!(c[0].command.contains("feedback"), "{c:?}");
     assert_eq!(c[0].outcome, "feedback");
     let view: Value = http
-        .get(format!("{}/api/tickets/{key}", w.bot.url))
+        .get(format!("{}/api/tickets/T-1", w.bot.url))
         .bearer_auth(TOKEN)
         .send()
         .await
@@ -239,11 +246,11 @@ async fn intervene(
         .unwrap()
 }
 
-/// The number of rows in the timeline table, and whether one holds `text`.
+/// The number of sentences in the timeline, and whether one holds `text`.
 async fn timeline(b: &Browser, text: &str) -> (u64, bool) {
     let v = b
         .run(&format!(
-            "const rows = document.querySelectorAll('#timeline tbody tr');\
+            "const rows = document.querySelectorAll('#timeline li');\
              return [rows.length, Array.from(rows).some(r => r.textContent.includes({}))];",
             json!(text)
         ))
@@ -268,11 +275,16 @@ async fn in_a_browser_the_operator_signs_in_watches_the_timeline_live_and_approv
     // The right one leads to where the browser was going.
     b.type_into("#token", TOKEN).await;
     b.click("#sign-in").await;
-    let ticket_page = format!("{}/tickets/{key}", w.bot.url);
+    // The old numeric address leads on to the ticket's own.
+    let ticket_page = format!("{}/tickets/{REPO}/T-1", w.bot.url);
     b.wait_url("the ticket's page", |u| u == ticket_page).await;
+    assert_eq!(b.text("#state").await, "Review and landing");
+    let class = b
+        .run("return document.getElementById('state').className;")
+        .await;
     assert_eq!(
-        b.text("#state").await,
-        TaskState::AwaitingVerification.to_string()
+        class,
+        format!("badge st-{}", TaskState::AwaitingVerification)
     );
     assert!(b.text("#plan").await.contains("Make add() add"));
 
@@ -319,7 +331,7 @@ async fn in_a_browser_the_operator_signs_in_watches_the_timeline_live_and_approv
     assert!(w.gh.pulls(REPO).iter().any(|p| p.merged));
 
     // Signing out ends the session.
-    b.click("nav form button").await;
+    b.click("header form button").await;
     b.wait_url("the sign-in page", |u| u.contains("/login"))
         .await;
     b.goto(&format!("{}/state", w.bot.url)).await;
@@ -367,7 +379,7 @@ async fn github_sign_in_admits_listed_people_and_their_permission_decides() {
 
     // A listed reader gets in, but may not approve: their permission on the repository decides.
     sign_in("reader").await;
-    let ticket_page = format!("{}/tickets/{key}", w.bot.url);
+    let ticket_page = format!("{}/tickets/{REPO}/T-1", w.bot.url);
     b.wait_url("the ticket's page", |u| u == ticket_page).await;
     b.click("#do-approve").await;
     let sent = b.text("p.ok#answer").await;
@@ -388,7 +400,7 @@ async fn github_sign_in_admits_listed_people_and_their_permission_decides() {
     );
 
     // A listed maintainer (matched whatever the case) may.
-    b.click("nav form button").await;
+    b.click("header form button").await;
     b.wait_url("the sign-in page", |u| u.contains("/login"))
         .await;
     sign_in("maintainer").await;

@@ -9,6 +9,7 @@ mod acceptance;
 mod conflicts;
 mod constraints;
 mod dashboard;
+mod dashboard_pages;
 mod e2e_crash;
 mod e2e_hive;
 mod e2e_land;

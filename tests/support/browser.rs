@@ -246,6 +246,36 @@ impl Browser {
         .await
     }
 
+    /// Saves what the window shows as a PNG at `path` (made with its parents); its width and
+    /// height in pixels, read from the PNG.
+    pub async fn screenshot(&self, path: &std::path::Path) -> (u32, u32) {
+        use base64::Engine as _;
+        let shot = self
+            .call(reqwest::Method::GET, &self.at("/screenshot"), None)
+            .await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot.as_str().expect("a screenshot in base64"))
+            .expect("base64");
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(path, &png).unwrap();
+        // The IHDR chunk: width and height, big-endian, at bytes 16..24.
+        let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        (be(&png[16..20]), be(&png[20..24]))
+    }
+
+    /// Sets the window's size (a phone's, say).
+    pub async fn window(&self, width: u32, height: u32) {
+        self.call(
+            reqwest::Method::POST,
+            &self.at("/window/rect"),
+            Some(json!({ "width": width, "height": height })),
+        )
+        .await;
+    }
+
     /// The page's HTML.
     pub async fn source(&self) -> String {
         self.call(reqwest::Method::GET, &self.at("/source"), None)
