@@ -311,6 +311,7 @@ async fn run_one(
     let mut result = TaskResult::error(&t.instance_id, "", seconds());
     result.timeline_path = Some(format!("{rel}/timeline.txt"));
     result.attempts = run["attempts"].as_u64().unwrap_or(0) as u32;
+    result.run_seconds = run["seconds"].as_f64().unwrap_or(0.0);
     result.model_seconds = run["model_seconds"].as_f64().unwrap_or(0.0);
     result.gate_seconds = run["gate_seconds"].as_f64().unwrap_or(0.0);
     if let Some(roles) = run["roles"].as_object() {

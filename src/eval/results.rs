@@ -83,8 +83,11 @@ pub struct TaskResult {
     #[serde(default)]
     pub roles: BTreeMap<String, RoleSpend>,
     pub seconds: f64,
-    /// Of `seconds`: waiting on models (the run's critical path), in the hive's gates, and
-    /// grading with the hidden tests; the rest is the harness's and the hive's own.
+    /// Of `seconds`: the hive's run (its `vibeloop run`), and within it waiting on models
+    /// (the critical path) and in its gates; grading with the hidden tests. The rest of
+    /// `seconds` is the harness's own (clone, process start, diff, results).
+    #[serde(default)]
+    pub run_seconds: f64,
     #[serde(default)]
     pub model_seconds: f64,
     #[serde(default)]
@@ -115,6 +118,7 @@ impl TaskResult {
             detail: why.into(),
             roles: BTreeMap::new(),
             seconds,
+            run_seconds: 0.0,
             model_seconds: 0.0,
             gate_seconds: 0.0,
             grade_seconds: 0.0,

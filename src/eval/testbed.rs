@@ -90,9 +90,14 @@ impl Testbed {
             resolve_at(&git, config_at)?
         };
         let command = test_command(&env).ok_or(TestbedError::NoTestCommand)?;
-        let role = format!("eval-{}", std::process::id());
+        // Containers are named by repository, ticket and role, and a start removes one of the
+        // same name: each run (its setup too) gets a name of its own, so runs side by side
+        // (`--jobs`) never stop each other's.
+        static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ticket = format!("eval-{}-{n}", std::process::id());
         let mut spec =
-            SandboxSpec::from_config(&env.config, &worktree, ("eval/task", "eval", &role), &[]);
+            SandboxSpec::from_config(&env.config, &worktree, ("eval/task", &ticket, "eval"), &[]);
         let settings = crate::env::Settings {
             envs: crate::env::Envs::new(self.envs.clone()),
             ..crate::env::Settings::new(self.scratch.path())
