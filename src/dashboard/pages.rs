@@ -221,23 +221,24 @@ pub async fn state(State(d): State<Dashboard>) -> Response {
         ));
     }
     body.push_str("</tbody></table><h2>History</h2><table id=\"history\"><tbody>");
+    // What people read of the recent events: the timeline's sentences, noise left out.
     for e in &g.history {
-        let (link, what) = match g.tickets.iter().find(|t| t.key == e.ticket) {
-            Some(t) => (
-                format!(
-                    "<a href=\"{}\">{} {}</a>",
-                    esc(&ticket_url(&t.repo, &t.id)),
-                    esc(&t.repo),
-                    esc(&t.id)
-                ),
-                super::story::tell(&e.kind, &e.data).map(|s| s.text),
+        let Some(what) = super::story::tell(&e.kind, &e.data) else {
+            continue;
+        };
+        let link = match g.tickets.iter().find(|t| t.key == e.ticket) {
+            Some(t) => format!(
+                "<a href=\"{}\">{} {}</a>",
+                esc(&ticket_url(&t.repo, &t.id)),
+                esc(&t.repo),
+                esc(&t.id)
             ),
-            None => (String::from("a deleted ticket"), None),
+            None => String::from("a deleted ticket"),
         };
         body.push_str(&format!(
             "<tr><td>{} ago</td><td>{link}</td><td>{}</td></tr>",
             age(e.at),
-            esc(&what.unwrap_or_else(|| e.kind.replace('_', " ")))
+            esc(&what.text)
         ));
     }
     body.push_str("</tbody></table>");

@@ -337,9 +337,17 @@ async fn people_read_rendered_pages_with_pictures_and_no_text_becomes_markup() {
     .await;
     assert_eq!(scroll, true, "the page scrolls sideways on a phone");
 
-    // The state page names tickets by id.
+    // The state page names tickets by id and tells the history in sentences.
+    b.window(1280, 2600).await;
     b.goto(&url("/state")).await;
     let history = b.text("#history").await;
     assert!(history.contains("acme/widgets T-1"), "{history}");
+    assert!(
+        history.contains("The Critic reviewed the change."),
+        "{history}"
+    );
+    assert!(!history.contains("checkpoint"), "{history}");
+    shot(&b, "state").await;
+    no_injection(&b, "state").await;
     store.close().await;
 }
