@@ -170,8 +170,8 @@ async fn run_tasks(args: &EvalRunArgs) -> anyhow::Result<u8> {
             all.push(result.clone());
             let resolved = all.iter().filter(|r| r.resolved()).count();
             println!(
-                "[{}/{total}] {}: {} · {resolved} resolved so far",
-                all.len(),
+                "{} {}: {} · {resolved} resolved so far",
+                progress(all.len(), total),
                 result.instance_id,
                 result.outcome.as_str()
             );
@@ -406,6 +406,16 @@ async fn run_one(
     Ok(result)
 }
 
+/// `[######--------------] 6/20`: a bar 20 wide of `done` tasks out of `total`.
+fn progress(done: usize, total: usize) -> String {
+    let filled = (done * 20).checked_div(total).unwrap_or(20).min(20);
+    format!(
+        "[{}{}] {done}/{total}",
+        "#".repeat(filled),
+        "-".repeat(20 - filled)
+    )
+}
+
 /// The task set's name of the clone at `repo`: `owner/name` from a directory named as
 /// `--repos-dir` wants it (`owner__name`), else `local/<directory>`.
 fn default_name(repo: &Path) -> String {
@@ -461,6 +471,14 @@ fn compare(args: &CompareArgs) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_progress_bar_fills_with_the_tasks_done() {
+        assert_eq!(progress(0, 20), "[--------------------] 0/20");
+        assert_eq!(progress(6, 20), "[######--------------] 6/20");
+        assert_eq!(progress(3, 3), "[####################] 3/3");
+        assert_eq!(progress(0, 0), "[####################] 0/0");
+    }
 
     #[test]
     fn a_clone_named_as_repos_dir_wants_gives_its_owner_and_name() {

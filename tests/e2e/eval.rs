@@ -1,7 +1,7 @@
 //! `vibeloop eval` end to end: a Python repository with a history of fix commits (each with its
 //! tests) is mined into a task set, each candidate verified in the sandbox; the set runs through
 //! the hive with a scripted model that resolves one task, passes its own tests but not the
-//! hidden ones on another, and never changes anything on the third; a second run (from the
+//! hidden ones on another, and exhausts the budget on the third; a second run (from the
 //! same set written as SWE-bench writes it, lists as JSON strings) resolves one more, and
 //! `compare` names that task with McNemar's p-value.
 
@@ -64,6 +64,9 @@ fn history(repo: &Path) {
         repo,
         &[
             ("calc.py", &fixed("a + b", "a * b", "a")),
+            // From here on the hive may spend 3,000 tokens a ticket: the neg() task, whose base
+            // this is, runs out of budget.
+            (".github/hive.yml", "budget: { max_tokens: 3000 }\n"),
             (
                 "tests/test_mul.py",
                 "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
@@ -272,6 +275,11 @@ async fn a_history_is_mined_run_twice_and_compared() {
         "{got:?}\n{stdout}"
     );
     assert!(stdout.contains("3 tasks: 1 resolved"), "{stdout}");
+    assert!(
+        got.iter().any(|(detail, o)| o == "human_needed"
+            && detail.starts_with("the budget is spent: max_tokens 3,000")),
+        "{got:?}"
+    );
     let html = std::fs::read_to_string(out_a.join("report.html")).unwrap();
     assert!(!html.contains("<script"), "the report is self-contained");
 
