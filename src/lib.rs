@@ -17,6 +17,7 @@ pub mod eval;
 pub mod gates;
 pub mod github;
 pub mod hive;
+pub mod html;
 pub mod ids;
 pub mod llm;
 pub mod metrics;

@@ -8,21 +8,7 @@ use axum::response::{Html, IntoResponse, Response};
 use super::Dashboard;
 use super::api::TicketRow;
 
-/// Escapes text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::html::escape as esc;
 
 /// A whole page for signed-in people.
 pub fn layout(title: &str, body: &str) -> String {

@@ -92,21 +92,7 @@ td.detail{min-width:12rem;max-width:28rem;overflow-wrap:anywhere}\
 .outcome-tests_fail{fill:#c0392b;color:#c0392b}.outcome-human_needed{fill:#d68910;color:#b9770e}\
 .outcome-blocked{fill:#7d3c98;color:#7d3c98}.outcome-error{fill:#555;color:#555}";
 
-/// Escapes text for HTML content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::html::escape;
 
 /// `path` as a link's target, percent-encoded, when it is a plain relative path (no scheme, not
 /// absolute, no `..`, no backslash or control character); `None` otherwise.

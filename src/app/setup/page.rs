@@ -7,7 +7,7 @@ use url::Url;
 use super::Registered;
 
 /// Escapes text for HTML element content and attribute values.
-pub use crate::dashboard::pages::esc as escape;
+pub use crate::html::escape;
 
 fn layout(title: &str, body: &str) -> String {
     format!(
