@@ -219,10 +219,12 @@ async fn clone_missing(repos_dir: &Path, url: &str, tasks: &[Task]) {
             std::fs::rename(&partial, &dest).map_err(|e| e.to_string())
         })
         .await;
-        match cloned {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("error: cannot clone {}: {e}", t.repo),
-            Err(e) => eprintln!("error: cannot clone {}: {e}", t.repo),
+        let failed = match cloned {
+            Ok(done) => done.err(),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(e) = failed {
+            eprintln!("error: cannot clone {}: {e}", t.repo);
         }
     }
 }

@@ -16,27 +16,21 @@ pub fn to_html(markdown: &str) -> String {
     let mut open: Vec<bool> = Vec::new();
     let events = Parser::new_ext(markdown, options).filter_map(|e| match e {
         Event::Html(s) | Event::InlineHtml(s) => Some(Event::Text(s)),
-        Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => {
-            let keep = safe_url(&dest_url);
-            open.push(keep);
-            keep.then_some(Event::Start(Tag::Link {
+        // An image is kept as a link to it: nothing loads by itself.
+        Event::Start(
+            Tag::Link {
                 link_type,
                 dest_url,
                 title,
                 id,
-            }))
-        }
-        Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => {
+            }
+            | Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            },
+        ) => {
             let keep = safe_url(&dest_url);
             open.push(keep);
             keep.then_some(Event::Start(Tag::Link {

@@ -2,7 +2,8 @@
 //! quality gates…", "Gate test: 2 failed"), grouped by the stage the ticket was in (a group
 //! starts at each change of state), the raw event one click away. Model usage, thinking and an
 //! agent's inner phases are left out (the charts use them). The live page gets the same
-//! sentences with each server-sent event, so the text is written here only.
+//! sentences with each server-sent event, so the dashboard's text is written here only
+//! (`vibeloop run` prints its own terser lines, `app/run/follow.rs`).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -53,7 +54,8 @@ fn role(data: &Value) -> String {
     }
 }
 
-fn cap(s: &str) -> String {
+/// `s` with its first letter in capitals.
+pub fn cap(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(first) => format!("{}{}", first.to_uppercase(), c.as_str()),

@@ -230,7 +230,7 @@ pub fn lanes(events: &[Event], end: i64) -> Vec<Lane> {
     for r in names {
         let spans = roles.remove(&r).unwrap_or_default();
         out.push(Lane {
-            name: capitalised(&r),
+            name: story::cap(&r),
             spans,
         });
     }
@@ -259,13 +259,6 @@ fn span(from: i64, to: i64, class: &str, what: &str) -> Span {
         class: class.to_owned(),
         title: format!("{what}: {}", charts::duration(to - from)),
     }
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// The gates (rows) of each gate run (columns), coloured by outcome; `None` before any ran.
@@ -325,7 +318,7 @@ fn spend(roles: &BTreeMap<String, Spend>) -> String {
                 s.tokens(),
                 s.calls
             );
-            (capitalised(role), value, text, format!("r-{role}"))
+            (story::cap(role), value, text, format!("r-{role}"))
         })
         .collect();
     items.sort_by_key(|i| {

@@ -105,6 +105,68 @@ fn vibeloop(args: &[&str], llm: Option<&FakeLlm>) -> (i32, String, String) {
     )
 }
 
+/// `vibeloop eval mine` on `repo` (with `extra` arguments) into `tasks`, in Docker with
+/// environments in `envs`; checks the count line `verified` and returns the tasks.
+fn mine(repo: &Path, tasks: &Path, envs: &str, extra: &[&str], verified: &str) -> Vec<Value> {
+    let mut args = vec![
+        "eval",
+        "mine",
+        "--repo",
+        repo.to_str().unwrap(),
+        "--out",
+        tasks.to_str().unwrap(),
+        "--sandbox",
+        "docker",
+        "--env-dir",
+        envs,
+    ];
+    args.extend_from_slice(extra);
+    let (code, _, err) = vibeloop(&args, None);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(verified), "{err}");
+    std::fs::read_to_string(tasks)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The task of `set` whose problem statement holds `word`.
+fn task<'a>(set: &'a [Value], word: &str) -> &'a Value {
+    set.iter()
+        .find(|t| t["problem_statement"].as_str().unwrap().contains(word))
+        .unwrap()
+}
+
+/// `vibeloop eval run` of `tasks` into `out` against `llm`, in Docker, clones from `repos`
+/// (with `extra` arguments): exit code, stdout, stderr.
+fn run_set(
+    tasks: &Path,
+    out: &Path,
+    repos: &Path,
+    envs: &str,
+    extra: &[&str],
+    llm: &FakeLlm,
+) -> (i32, String, String) {
+    let mut args = vec![
+        "eval",
+        "run",
+        tasks.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--repos-dir",
+        repos.to_str().unwrap(),
+        "--sandbox",
+        "docker",
+        "--env-dir",
+        envs,
+        "--timeout-minutes",
+        "10",
+    ];
+    args.extend_from_slice(extra);
+    tokio::task::block_in_place(|| vibeloop(&args, Some(llm)))
+}
+
 /// The Breaker writes a failing test of each function; the Builder fixes add() right, mul()
 /// so that only the Breaker's test passes (`a * a`, or `a * b` when `mul_right`), and neg()
 /// never.
@@ -178,38 +240,14 @@ async fn a_history_is_mined_run_twice_and_compared() {
     let tasks = tmp.path().join("tasks.jsonl");
 
     // Mining: three fixes verified, the README commit skipped.
-    let (code, _, err) = vibeloop(
-        &[
-            "eval",
-            "mine",
-            "--repo",
-            repo.to_str().unwrap(),
-            "--name",
-            "local/calc",
-            "--out",
-            tasks.to_str().unwrap(),
-            "--sandbox",
-            "docker",
-            "--env-dir",
-            envs,
-        ],
-        None,
+    let set = mine(
+        &repo,
+        &tasks,
+        envs,
+        &["--name", "local/calc"],
+        "3 task(s) verified of 3 candidate(s)",
     );
-    assert_eq!(code, 0, "{err}");
-    assert!(
-        err.contains("3 task(s) verified of 3 candidate(s)"),
-        "{err}"
-    );
-    let set: Vec<Value> = std::fs::read_to_string(&tasks)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let of = |word: &str| {
-        set.iter()
-            .find(|t| t["problem_statement"].as_str().unwrap().contains(word))
-            .unwrap()
-    };
+    let of = |word: &str| task(&set, word);
     assert_eq!(
         of("add()")["FAIL_TO_PASS"],
         json!(["tests/test_add.py::test_add"])
@@ -240,28 +278,9 @@ async fn a_history_is_mined_run_twice_and_compared() {
     llm.set_models(&[MODEL]);
     let out_a = tmp.path().join("a");
     let run = |out: &Path, tasks: &Path, llm: &FakeLlm| {
-        vibeloop(
-            &[
-                "eval",
-                "run",
-                tasks.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--jobs",
-                "2",
-                "--repos-dir",
-                repos.to_str().unwrap(),
-                "--sandbox",
-                "docker",
-                "--env-dir",
-                envs,
-                "--timeout-minutes",
-                "10",
-            ],
-            Some(llm),
-        )
+        run_set(tasks, out, &repos, envs, &["--jobs", "2"], llm)
     };
-    let (code, stdout, err) = tokio::task::block_in_place(|| run(&out_a, &tasks, &llm));
+    let (code, stdout, err) = run(&out_a, &tasks, &llm);
     assert_eq!(code, 0, "{stdout}\n{err}");
     let got = outcomes(&out_a);
     let count = |o: &str| got.iter().filter(|(_, g)| g == o).count();
@@ -299,7 +318,7 @@ async fn a_history_is_mined_run_twice_and_compared() {
     let llm_b = FakeLlm::start(script(true)).await;
     llm_b.set_models(&[MODEL]);
     let out_b = tmp.path().join("b");
-    let (code, stdout, err) = tokio::task::block_in_place(|| run(&out_b, &tasks_b, &llm_b));
+    let (code, stdout, err) = run(&out_b, &tasks_b, &llm_b);
     assert_eq!(code, 0, "{stdout}\n{err}");
     let got = outcomes(&out_b);
     assert_eq!(
@@ -309,7 +328,7 @@ async fn a_history_is_mined_run_twice_and_compared() {
     );
 
     // --resume skips what is done; without it an existing --out is refused.
-    let (code, _, err) = tokio::task::block_in_place(|| run(&out_b, &tasks_b, &llm_b));
+    let (code, _, err) = run(&out_b, &tasks_b, &llm_b);
     assert_ne!(code, 0);
     assert!(err.contains("--resume"), "{err}");
 
@@ -381,36 +400,14 @@ async fn a_rust_crates_history_is_mined_and_run() {
     let envs = tmp.path().join("envs");
     let envs = envs.to_str().unwrap();
     let tasks = tmp.path().join("tasks.jsonl");
-    let (code, _, err) = vibeloop(
-        &[
-            "eval",
-            "mine",
-            "--repo",
-            repo.to_str().unwrap(),
-            "--out",
-            tasks.to_str().unwrap(),
-            "--sandbox",
-            "docker",
-            "--env-dir",
-            envs,
-        ],
-        None,
+    let set = mine(
+        &repo,
+        &tasks,
+        envs,
+        &[],
+        "2 task(s) verified of 2 candidate(s)",
     );
-    assert_eq!(code, 0, "{err}");
-    assert!(
-        err.contains("2 task(s) verified of 2 candidate(s)"),
-        "{err}"
-    );
-    let set: Vec<Value> = std::fs::read_to_string(&tasks)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let of = |word: &str| {
-        set.iter()
-            .find(|t| t["problem_statement"].as_str().unwrap().contains(word))
-            .unwrap()
-    };
+    let of = |word: &str| task(&set, word);
     assert_eq!(of("show()")["repo"], json!("local/fmtnum"));
     assert_eq!(of("show()")["FAIL_TO_PASS"], json!(["shows_decimal"]));
     assert_eq!(of("show()")["PASS_TO_PASS"], json!(["tests::shows_digits"]));
@@ -463,28 +460,14 @@ async fn a_rust_crates_history_is_mined_and_run() {
     let clone_url = format!("file://{}/origin/{{repo}}", tmp.path().display());
     let repos = tmp.path().join("repos");
     let out = tmp.path().join("run");
-    let (code, stdout, err) = tokio::task::block_in_place(|| {
-        vibeloop(
-            &[
-                "eval",
-                "run",
-                tasks.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--repos-dir",
-                repos.to_str().unwrap(),
-                "--clone-url",
-                &clone_url,
-                "--sandbox",
-                "docker",
-                "--env-dir",
-                envs,
-                "--timeout-minutes",
-                "10",
-            ],
-            Some(&llm),
-        )
-    });
+    let (code, stdout, err) = run_set(
+        &tasks,
+        &out,
+        &repos,
+        envs,
+        &["--clone-url", &clone_url],
+        &llm,
+    );
     assert_eq!(code, 0, "{stdout}\n{err}");
     assert!(stdout.contains("cloning local/fmtnum"), "{stdout}");
     assert!(
