@@ -3,6 +3,7 @@
 //! [`context`] and instructions by [`prompts`]. [`tools`] act on one worktree only (see
 //! [`paths`]); [`heal`] is the Validator → Reflector → Corrector loop around their output.
 
+pub mod cite;
 pub mod context;
 pub mod events;
 pub mod heal;

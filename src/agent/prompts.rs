@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 /// The compiled-in prompts.
-const DEFAULTS: [(&str, &str); 5] = [
+const DEFAULTS: [(&str, &str); 6] = [
     ("architect", include_str!("../../prompts/architect.md")),
+    ("chat", include_str!("../../prompts/chat.md")),
     ("breaker", include_str!("../../prompts/breaker.md")),
     ("builder", include_str!("../../prompts/builder.md")),
     ("critic", include_str!("../../prompts/critic.md")),

@@ -13,7 +13,7 @@ pub(super) struct Spec {
 }
 
 /// Every command, in the order the help text lists them.
-pub(super) static SPECS: [Spec; 9] = [
+pub(super) static SPECS: [Spec; 10] = [
     Spec {
         name: "status",
         usage: "status",
@@ -29,10 +29,17 @@ pub(super) static SPECS: [Spec; 9] = [
         simple: Some(Command::Help),
     },
     Spec {
+        name: "ask",
+        usage: "ask <question>",
+        permission: Permission::Read,
+        what: "a read-only agent answers about the code, citing files and lines (the question runs to a blank line).",
+        simple: None,
+    },
+    Spec {
         name: "plan",
         usage: "plan",
         permission: Permission::Write,
-        what: "plan again from the issue as it reads now (also resumes a ticket waiting for answers).",
+        what: "plan again from the issue as it reads now (resumes a ticket waiting for answers); with no ticket, plan only.",
         simple: Some(Command::Plan),
     },
     Spec {
@@ -132,8 +139,19 @@ pub(super) fn parse(after: &str, more: impl FnOnce() -> String) -> Parsed {
         ("feedback", _) => {
             let text = format!("{rest}{}", more());
             let text = text.trim();
-            match check_feedback(text) {
+            match check_text(text, "keep the public API unchanged") {
                 Ok(()) => Command::Feedback(text.to_owned()),
+                Err(reason) => return invalid(reason),
+            }
+        }
+        ("ask", _) => {
+            let text = format!("{rest}{}", more());
+            let text = text.trim();
+            match check_text(
+                text,
+                "where is the retry logic, and why does it stop after 3 tries?",
+            ) {
+                Ok(()) => Command::Ask(text.to_owned()),
                 Err(reason) => return invalid(reason),
             }
         }
@@ -148,9 +166,10 @@ pub(super) fn parse(after: &str, more: impl FnOnce() -> String) -> Parsed {
     Parsed::Ok(command)
 }
 
-fn check_feedback(text: &str) -> Result<(), String> {
+/// Checks a command's free text (feedback, a question); `example` shows what to write.
+fn check_text(text: &str, example: &str) -> Result<(), String> {
     if text.is_empty() {
-        return Err("needs text, e.g. `/hive feedback keep the public API unchanged`".into());
+        return Err(format!("needs text, e.g. `{example}`"));
     }
     let chars = text.chars().count();
     if chars > MAX_FEEDBACK {

@@ -7,10 +7,11 @@
 //! command  = indent "/hive" [ ws word [ ws arguments ] ] [ ws ]   ; "/hive" alone means help
 //! indent   = 0 to 3 spaces (U+0020)        ; a tab is 4 columns: code, not a command
 //! ws       = 1* Unicode White_Space
-//! word     = "status" | "help" | "plan" | "retry" | "feedback"
+//! word     = "status" | "help" | "ask" | "plan" | "retry" | "feedback"
 //!          | "approve" | "abort" | "rebase" | "reset"   ; ASCII case-insensitive, as is "/hive"
 //! retry    = "retry" [ ws role ]           ; role = architect | breaker | builder | critic
 //! feedback = "feedback" [ ws text ]        ; text: the rest of the line and what continues it
+//! ask      = "ask" [ ws text ]             ; a question, read as feedback's text is
 //! reset    = "reset" ws tag
 //! tag      = 1*100 ( ALPHA | DIGIT | "." | "_" | "/" | "-" )   ; and the rules below
 //! ; status, help, plan, approve, abort and rebase take no arguments
@@ -44,7 +45,7 @@
 //!   blank line, line that is not plain text (code, quote, comment) or line that starts another
 //!   `/hive` command; so it may also start on the next line. Each line is trimmed, lines are
 //!   joined with `\n`; the text must not be empty and may hold at most [`MAX_FEEDBACK`]
-//!   characters.
+//!   characters. A question (`ask`) is read the same way.
 //! - **Once only.** A command runs once. When a comment is edited, [`new_commands`] keeps the
 //!   commands the old version did not have, counting repeats; commands are compared by their
 //!   normalized form (case of the words, spacing), so an edit elsewhere runs nothing again.
@@ -83,6 +84,8 @@ pub enum Command {
     Retry(Option<Role>),
     /// Guidance for the agents.
     Feedback(String),
+    /// A question for the read-only agent.
+    Ask(String),
     /// A person's approval for merging.
     Approve,
     /// Stop work on the ticket.
@@ -98,7 +101,7 @@ impl Command {
     /// The least permission a person needs to run this command.
     pub fn required(&self) -> Permission {
         match self {
-            Command::Status | Command::Help => Permission::Read,
+            Command::Status | Command::Help | Command::Ask(_) => Permission::Read,
             Command::Plan
             | Command::Retry(_)
             | Command::Feedback(_)
@@ -122,6 +125,7 @@ impl Command {
             Command::Plan => "plan",
             Command::Retry(_) => "retry",
             Command::Feedback(_) => "feedback",
+            Command::Ask(_) => "ask",
             Command::Approve => "approve",
             Command::Abort => "abort",
             Command::Rebase => "rebase",
@@ -136,7 +140,9 @@ impl fmt::Display for Command {
         write!(f, "/hive {}", self.name())?;
         match self {
             Command::Retry(Some(role)) => write!(f, " {role}"),
-            Command::Feedback(text) | Command::Reset(text) => write!(f, " {text}"),
+            Command::Feedback(text) | Command::Ask(text) | Command::Reset(text) => {
+                write!(f, " {text}")
+            }
             _ => Ok(()),
         }
     }
@@ -372,9 +378,9 @@ fn continuation(raw: &[&str], lines: &[Line]) -> String {
 /// What makes two commands the same for [`new_commands`].
 fn key(parsed: &Parsed) -> String {
     match parsed {
-        Parsed::Ok(Command::Feedback(text)) => {
+        Parsed::Ok(c @ (Command::Feedback(text) | Command::Ask(text))) => {
             let words: Vec<&str> = text.split_whitespace().collect();
-            format!("/hive feedback {}", words.join(" "))
+            format!("/hive {} {}", c.name(), words.join(" "))
         }
         Parsed::Ok(command) => command.to_string(),
         Parsed::Unknown { word, .. } => format!("?{}", word.to_lowercase()),

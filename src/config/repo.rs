@@ -21,6 +21,11 @@ pub const PATH: &str = ".github/hive.yml";
 pub struct HiveConfig {
     /// The label that hands an issue to the hive.
     pub label: String,
+    /// The label that asks for a plan only: the Architect plans and the ticket waits for
+    /// `/hive approve` (or [`HiveConfig::label`]) before anything is built.
+    pub plan_label: String,
+    /// Who may ask the read-only agent questions (`/hive ask`).
+    pub ask: Ask,
     /// Base branch; the repository's default branch when absent.
     pub base: Option<String>,
     /// Runner image for the sandbox.
@@ -47,6 +52,25 @@ pub struct HiveConfig {
     #[serde(skip)]
     explicit: std::collections::BTreeSet<String>,
 }
+
+/// `ask:`: questions to the read-only agent.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Ask {
+    /// The least repository permission that may ask: one of [`ASK_PERMISSIONS`].
+    pub permission: String,
+}
+
+impl Default for Ask {
+    fn default() -> Self {
+        Self {
+            permission: "read".into(),
+        }
+    }
+}
+
+/// GitHub's repository roles, weakest first: what `ask.permission` may name.
+pub const ASK_PERMISSIONS: [&str; 5] = ["read", "triage", "write", "maintain", "admin"];
 
 /// Who must agree before a change lands.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -116,6 +140,8 @@ impl Default for HiveConfig {
     fn default() -> Self {
         Self {
             label: "hive".into(),
+            plan_label: "hive:plan".into(),
+            ask: Ask::default(),
             base: None,
             image: "vibeloop-runner:python".into(),
             gates: Gates::default(),
@@ -267,6 +293,22 @@ impl HiveConfig {
         let label = self.label.trim();
         if label.is_empty() || label.len() > 50 {
             return bad("label: must be 1 to 50 characters".into());
+        }
+        let plan_label = self.plan_label.trim();
+        if plan_label.is_empty() || plan_label.len() > 50 {
+            return bad("plan_label: must be 1 to 50 characters".into());
+        }
+        if plan_label == label {
+            return bad(format!(
+                "plan_label: {plan_label:?} is also `label`: name the plan-only label differently"
+            ));
+        }
+        if !ASK_PERMISSIONS.contains(&self.ask.permission.as_str()) {
+            return bad(format!(
+                "ask.permission: {:?} is none of {}",
+                self.ask.permission,
+                ASK_PERMISSIONS.join(", ")
+            ));
         }
         if self.image.trim().is_empty() || self.image.chars().any(char::is_whitespace) {
             return bad(format!("image: {:?} is not an image name", self.image));

@@ -10,7 +10,7 @@ use super::job::{Done, Hive, JobError};
 use crate::github::{GitHubError, RepoClient};
 use crate::ids::CommitSha;
 use crate::store::jobs::JobKey;
-use crate::store::tickets::{NewTicket, Opened};
+use crate::store::tickets::{NewTicket, Opened, Start};
 use crate::ticket::{Signal, TicketId};
 use crate::webhook::event::{self, CheckCompleted, ChecksRerequested, Event, IssueLabeled};
 
@@ -123,10 +123,20 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
     };
     // The label that hands issues to the hive may be renamed in the repository's config. A
     // broken config falls back to the default label, so the ticket can report the error.
-    let label = super::repo_config::label(&client, &l.default_branch).await?;
-    if l.label != label {
-        return Ok(("ignored", format!("label {:?} is not {label:?}", l.label)));
-    }
+    let (label, plan_label) = super::repo_config::labels(&client, &l.default_branch).await?;
+    let start = if l.label == label {
+        Start::Build
+    } else if l.label == plan_label {
+        Start::PlanLabel
+    } else {
+        return Ok((
+            "ignored",
+            format!(
+                "label {:?} is neither {label:?} nor {plan_label:?}",
+                l.label
+            ),
+        ));
+    };
     let (ticket, opened) = hive
         .store
         .open_ticket(&NewTicket {
@@ -136,10 +146,19 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
             title: &l.title,
             body: &l.body,
             base_branch: &l.default_branch,
+            start,
         })
         .await?;
     if matches!(opened, Opened::Created | Opened::Restarted) {
         hive.jobs_queued.notify_one();
+    }
+    if opened == Opened::AlreadyOpen && start == Start::Build {
+        // The hive's label on a plan-only ticket builds its plan (other tickets ignore it).
+        super::signal::send(hive, &ticket, &Signal::Build, &l.sender).await?;
+        return Ok((
+            "processed",
+            format!("{} builds its plan once made", ticket.id),
+        ));
     }
     let what = match opened {
         Opened::Created => "opened",

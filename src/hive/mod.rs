@@ -11,6 +11,7 @@
 //! ([`verify`], [`checks`]) serve the nodes; [`job`] and [`repo_config`] serve everyone.
 
 mod agents;
+mod ask;
 pub mod checks;
 pub mod deliveries;
 pub mod flow;

@@ -60,8 +60,14 @@ pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static
         stop(hive, t, "the issue was closed on GitHub").await?;
         return Ok(Some("issue closed"));
     }
-    let label = super::repo_config::label(&client, &t.base_branch).await?;
-    if !issue.labels.iter().any(|l| l.name == label) {
+    // A ticket started by a label stops when the issue has neither the hive's label nor the
+    // plan-only one; one started by `/hive plan` has no label to lose.
+    let (label, plan_label) = super::repo_config::labels(&client, &t.base_branch).await?;
+    let labelled = issue
+        .labels
+        .iter()
+        .any(|l| l.name == label || l.name == plan_label);
+    if !labelled && !flow.unlabelled {
         let why = format!("the `{label}` label was removed from the issue");
         stop(hive, t, &why).await?;
         return Ok(Some("label removed"));

@@ -15,11 +15,12 @@ pub async fn load(
     Ok(HiveConfig::parse(text.as_deref().unwrap_or("")))
 }
 
-/// The label that hands issues to the hive on `branch`'s config; the default label when the
-/// config is broken, so the ticket can still start and report the error.
-pub async fn label(client: &RepoClient, branch: &str) -> Result<String, JobError> {
-    Ok(match load(client, branch).await? {
-        Ok(c) => c.label,
-        Err(_) => HiveConfig::default().label,
-    })
+/// The labels that hand issues to the hive on `branch`'s config — to build, and to plan only;
+/// the default labels when the config is broken, so the ticket can still start and report the
+/// error.
+pub async fn labels(client: &RepoClient, branch: &str) -> Result<(String, String), JobError> {
+    let c = load(client, branch)
+        .await?
+        .unwrap_or_else(|_| HiveConfig::default());
+    Ok((c.label, c.plan_label))
 }

@@ -11,7 +11,7 @@ use super::job::{Hive, JobError};
 use crate::commands::{self, Command, Found, Parsed, Permission};
 use crate::github::RepoClient;
 use crate::ids::RepoName;
-use crate::store::tickets::Ticket;
+use crate::store::tickets::{NewTicket, Opened, Start, Ticket};
 use crate::ticket::Signal;
 use crate::webhook::event::{ButtonEvent, CommentEvent, PushEvent, ReviewEvent};
 
@@ -117,21 +117,28 @@ async fn run_line(
     if !hive.store.claim_command(&record).await? {
         return Ok("already handled".into());
     }
-    let (reaction, reply, outcome) = decide(hive, c, ticket, &f.parsed, have).await?;
+    let (reaction, reply, outcome) =
+        decide(hive, client, c, ticket, &f.parsed, have, source).await?;
     let marker = format!("<!-- vibeloop:reply {source} -->");
     let text = format!("> {}\n\n@{} {reply}", f.text.replace('\n', " "), c.author);
     match c.thread {
-        // In a review thread the answer is a reply in that thread.
-        Some(first) => {
+        Some(_) => {
             client
                 .react_to_review_comment(c.comment_id, reaction)
-                .await?;
+                .await?
+        }
+        None => client.react_to_comment(c.comment_id, reaction).await?,
+    }
+    // No reply yet to a question taken: its answer will be the reply.
+    match (c.thread, reply.is_empty()) {
+        (_, true) => {}
+        // In a review thread the answer is a reply in that thread.
+        (Some(first), false) => {
             client
                 .reply_to_review_comment(c.number, first, &marker, &text)
                 .await?;
         }
-        None => {
-            client.react_to_comment(c.comment_id, reaction).await?;
+        (None, false) => {
             let body = format!("{marker}\n{text}");
             client
                 .upsert_marked_comment(c.number, &marker, None, &body)
@@ -147,10 +154,12 @@ async fn run_line(
 /// What a command does: `(reaction, reply, outcome)`.
 async fn decide(
     hive: &Hive,
+    client: &RepoClient,
     c: &CommentEvent,
     ticket: Option<&Ticket>,
     parsed: &Parsed,
     have: Option<Permission>,
+    source: &str,
 ) -> Result<(&'static str, String, String), JobError> {
     let cmd = match parsed {
         Parsed::Unknown { word, suggestion } => {
@@ -184,12 +193,52 @@ async fn decide(
     if let Command::Help = cmd {
         return Ok(("+1", commands::help(), "help".into()));
     }
+    // A question needs no ticket; the repository may ask more than read permission.
+    if let Command::Ask(question) = cmd {
+        return super::ask::request(hive, client, c, question, have, source).await;
+    }
     let Some(t) = ticket else {
-        let reply =
-            "there is no Vibeloop ticket here. Label the issue `hive` to start one.".to_owned();
+        if let (Command::Plan, false) = (cmd, c.is_pull_request) {
+            return plan_only(hive, c).await;
+        }
+        let reply = "there is no Vibeloop ticket here. Label the issue `hive` to start one, or comment `/hive plan` for a plan first.".to_owned();
         return Ok(("confused", reply, "no ticket".into()));
     };
     act(hive, t, cmd, c.installation, &c.author).await
+}
+
+/// `/hive plan` on an issue without a ticket: a plan-only ticket, started by the command.
+async fn plan_only(
+    hive: &Hive,
+    c: &CommentEvent,
+) -> Result<(&'static str, String, String), JobError> {
+    let Some(installation) = c.installation else {
+        return Ok((
+            "confused",
+            "this comment did not come through a GitHub App installation.".into(),
+            "no installation".into(),
+        ));
+    };
+    let (t, opened) = hive
+        .store
+        .open_ticket(&NewTicket {
+            repo: &c.repo,
+            issue_number: c.number,
+            installation_id: installation,
+            title: &c.issue_title,
+            body: &c.issue_body,
+            base_branch: &c.default_branch,
+            start: Start::PlanCommand,
+        })
+        .await?;
+    if matches!(opened, Opened::Created | Opened::Restarted) {
+        hive.jobs_queued.notify_one();
+    }
+    let reply = format!(
+        "{} plans only: the Architect's plan is posted here, and nothing is built until `/hive approve`.",
+        t.id
+    );
+    Ok(("+1", reply, "plan only".into()))
 }
 
 /// Runs a permitted command on ticket `t` for `author`: `(reaction, reply, outcome)`. Shared by
@@ -202,6 +251,10 @@ pub(super) async fn act(
     author: &str,
 ) -> Result<(&'static str, String, String), JobError> {
     let (signal, reply) = match cmd {
+        Command::Ask(_) => {
+            let reply = "ask in a comment on the issue or pull request: the answer is posted there as a reply.";
+            return Ok(("confused", reply.to_owned(), "not here".into()));
+        }
         Command::Status | Command::Help => {
             let reply = format!(
                 "{} is {}: {}.",

@@ -118,6 +118,9 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
             JobKey::Intervention(source) => super::intervene::carry_out(hive, source)
                 .await
                 .map(|()| Done::Finished),
+            JobKey::Question(source) => super::ask::answer(hive, source)
+                .await
+                .map(|()| Done::Finished),
         }
     };
     let result = tokio::select! {
@@ -178,6 +181,8 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
                     let every = hive.sweep_every.as_millis() as i64;
                     let _ = store.enqueue_after(&JobKey::Sweep, every).await;
                 }
+                // The asker hears why there is no answer.
+                JobKey::Question(source) => super::ask::failed(hive, source, &msg).await,
                 // The page shows why it was not carried out.
                 JobKey::Intervention(source) => {
                     if let Ok(Some(c)) = store.command_by_source(source).await {

@@ -35,6 +35,8 @@ pub enum JobKind {
     Sweep,
     /// Carry out a person's intervention from the dashboard.
     Intervention,
+    /// Answer a question (`/hive ask`).
+    Question,
 }
 
 impl JobKind {
@@ -45,6 +47,7 @@ impl JobKind {
             JobKind::Gates => "gates",
             JobKind::Sweep => "sweep",
             JobKind::Intervention => "intervention",
+            JobKind::Question => "question",
         }
     }
 
@@ -55,6 +58,7 @@ impl JobKind {
             "gates" => Some(JobKind::Gates),
             "sweep" => Some(JobKind::Sweep),
             "intervention" => Some(JobKind::Intervention),
+            "question" => Some(JobKind::Question),
             _ => None,
         }
     }
@@ -75,6 +79,8 @@ pub enum JobKey {
     Sweep,
     /// An intervention, by the `source` it is recorded under.
     Intervention(String),
+    /// A question to answer, by the `source` it is recorded under.
+    Question(String),
 }
 
 impl JobKey {
@@ -85,6 +91,7 @@ impl JobKey {
             JobKey::Gates { .. } => JobKind::Gates,
             JobKey::Sweep => JobKind::Sweep,
             JobKey::Intervention(_) => JobKind::Intervention,
+            JobKey::Question(_) => JobKind::Question,
         }
     }
 
@@ -95,7 +102,7 @@ impl JobKey {
             JobKey::Ticket(t) => t.to_string(),
             JobKey::Gates { ticket, sha, gate } => format!("{ticket}|{sha}|{gate}"),
             JobKey::Sweep => "github".into(),
-            JobKey::Intervention(source) => source.clone(),
+            JobKey::Intervention(source) | JobKey::Question(source) => source.clone(),
         }
     }
 
@@ -114,6 +121,7 @@ impl JobKey {
             }
             JobKind::Sweep => JobKey::Sweep,
             JobKind::Intervention => JobKey::Intervention(key.to_owned()),
+            JobKind::Question => JobKey::Question(key.to_owned()),
         })
     }
 }

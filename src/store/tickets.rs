@@ -41,6 +41,32 @@ pub struct NewTicket<'a> {
     pub title: &'a str,
     pub body: &'a str,
     pub base_branch: &'a str,
+    pub start: Start,
+}
+
+/// How a ticket starts: the whole hive, or the Architect's plan only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Start {
+    /// The hive's label: plan, build, review, land.
+    #[default]
+    Build,
+    /// The plan-only label: the plan is posted and the ticket waits for its approval.
+    PlanLabel,
+    /// `/hive plan` on an issue without a ticket: as [`Start::PlanLabel`], and with no label
+    /// whose removal would stop it.
+    PlanCommand,
+}
+
+impl Start {
+    /// What the ticket's run knows from its start (its stored flow's first fields), `None` for
+    /// a plain build.
+    fn seed(self) -> Option<&'static str> {
+        match self {
+            Start::Build => None,
+            Start::PlanLabel => Some(r#"{"plan_only":true}"#),
+            Start::PlanCommand => Some(r#"{"plan_only":true,"unlabelled":true}"#),
+        }
+    }
 }
 
 /// What [`Store::open_ticket`] did.
@@ -112,12 +138,13 @@ impl Store {
                     .map_err(|e| StoreError::Invalid(e.to_string()))?;
                 sqlx::query(
                     "UPDATE tickets SET state = 'Pending', detail = NULL, title = $1, body = $2, \
-                     flow = NULL, lane = NULL, updated_at = $3 WHERE id = $4",
+                     flow = $5, lane = NULL, updated_at = $3 WHERE id = $4",
                 )
                 .bind(t.title)
                 .bind(t.body)
                 .bind(now)
                 .bind(ticket.key.0)
+                .bind(t.start.seed())
                 .execute(&mut *tx)
                 .await?;
                 (ticket.key, Opened::Restarted)
@@ -131,8 +158,8 @@ impl Store {
                         .get(0);
                 let key = TicketKey(sqlx::query(
                     "INSERT INTO tickets (repo, number, issue_number, installation_id, title, body, \
-                     base_branch, state, created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, 'Pending', $8, $8) RETURNING id",
+                     base_branch, state, created_at, updated_at, flow) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, 'Pending', $8, $8, $9) RETURNING id",
                 )
                 .bind(t.repo.as_str())
                 .bind(number)
@@ -142,6 +169,7 @@ impl Store {
                 .bind(t.body)
                 .bind(t.base_branch)
                 .bind(now)
+                .bind(t.start.seed())
                 .fetch_one(&mut *tx)
                 .await?
                 .get(0));

@@ -30,6 +30,9 @@ pub enum Signal {
     Plan,
     /// Approval of the plan or of the merge.
     Approve,
+    /// Build from the plan: the hive's label was added to a plan-only ticket's issue (on any
+    /// other ticket it changes nothing).
+    Build,
     /// Rebase the pull request and check it again.
     Rebase,
     /// Try again, from a role (`architect`, `breaker`, `builder`, `critic`) or where it stopped.
@@ -73,6 +76,7 @@ impl Signal {
             Signal::Feedback { .. } => "feedback",
             Signal::Plan => "plan",
             Signal::Approve => "approve",
+            Signal::Build => "build",
             Signal::Rebase => "rebase",
             Signal::Retry { .. } => "retry",
             Signal::Recheck => "recheck",
@@ -123,6 +127,7 @@ mod tests {
             },
             Signal::Plan,
             Signal::Approve,
+            Signal::Build,
             Signal::Rebase,
             Signal::Retry { role: None },
             Signal::Retry {

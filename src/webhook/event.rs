@@ -114,6 +114,11 @@ pub struct CommentEvent {
     /// thread's first comment (the one GitHub's reply endpoint takes). `None` for a comment on
     /// an issue or on a pull request's conversation.
     pub thread: Option<u64>,
+    /// The issue's (or pull request's) title and body, and the repository's default branch:
+    /// what `/hive plan` on an issue without a ticket starts one from.
+    pub issue_title: String,
+    pub issue_body: String,
+    pub default_branch: String,
 }
 
 /// `push`.
@@ -260,7 +265,7 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                 title: p.issue.title,
                 body: p.issue.body.unwrap_or_default(),
                 label: label.name,
-                default_branch: repository.default_branch.unwrap_or_else(|| "main".into()),
+                default_branch: default_branch(Some(&repository)),
                 sender: parsed.sender.map(|s| s.login).unwrap_or_default(),
             }))
         }
@@ -299,6 +304,9 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                     None
                 },
                 thread: None,
+                issue_title: p.issue.title,
+                issue_body: p.issue.body.unwrap_or_default(),
+                default_branch: default_branch(parsed.repository.as_ref()),
             }))
         }
         WebhookEventPayload::PullRequestReviewComment(p)
@@ -322,6 +330,9 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                     None
                 },
                 thread: Some(p.comment.in_reply_to_id.unwrap_or(p.comment.id).0),
+                issue_title: p.pull_request.title.clone().unwrap_or_default(),
+                issue_body: p.pull_request.body.clone().unwrap_or_default(),
+                default_branch: default_branch(parsed.repository.as_ref()),
             }))
         }
         WebhookEventPayload::Push(p) => {
@@ -477,6 +488,13 @@ fn repo_of(repository: Option<&octocrab::models::Repository>) -> Result<RepoName
         (None, None) => return Err("repository without a full name".into()),
     };
     RepoName::parse(&full).map_err(|e| e.to_string())
+}
+
+/// A payload repository's default branch (`main` when the payload does not say).
+fn default_branch(repository: Option<&octocrab::models::Repository>) -> String {
+    repository
+        .and_then(|r| r.default_branch.clone())
+        .unwrap_or_else(|| "main".into())
 }
 
 #[cfg(test)]

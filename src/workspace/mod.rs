@@ -17,8 +17,10 @@ use git2::{
 use secrecy::{ExposeSecret as _, SecretString};
 
 mod changes;
+mod snapshot;
 
 pub use changes::{Conflict, Merged, PersonCommit, Squashed};
+pub use snapshot::Snapshot;
 
 use crate::ids::{CommitSha, RepoName};
 

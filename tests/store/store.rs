@@ -80,6 +80,7 @@ fn ticket<'a>(repo: &'a RepoName, issue: u64) -> NewTicket<'a> {
         title: "t",
         body: "b",
         base_branch: "main",
+        start: Default::default(),
     }
 }
 

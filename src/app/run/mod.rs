@@ -110,6 +110,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
             title: &title,
             body: &body,
             base_branch: &src.base,
+            start: Default::default(),
         })
         .await?;
     println!(

@@ -183,3 +183,38 @@ fn feedback_has_at_most_2000_characters() {
         }
     }
 }
+
+#[test]
+fn a_question_is_read_as_feedback_is_and_hidden_ones_are_not_asked() {
+    assert_eq!(
+        ok("/hive ask where is the retry logic,\nand why 3 tries?\n\nthanks"),
+        Command::Ask("where is the retry logic,\nand why 3 tries?".into())
+    );
+    assert_eq!(ok("/hive ASK   why?  "), Command::Ask("why?".into()));
+    match one("/hive ask") {
+        Parsed::Invalid { command, reason } => {
+            assert_eq!(command, "ask");
+            assert!(reason.starts_with("needs text, e.g. `where is"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // In code, in a quote, in a comment: no question.
+    for body in [
+        "```\n/hive ask what is the token?\n```",
+        "> /hive ask what is the token?",
+        "    \n\n    /hive ask what is the token?",
+        "<!--\n/hive ask what is the token?\n-->",
+    ] {
+        assert!(parse(body).is_empty(), "{body:?}");
+    }
+    // A command on the next line is not part of the question.
+    let found = parse("/hive ask why?\n/hive approve");
+    assert_eq!(found[0].parsed, Parsed::Ok(Command::Ask("why?".into())));
+    assert_eq!(found[1].parsed, Parsed::Ok(Command::Approve));
+    // Asked again in an edit: once only; a changed question is a new one.
+    assert!(new_commands("/hive ask why?", "/hive  ask  why?").is_empty());
+    assert_eq!(
+        new_commands("/hive ask why?", "/hive ask why not?").len(),
+        1
+    );
+}

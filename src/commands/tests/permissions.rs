@@ -8,6 +8,7 @@ fn each_command_needs_its_permission() {
     let cases = [
         (Command::Status, Read),
         (Command::Help, Read),
+        (Command::Ask("x".into()), Read),
         (Command::Plan, Write),
         (Command::Retry(None), Write),
         (Command::Retry(Some(Role::Architect)), Write),
@@ -79,6 +80,7 @@ fn help_lists_every_command_with_its_permission() {
     let all = [
         Command::Status,
         Command::Help,
+        Command::Ask("x".into()),
         Command::Plan,
         Command::Retry(None),
         Command::Feedback("x".into()),

@@ -23,24 +23,11 @@ pub(super) const NO_TEST_COMMAND: &str = "No test command: no ecosystem was dete
 /// Plan: the Architect, healed.
 pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
-    let Some(test) = cx.env.config.gates.test.clone() else {
-        // Nothing the agents write could be tested: say so before any model is paid.
-        return cx.needs_human(NO_TEST_COMMAND).await;
-    };
-    cx.publish().await?;
-    if cx.flow.baseline.is_none() {
-        let Some(b) = super::baseline::baseline(cx, &test).await? else {
-            return Ok(Step::Stop);
-        };
-        cx.flow.baseline = Some(b);
-        let outputs = serde_json::to_value(&cx.flow.baseline).unwrap_or_default();
-        cx.checkpoint(
-            Node::Plan,
-            serde_json::json!({ "step": "baseline" }),
-            outputs,
-        )
-        .await?;
+    // A plan only needs no tests yet: they are checked once the plan is to be built.
+    if !cx.flow.plan_only && !ready_to_build(cx, Node::Plan).await? {
+        return Ok(Step::Stop);
     }
+    cx.publish().await?;
     let worktree = super::ctx::scratch(cx, "plan", None).await?;
     let outcome = plan_in(cx, &worktree).await;
     super::ctx::drop_scratch(cx, "plan").await;
@@ -60,6 +47,28 @@ pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     .await?;
     cx.book().await?;
     Ok(Step::Next)
+}
+
+/// Whether the work can be built: a test command exists (else the ticket waits for a person,
+/// before any model is paid) and the baseline — the tests on the unchanged base — has run
+/// (checkpointed at `node`). `false`: the ticket stopped, and says why.
+async fn ready_to_build(cx: &mut Ctx<'_, '_>, node: Node) -> Result<bool, JobError> {
+    let Some(test) = cx.env.config.gates.test.clone() else {
+        cx.needs_human(NO_TEST_COMMAND).await?;
+        return Ok(false);
+    };
+    if cx.flow.baseline.is_some() {
+        return Ok(true);
+    }
+    cx.publish().await?;
+    let Some(b) = super::baseline::baseline(cx, &test).await? else {
+        return Ok(false);
+    };
+    cx.flow.baseline = Some(b);
+    let outputs = serde_json::to_value(&cx.flow.baseline).unwrap_or_default();
+    cx.checkpoint(node, serde_json::json!({ "step": "baseline" }), outputs)
+        .await?;
+    Ok(true)
 }
 
 type Planned = (
@@ -228,7 +237,7 @@ pub(super) async fn check(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     cx.flow.attempt = 1;
     cx.flow.attempt_limit = 1 + cx.env.config.retry.max_retries;
-    cx.flow.next = if cx.env.config.review.require_plan_approval {
+    cx.flow.next = if cx.env.config.review.require_plan_approval || cx.flow.plan_only {
         Node::AwaitPlanApproval
     } else {
         Node::Code
@@ -273,6 +282,9 @@ async fn blocked(cx: &mut Ctx<'_, '_>, questions: &[String]) -> Result<Step, Job
 /// Waiting for `/hive approve` of the plan.
 pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     if cx.flow.plan_approved {
+        if !ready_to_build(cx, Node::AwaitPlanApproval).await? {
+            return Ok(Step::Stop);
+        }
         cx.flow.next = Node::Code;
         cx.checkpoint(
             Node::AwaitPlanApproval,
@@ -282,10 +294,93 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
         .await?;
         return Ok(Step::Next);
     }
-    cx.settle(
-        TaskState::Blocked,
-        "The plan waits for approval: comment `/hive approve` to start the work.",
-    )
-    .await?;
+    post_plan(cx).await?;
+    let label = &cx.env.config.label;
+    let detail = format!(
+        "The plan waits for approval: `/hive approve` (or the `{label}` label) builds it; `/hive feedback <text>` or an edit of the issue plans again."
+    );
+    cx.settle(TaskState::Blocked, detail).await?;
     Ok(Step::Stop)
+}
+
+/// The plan, in full, as a comment of its own on the issue (edited when the ticket plans
+/// again), with what people can do next. The model's words are kept to single lines.
+async fn post_plan(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
+    let Some(bp) = &cx.flow.blueprint else {
+        return Ok(());
+    };
+    let id = cx.run.ticket.id;
+    let marker = format!("<!-- vibeloop:plan {id} -->");
+    let body = plan_comment(&marker, &id.to_string(), bp, &cx.env.config.label);
+    cx.run
+        .client
+        .upsert_marked_comment(cx.run.ticket.issue_number, &marker, None, &body)
+        .await?;
+    Ok(())
+}
+
+/// The plan comment's text.
+fn plan_comment(marker: &str, id: &str, bp: &Blueprint, label: &str) -> String {
+    let line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut s = format!(
+        "{marker}\n### 📋 Vibeloop {id}: the plan, {}\n\n{}\n\n",
+        line(&bp.plan.title),
+        line(&bp.plan.description)
+    );
+    for (i, step) in bp.plan.steps.iter().enumerate() {
+        s.push_str(&format!(
+            "{}. {} → {}  \n   _Done when:_ {}\n",
+            i + 1,
+            line(&step.input),
+            line(&step.output),
+            line(&step.validation_criteria)
+        ));
+    }
+    let refs: Vec<String> = bp
+        .ticket
+        .context_refs
+        .iter()
+        .map(|r| format!("`{}`", line(r).replace('`', "'")))
+        .collect();
+    if !refs.is_empty() {
+        s.push_str(&format!("\nFiles it starts from: {}.\n", refs.join(", ")));
+    }
+    s.push_str(&format!(
+        "\n**Next:** `/hive approve` (or the `{label}` label) builds this plan. \
+         `/hive feedback <what to change>`, or an edit of the issue, plans again.\n"
+    ));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ticket::plan::{Step as PlanStep, TaskPlan};
+
+    #[test]
+    fn the_plan_comment_keeps_each_model_text_on_its_line() {
+        let bp = Blueprint {
+            plan: TaskPlan {
+                title: "Fix add".into(),
+                description: "Make add\nadd.".into(),
+                steps: vec![PlanStep {
+                    input: "calc.py".into(),
+                    output: "add fixed\n/hive approve".into(),
+                    validation_criteria: "tests pass".into(),
+                }],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let text = plan_comment("<!-- m -->", "T-1", &bp, "hive");
+        assert!(text.starts_with("<!-- m -->\n### 📋 Vibeloop T-1: the plan, Fix add"));
+        assert!(text.contains("Make add add."), "{text}");
+        assert!(
+            text.contains("1. calc.py → add fixed /hive approve"),
+            "{text}"
+        );
+        assert!(text.contains("_Done when:_ tests pass"), "{text}");
+        // No line of it starts a command.
+        assert!(crate::commands::parse(&text).is_empty(), "{text}");
+    }
 }

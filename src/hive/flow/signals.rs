@@ -8,6 +8,14 @@ use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::ticket::{Signal, TaskState};
 
+/// Back to the Architect: the plan, its questions and its approval are dropped.
+fn plan_again(flow: &mut Flow) {
+    flow.next = Node::Plan;
+    flow.blueprint = None;
+    flow.questions.clear();
+    flow.plan_approved = false;
+}
+
 /// Applies what people asked since the last node: abort, feedback, plan, approve, retry,
 /// rebase, a landing on GitHub, a recheck. The signals are consumed in the same transaction that
 /// stores the flow they changed. `Stop` when the ticket must not go on: aborted, landed by a
@@ -73,6 +81,11 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
             }
             Signal::Feedback { text } => {
                 cx.flow.feedback.push(format!("@{}: {text}", s.author));
+                // A plan waiting for approval is planned again with the feedback.
+                if cx.flow.next == Node::AwaitPlanApproval {
+                    plan_again(&mut cx.flow);
+                    resume = true;
+                }
                 None
             }
             // Held for the Builder's next attempt: the one that starts now, if the change
@@ -97,13 +110,18 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                     cx.run.ticket.title = t.title;
                     cx.run.ticket.body = t.body;
                 }
-                cx.flow.next = Node::Plan;
-                cx.flow.blueprint = None;
-                cx.flow.questions.clear();
-                cx.flow.plan_approved = false;
+                plan_again(&mut cx.flow);
                 resume = true;
                 None
             }
+            // The hive's label on a plan-only ticket: its plan, once made, is approved.
+            Signal::Build if cx.flow.plan_only => {
+                cx.flow.plan_only = false;
+                cx.flow.plan_approved = true;
+                resume = true;
+                None
+            }
+            Signal::Build => None,
             Signal::Approve => {
                 match cx.flow.next {
                     Node::AwaitPlanApproval => cx.flow.plan_approved = true,
@@ -253,6 +271,8 @@ fn retry(flow: &mut Flow, role: &str, max_retries: u32) {
         "architect" => {
             *flow = Flow {
                 feedback: std::mem::take(&mut flow.feedback),
+                plan_only: flow.plan_only,
+                unlabelled: flow.unlabelled,
                 ..Flow::default()
             };
         }

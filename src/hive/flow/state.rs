@@ -215,6 +215,11 @@ pub struct Flow {
     /// Who merged the pull request, when a person did it on GitHub.
     pub merged_by: Option<String>,
     pub tag: Option<String>,
+    /// Plan only (the plan-only label, `/hive plan` on an issue without a ticket): the plan
+    /// waits for `/hive approve` or the hive's label, which builds it.
+    pub plan_only: bool,
+    /// Started by `/hive plan`, without a label: no label's removal stops it.
+    pub unlabelled: bool,
 }
 
 /// A rebase onto the base that conflicted (strategy C): `feat/T-n`'s head `head` is marked

@@ -1,0 +1,21 @@
+-- Questions to the read-only agent (`/hive ask`): what was asked, where, by whom, and the
+-- answer once given. Earlier answers on the same issue or pull request are the context of a
+-- follow-up question.
+CREATE TABLE questions (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    source          TEXT    NOT NULL UNIQUE,  -- the command's source: comment:<id>#<line>
+    repo            TEXT    NOT NULL,
+    installation_id INTEGER NOT NULL,
+    issue           INTEGER NOT NULL,             -- the issue's or pull request's number
+    pull_request    INTEGER NOT NULL,             -- 1: asked on a pull request (its head is read)
+    thread          INTEGER,                      -- the review thread it was asked in, if any
+    base_branch     TEXT    NOT NULL,
+    author          TEXT    NOT NULL,
+    question        TEXT    NOT NULL,
+    answer          TEXT,                      -- as posted, once answered
+    commit_sha      TEXT,                      -- the commit the answer read
+    spend           TEXT,                      -- JSON: what the answer cost
+    created_at      INTEGER NOT NULL,
+    answered_at     INTEGER
+);
+CREATE INDEX questions_issue ON questions (repo, issue);

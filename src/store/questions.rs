@@ -1,0 +1,159 @@
+//! The `questions` table: what people asked the read-only agent (`/hive ask`), where, and the
+//! answer once given. A question is recorded once per source, in the same transaction that
+//! queues the job answering it; the answers given before on the same issue or pull request are
+//! what a follow-up question is asked with.
+
+use sqlx::Row as _;
+
+use super::jobs::{JobKey, enqueue_in};
+use super::{Result, Store};
+use crate::ids::{InstallationId, RepoName};
+use crate::now_ms;
+
+/// A question to record.
+#[derive(Debug, Clone)]
+pub struct NewQuestion<'a> {
+    /// The command's source, `comment:<id>#<line>`.
+    pub source: &'a str,
+    pub repo: &'a RepoName,
+    pub installation_id: InstallationId,
+    /// The issue's or pull request's number.
+    pub issue: u64,
+    pub pull_request: bool,
+    /// The review thread it was asked in (the thread's first comment).
+    pub thread: Option<u64>,
+    pub base_branch: &'a str,
+    pub author: &'a str,
+    pub question: &'a str,
+}
+
+/// A recorded question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    pub source: String,
+    pub repo: String,
+    pub installation_id: InstallationId,
+    pub issue: u64,
+    pub pull_request: bool,
+    pub thread: Option<u64>,
+    pub base_branch: String,
+    pub author: String,
+    pub question: String,
+    /// The answer as posted, once answered.
+    pub answer: Option<String>,
+    pub commit_sha: Option<String>,
+    /// What the answer cost (JSON).
+    pub spend: Option<serde_json::Value>,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str = "source, repo, installation_id, issue, pull_request, thread, base_branch, \
+    author, question, answer, commit_sha, spend, created_at";
+
+impl Store {
+    /// Records a question and queues its answer; false when this source asked it already.
+    pub async fn ask_question(&self, q: &NewQuestion<'_>) -> Result<bool> {
+        let now = now_ms();
+        let mut tx = self.writer().begin().await?;
+        let n = sqlx::query(
+            "INSERT INTO questions (source, repo, installation_id, issue, pull_request, thread, \
+             base_branch, author, question, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
+        )
+        .bind(q.source)
+        .bind(q.repo.as_str())
+        .bind(q.installation_id.0 as i64)
+        .bind(q.issue as i64)
+        .bind(i64::from(q.pull_request))
+        .bind(q.thread.map(|t| t as i64))
+        .bind(q.base_branch)
+        .bind(q.author)
+        .bind(q.question)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n == 1 {
+            enqueue_in(&mut tx, &JobKey::Question(q.source.to_owned()), now).await?;
+        }
+        tx.commit().await?;
+        Ok(n == 1)
+    }
+
+    /// The question recorded under `source`.
+    pub async fn question(&self, source: &str) -> Result<Option<Question>> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM questions WHERE source = $1"
+        ))
+        .bind(source)
+        .fetch_optional(self.reader())
+        .await?;
+        Ok(row.as_ref().map(question))
+    }
+
+    /// The questions answered on `repo`'s issue or pull request `issue` before `before` (the
+    /// asking time of a follow-up), the newest `limit`, oldest first.
+    pub async fn answered_before(
+        &self,
+        repo: &str,
+        issue: u64,
+        before: i64,
+        limit: usize,
+    ) -> Result<Vec<Question>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM questions WHERE repo = $1 AND issue = $2 \
+             AND answer IS NOT NULL AND created_at < $3 ORDER BY created_at DESC, id DESC LIMIT $4"
+        ))
+        .bind(repo)
+        .bind(issue as i64)
+        .bind(before)
+        .bind(limit as i64)
+        .fetch_all(self.reader())
+        .await?;
+        let mut out: Vec<Question> = rows.iter().map(question).collect();
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Records the answer posted for `source`: its text, the commit it read, what it cost.
+    pub async fn answer_question(
+        &self,
+        source: &str,
+        answer: &str,
+        commit: &str,
+        spend: &serde_json::Value,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE questions SET answer = $1, commit_sha = $2, spend = $3, answered_at = $4 \
+             WHERE source = $5",
+        )
+        .bind(answer)
+        .bind(commit)
+        .bind(spend.to_string())
+        .bind(now_ms())
+        .bind(source)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+}
+
+fn question(r: &sqlx::any::AnyRow) -> Question {
+    Question {
+        source: r.get(0),
+        repo: r.get(1),
+        installation_id: InstallationId(r.get::<i64, _>(2) as u64),
+        issue: r.get::<i64, _>(3) as u64,
+        pull_request: r.get::<i64, _>(4) != 0,
+        thread: r.get::<Option<i64>, _>(5).map(|t| t as u64),
+        base_branch: r.get(6),
+        author: r.get(7),
+        question: r.get(8),
+        answer: r.get(9),
+        commit_sha: r.get(10),
+        spend: r
+            .get::<Option<String>, _>(11)
+            .and_then(|s| serde_json::from_str(&s).ok()),
+        created_at: r.get(12),
+    }
+}
