@@ -6,6 +6,7 @@
 mod support;
 
 mod acceptance;
+mod ask_plan;
 mod conflicts;
 mod constraints;
 mod dashboard;

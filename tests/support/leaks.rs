@@ -7,7 +7,14 @@ use super::hive::*;
 /// Everything the bot sent anywhere a secret must not be, with where it was.
 pub fn outputs(w: &World) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for role in ["architect", "breaker", "builder", "critic", "reflector"] {
+    for role in [
+        "architect",
+        "breaker",
+        "builder",
+        "critic",
+        "reflector",
+        "chat",
+    ] {
         for r in w.llm.requests(role) {
             out.push((format!("a {role} prompt"), r.to_string()));
         }
