@@ -16,6 +16,7 @@ CREATE TABLE questions (
     commit_sha      TEXT,                      -- the commit the answer read
     spend           TEXT,                      -- JSON: what the answer cost
     created_at      INTEGER NOT NULL,
-    answered_at     INTEGER
+    answered_at     INTEGER,
+    error           TEXT                        -- why it could not be answered, if so
 );
 CREATE INDEX questions_issue ON questions (repo, issue);

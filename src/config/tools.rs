@@ -48,13 +48,21 @@ pub struct RunArgs {
     /// What to change, written as you would write the issue (its first line is the title).
     #[arg(
         long,
-        required_unless_present = "goal_file",
+        required_unless_present_any = ["goal_file", "ask"],
         conflicts_with = "goal_file"
     )]
     pub goal: Option<String>,
     /// The goal, read from this file (a long issue text, say).
     #[arg(long)]
     pub goal_file: Option<PathBuf>,
+    /// Ask the read-only agent a question about the repository instead, as `/hive ask` does:
+    /// the answer, its checked citations and its spend are printed; nothing is built.
+    #[arg(long, conflicts_with_all = ["goal", "goal_file", "plan_only", "approve", "json_report"])]
+    pub ask: Option<String>,
+    /// Only plan, as the `hive:plan` label does: the Architect's checked plan is printed and
+    /// nothing is built.
+    #[arg(long, conflicts_with = "approve")]
+    pub plan_only: bool,
     /// Also write what the run observed as JSON to this file (state, spend per role,
     /// attempts, the change's commits and size): what `vibeloop eval` reads.
     #[arg(long)]

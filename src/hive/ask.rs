@@ -145,6 +145,9 @@ pub async fn answer(hive: &Hive, source: &str) -> Result<(), JobError> {
 
 /// Says on the question's reply that it could not be answered (its job failed for good).
 pub(super) async fn failed(hive: &Hive, source: &str, why: &str) {
+    if let Err(e) = hive.store.question_failed(source, why).await {
+        tracing::warn!(source, error = %e, "cannot record that a question failed");
+    }
     let Ok(Some(q)) = hive.store.question(source).await else {
         return;
     };

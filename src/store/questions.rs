@@ -45,10 +45,12 @@ pub struct Question {
     /// What the answer cost (JSON).
     pub spend: Option<serde_json::Value>,
     pub created_at: i64,
+    /// Why it could not be answered, when its job failed for good.
+    pub error: Option<String>,
 }
 
 const COLUMNS: &str = "source, repo, installation_id, issue, pull_request, thread, base_branch, \
-    author, question, answer, commit_sha, spend, created_at";
+    author, question, answer, commit_sha, spend, created_at, error";
 
 impl Store {
     /// Records a question and queues its answer; false when this source asked it already.
@@ -138,6 +140,18 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Records why the question asked as `source` could not be answered.
+    pub async fn question_failed(&self, source: &str, why: &str) -> Result<()> {
+        sqlx::query("UPDATE questions SET error = $1 WHERE source = $2")
+            .bind(why)
+            .bind(source)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+}
+
 fn question(r: &sqlx::any::AnyRow) -> Question {
     Question {
         source: r.get(0),
@@ -155,5 +169,6 @@ fn question(r: &sqlx::any::AnyRow) -> Question {
             .get::<Option<String>, _>(11)
             .and_then(|s| serde_json::from_str(&s).ok()),
         created_at: r.get(12),
+        error: r.get(13),
     }
 }

@@ -10,7 +10,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use support::fake_llm::FakeLlm;
-use support::hive::{CALC_FIXED, HIVE_YML, NEW_TESTS, calc, happy_script};
+use support::fake_llm::Step;
+use support::hive::{CALC_FIXED, HIVE_YML, NEW_TESTS, calc, happy_script, script_with};
 use vibeloop::ticket::TaskState;
 
 const GOAL: &str = "Make add() add\n\nadd(a, b) subtracts its arguments; it must return their sum.";
@@ -339,6 +340,22 @@ async fn bad_input_is_refused_before_anything_starts() {
             vec!["--repo", &repo_arg, "--goal", GOAL, "--sandbox", "vm"],
             "VIBELOOP_SANDBOX",
         ),
+        (vec!["--repo", &repo_arg, "--ask", " "], "--ask is empty"),
+        (
+            vec!["--repo", &repo_arg, "--ask", "why?", "--approve"],
+            "cannot be used with",
+        ),
+        (
+            vec![
+                "--repo",
+                &repo_arg,
+                "--goal",
+                GOAL,
+                "--plan-only",
+                "--approve",
+            ],
+            "cannot be used with",
+        ),
     ];
     for (args, why) in cases {
         let out = run(&llm.url, &args).await;
@@ -419,4 +436,73 @@ async fn the_readme_run_demo_works_with_the_standalone_fake_model() {
         support::repos::read_file(&bare, "feat/T-1", "calc.py").as_deref(),
         Some(CALC_FIXED)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_answers_and_plan_only_plans_without_building() {
+    let repo = checkout(HIVE_YML);
+    let repo_arg = repo.path.to_str().unwrap().to_owned();
+    let chat = vec![
+        Step::tool("read_file", serde_json::json!({ "path": "calc.py" })),
+        Step::say("It subtracts at `calc.py:2` (not at `calc.py:7`)."),
+    ];
+    let llm = FakeLlm::start(script_with(vec![("chat", chat)])).await;
+    llm.set_models(&[MODEL]);
+
+    // A question: answered from the committed files, citations checked, nothing built.
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().join("ask");
+    let args = [
+        "--repo",
+        &repo_arg,
+        "--ask",
+        "where is the bug?",
+        "--sandbox",
+        "local",
+        "--data-dir",
+        data_dir.to_str().unwrap(),
+    ];
+    let out = run(&llm.url, &args).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("asked: where is the bug?")
+            && stdout.contains("answered")
+            && stdout.contains("[`calc.py:2`](")
+            && stdout.contains("/blob/")
+            && stdout.contains("`calc.py:7` ⚠️")
+            && stdout.contains("calc.py has 2 lines")
+            && stdout.contains("1 citation(s) checked"),
+        "{stdout}"
+    );
+    for role in ["architect", "breaker", "builder"] {
+        assert!(llm.requests(role).is_empty(), "the {role} ran");
+    }
+    assert!(!data_dir.join("worktrees").exists());
+
+    // Plan only: the plan is printed, the run waits for its approval, nothing is built.
+    let plan_dir = data.path().join("plan");
+    let args = [
+        "--repo",
+        &repo_arg,
+        "--goal",
+        GOAL,
+        "--plan-only",
+        "--sandbox",
+        "local",
+        "--data-dir",
+        plan_dir.to_str().unwrap(),
+    ];
+    let out = run(&llm.url, &args).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("T-1 waits for the plan's approval")
+            && stdout.contains("plan:     Make add() add")
+            && stdout.contains("without --plan-only"),
+        "{stdout}"
+    );
+    assert_eq!(llm.requests("architect").len(), 1);
+    assert!(llm.requests("breaker").is_empty() && llm.requests("builder").is_empty());
+    assert_eq!(ticket_of(&plan_dir).await.state, TaskState::Blocked);
 }

@@ -78,13 +78,16 @@ pub async fn follow(
             .await?
             .ok_or_else(|| anyhow::anyhow!("the run's ticket is gone from its database"))?;
         if live.is_none() {
+            // A plan waiting for approval is Blocked too: what waits is told first.
+            let flow = crate::hive::flow::load(store, key).await?;
+            let waits = matches!(flow.next, Node::AwaitApproval | Node::AwaitPlanApproval)
+                && !ticket.state.is_final()
+                && ticket.state != TaskState::HumanNeeded;
             let stopped = ticket.state.is_final()
                 || matches!(ticket.state, TaskState::HumanNeeded | TaskState::Blocked);
-            if stopped {
+            if stopped && !waits {
                 return Ok(Ending::Stopped(ticket.state));
             }
-            let flow = crate::hive::flow::load(store, key).await?;
-            let waits = matches!(flow.next, Node::AwaitApproval | Node::AwaitPlanApproval);
             if waits && !approve {
                 return Ok(Ending::Waiting(flow.next));
             }

@@ -9,6 +9,7 @@
 //! repository is only read: nothing is pushed and none of its refs moves. Everything the run
 //! made stays in its data directory for a look afterwards.
 
+mod ask;
 mod follow;
 mod local;
 mod report;
@@ -74,7 +75,10 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
             src.path.display()
         );
     }
-    let (title, body) = issue_text(&goal);
+    let (title, body) = match &goal {
+        Goal::Change(goal) => issue_text(goal),
+        Goal::Question(q) => (QUESTION_TITLE.to_owned(), q.clone()),
+    };
     let label = HiveConfig::default().label;
     let local = local::start(&src, &data_dir, &title, &body, &label).await?;
     let store = super::open_store(&format!(
@@ -102,6 +106,23 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
         jobs_queued: jobs_queued.clone(),
     });
     println!("sandbox: {}", hive.sandbox.name());
+    if let Goal::Question(question) = &goal {
+        let asked = ask::Asked {
+            repo: &local.repo,
+            issue: local.issue,
+            base: &src.base,
+            question,
+        };
+        let limit = Duration::from_secs(args.timeout_minutes.max(1) * 60);
+        let code = ask::ask(hive.clone(), &asked, limit, clock).await?;
+        store.close().await;
+        return Ok(code);
+    }
+    let start = if args.plan_only {
+        crate::store::tickets::Start::PlanCommand
+    } else {
+        Default::default()
+    };
     let (ticket, _) = store
         .open_ticket(&NewTicket {
             repo: &local.repo,
@@ -110,7 +131,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
             title: &title,
             body: &body,
             base_branch: &src.base,
-            start: Default::default(),
+            start,
         })
         .await?;
     println!(
@@ -156,22 +177,43 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
     Ok(report.exit_code())
 }
 
+/// The issue a question is filed under (the hive answers on it).
+const QUESTION_TITLE: &str = "Question";
+
 /// The run's settings, checked before anything is made.
 struct Checked {
     src: local::Source,
     llm: crate::config::llm::LlmConfig,
     sandbox: Option<crate::config::SandboxKind>,
-    goal: String,
+    goal: Goal,
+}
+
+/// What the run is for.
+enum Goal {
+    /// A change, as an issue's text.
+    Change(String),
+    /// A question for the read-only agent.
+    Question(String),
 }
 
 fn check(args: &RunArgs) -> anyhow::Result<Checked> {
-    let goal = match (&args.goal, &args.goal_file) {
-        (Some(g), _) => g.clone(),
-        (None, Some(path)) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read --goal-file {}", path.display()))?,
-        (None, None) => anyhow::bail!("say what to change with --goal or --goal-file"),
+    let goal = match (&args.goal, &args.goal_file, &args.ask) {
+        (_, _, Some(q)) if q.trim().is_empty() => {
+            anyhow::bail!("--ask is empty: ask a question about the repository")
+        }
+        (_, _, Some(q)) => Goal::Question(q.trim().to_owned()),
+        (Some(g), _, _) => Goal::Change(g.clone()),
+        (None, Some(path), _) => Goal::Change(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --goal-file {}", path.display()))?,
+        ),
+        (None, None, None) => {
+            anyhow::bail!("say what to change with --goal or --goal-file, or ask with --ask")
+        }
     };
-    if goal.trim().is_empty() {
+    if let Goal::Change(text) = &goal
+        && text.trim().is_empty()
+    {
         let which = if args.goal.is_some() {
             "--goal"
         } else {

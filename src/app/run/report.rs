@@ -187,7 +187,7 @@ impl Report {
             Ending::Stopped(state) => (format!("{} stopped: {state}", t.id), None),
             Ending::Waiting(Node::AwaitPlanApproval) => (
                 format!("{} waits for the plan's approval", t.id),
-                Some("run again with --approve to go ahead with the plan"),
+                Some("run again without --plan-only, with --approve, to build it"),
             ),
             Ending::Waiting(_) => (
                 format!("{} is ready and waits for approval", t.id),
