@@ -105,7 +105,7 @@ pub async fn answer(hive: &Hive, source: &str) -> Result<(), JobError> {
     let snapshot = snapshot(hive, &client, &repo, &base, q.issue, head).await?;
     let earlier = hive
         .store
-        .answered_before(&q.repo, q.issue, q.created_at, EARLIER)
+        .answered_before(&q.repo, q.issue, q.id, EARLIER)
         .await?;
     let ledger = Ledger::new(config.budget, BTreeMap::new());
     let (text, stop) = ask_model(hive, &ledger, &snapshot, &q, &earlier).await?;

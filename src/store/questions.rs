@@ -30,6 +30,8 @@ pub struct NewQuestion<'a> {
 /// A recorded question.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Question {
+    /// Its row: later questions have larger ones.
+    pub id: i64,
     pub source: String,
     pub repo: String,
     pub installation_id: InstallationId,
@@ -49,7 +51,7 @@ pub struct Question {
     pub error: Option<String>,
 }
 
-const COLUMNS: &str = "source, repo, installation_id, issue, pull_request, thread, base_branch, \
+const COLUMNS: &str = "id, source, repo, installation_id, issue, pull_request, thread, base_branch, \
     author, question, answer, commit_sha, spend, created_at, error";
 
 impl Store {
@@ -93,8 +95,8 @@ impl Store {
         Ok(row.as_ref().map(question))
     }
 
-    /// The questions answered on `repo`'s issue or pull request `issue` before `before` (the
-    /// asking time of a follow-up), the newest `limit`, oldest first.
+    /// The questions answered on `repo`'s issue or pull request `issue` that were asked before
+    /// question `before` (a follow-up's [`Question::id`]), the newest `limit`, oldest first.
     pub async fn answered_before(
         &self,
         repo: &str,
@@ -104,7 +106,7 @@ impl Store {
     ) -> Result<Vec<Question>> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM questions WHERE repo = $1 AND issue = $2 \
-             AND answer IS NOT NULL AND created_at < $3 ORDER BY created_at DESC, id DESC LIMIT $4"
+             AND answer IS NOT NULL AND id < $3 ORDER BY id DESC LIMIT $4"
         ))
         .bind(repo)
         .bind(issue as i64)
@@ -154,21 +156,22 @@ impl Store {
 
 fn question(r: &sqlx::any::AnyRow) -> Question {
     Question {
-        source: r.get(0),
-        repo: r.get(1),
-        installation_id: InstallationId(r.get::<i64, _>(2) as u64),
-        issue: r.get::<i64, _>(3) as u64,
-        pull_request: r.get::<i64, _>(4) != 0,
-        thread: r.get::<Option<i64>, _>(5).map(|t| t as u64),
-        base_branch: r.get(6),
-        author: r.get(7),
-        question: r.get(8),
-        answer: r.get(9),
-        commit_sha: r.get(10),
+        id: r.get(0),
+        source: r.get(1),
+        repo: r.get(2),
+        installation_id: InstallationId(r.get::<i64, _>(3) as u64),
+        issue: r.get::<i64, _>(4) as u64,
+        pull_request: r.get::<i64, _>(5) != 0,
+        thread: r.get::<Option<i64>, _>(6).map(|t| t as u64),
+        base_branch: r.get(7),
+        author: r.get(8),
+        question: r.get(9),
+        answer: r.get(10),
+        commit_sha: r.get(11),
         spend: r
-            .get::<Option<String>, _>(11)
+            .get::<Option<String>, _>(12)
             .and_then(|s| serde_json::from_str(&s).ok()),
-        created_at: r.get(12),
-        error: r.get(13),
+        created_at: r.get(13),
+        error: r.get(14),
     }
 }

@@ -260,6 +260,25 @@ async fn a_plan_label_plans_only_feedback_replans_and_the_hive_label_builds() {
     assert_eq!(plans, 1);
     assert!(w.llm.requests("builder").is_empty());
 
+    // An edit of the issue plans again too.
+    let sent =
+        w.gh.edit_issue(
+            REPO,
+            w.issue,
+            "add() subtracts",
+            "add(2, 3) must be 5, not -1.",
+        )
+        .await;
+    assert_eq!(sent.status, 202);
+    w.bot
+        .wait_until("the third plan", WAIT, || async {
+            let t = w.ticket().await?;
+            (w.llm.requests("architect").len() >= 3 && t.state == TaskState::Blocked).then_some(())
+        })
+        .await;
+    let task = tasks_of(&w.llm, "architect").pop().unwrap();
+    assert!(task.contains("must be 5, not -1"), "{task}");
+
     // The hive's label builds the approved plan.
     w.label().await;
     let t = w.waiting_for_approval().await;

@@ -10,4 +10,5 @@ mod store_db;
 
 mod store;
 mod store_jobs;
+mod store_questions;
 mod webhook_ingress;

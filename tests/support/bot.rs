@@ -48,7 +48,16 @@ pub fn app_public_key() -> String {
 impl Bot {
     /// Starts `vibeloop serve` and waits until `/healthz` answers.
     pub async fn start(env: &BotEnv) -> Bot {
-        Self::start_on(env, crate::support::free_port()).await
+        // The free port may be taken by another socket before the bot binds it (an outgoing
+        // connection's ephemeral port, another test's server): then try another one.
+        for _ in 0..5 {
+            match Self::try_start_on(env, crate::support::free_port()).await {
+                Ok(bot) => return bot,
+                Err(log) if log.contains("Address already in use") => continue,
+                Err(log) => panic!("the bot did not start\n--- bot log ---\n{log}"),
+            }
+        }
+        panic!("five free ports were taken before the bot could bind one");
     }
 
     /// Kills the bot (if it still runs) and starts it again on the same address, as a
@@ -61,6 +70,15 @@ impl Bot {
 
     /// Starts `vibeloop serve` listening on `port`.
     pub async fn start_on(env: &BotEnv, port: u16) -> Bot {
+        match Self::try_start_on(env, port).await {
+            Ok(bot) => bot,
+            Err(log) => panic!("the bot did not start\n--- bot log ---\n{log}"),
+        }
+    }
+
+    /// Starts `vibeloop serve` listening on `port`; its log if it exits or does not answer
+    /// `/healthz` within 30 s.
+    async fn try_start_on(env: &BotEnv, port: u16) -> Result<Bot, String> {
         std::fs::create_dir_all(&env.data_dir).unwrap();
         // Beside the data directory, not in it: a test may fill the data directory's disk.
         let log_path = PathBuf::from(format!("{}-bot-{port}.log", env.data_dir.display()));
@@ -88,8 +106,26 @@ impl Bot {
             cmd.env("GITHUB_APP_ID", id.to_string())
                 .env("GITHUB_PRIVATE_KEY_PATH", app_key_path());
         }
-        let child = cmd.spawn().expect("vibeloop binary starts");
-        let bot = Bot {
+        let mut child = cmd.spawn().expect("vibeloop binary starts");
+        let client = reqwest::Client::new();
+        let healthz = format!("http://127.0.0.1:{port}/healthz");
+        let started = super::poll_until(Duration::from_secs(30), || {
+            let exited = matches!(child.try_wait(), Ok(Some(_)));
+            let req = client.get(&healthz);
+            async move {
+                if exited {
+                    return Some(false);
+                }
+                super::answers_ok(req).await.map(|()| true)
+            }
+        })
+        .await;
+        if started != Some(true) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::fs::read_to_string(&log_path).unwrap_or_default());
+        }
+        Ok(Bot {
             url: format!("http://127.0.0.1:{port}"),
             data_dir: env.data_dir.clone(),
             database_url: env
@@ -99,14 +135,7 @@ impl Bot {
                 .map(|(_, v)| v.clone()),
             log_path,
             child,
-        };
-        let client = reqwest::Client::new();
-        let healthz = format!("{}/healthz", bot.url);
-        bot.wait_until("the bot answers /healthz", Duration::from_secs(30), || {
-            super::answers_ok(client.get(&healthz))
         })
-        .await;
-        bot
     }
 
     /// The bot's process id (for RSS and file-descriptor readings).

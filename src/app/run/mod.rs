@@ -7,7 +7,8 @@
 //! — runs it as it would a labelled issue, while the command prints the ticket's timeline
 //! ([`follow`]) and then a report of what the bot observed ([`report`]). The person's own
 //! repository is only read: nothing is pushed and none of its refs moves. Everything the run
-//! made stays in its data directory for a look afterwards.
+//! made stays in its data directory for a look afterwards. `--plan-only` stops at the plan;
+//! `--ask` asks the read-only agent a question instead ([`ask`]).
 
 mod ask;
 mod follow;
