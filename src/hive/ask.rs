@@ -126,8 +126,9 @@ pub async fn answer(hive: &Hive, source: &str) -> Result<(), JobError> {
     let body = format!("{}\n\n{}", cited.text, footer.render());
     post(&client, &q, &body).await?;
     let spent = serde_json::to_value(spend).unwrap_or_default();
+    // What a follow-up is told: the answer itself, without the footer.
     hive.store
-        .answer_question(source, &body, snapshot.commit.as_str(), &spent)
+        .answer_question(source, &cited.text, snapshot.commit.as_str(), &spent)
         .await?;
     if let Some(c) = hive.store.command_by_source(source).await? {
         hive.store

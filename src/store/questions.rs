@@ -119,7 +119,8 @@ impl Store {
         Ok(out)
     }
 
-    /// Records the answer posted for `source`: its text, the commit it read, what it cost.
+    /// Records the answer to `source`: its text (without the footer), the commit it read, what
+    /// it cost.
     pub async fn answer_question(
         &self,
         source: &str,

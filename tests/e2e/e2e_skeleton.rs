@@ -229,7 +229,11 @@ async fn other_labels_and_uninstalled_repositories_open_no_ticket() {
 
     let store = w.bot.store().await;
     for (sent, status, detail) in [
-        (&other, "ignored", "label \"bug\" is not \"hive\""),
+        (
+            &other,
+            "ignored",
+            "label \"bug\" is neither \"hive\" nor \"hive:plan\"",
+        ),
         (&stranger, "rejected", "not installed on someone/else"),
         (&bare, "rejected", "no installation in the payload"),
         (&typed, "unparsed", "unknown variant `typed`"),

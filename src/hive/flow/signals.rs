@@ -124,7 +124,11 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
             Signal::Build => None,
             Signal::Approve => {
                 match cx.flow.next {
-                    Node::AwaitPlanApproval => cx.flow.plan_approved = true,
+                    // An approved plan-only ticket builds, as with the hive's label.
+                    Node::AwaitPlanApproval => {
+                        cx.flow.plan_approved = true;
+                        cx.flow.plan_only = false;
+                    }
                     _ => {
                         cx.flow.approved_by = Some(s.author.clone());
                         cx.flow.approval_withdrawn = None;
