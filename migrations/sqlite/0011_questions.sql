@@ -12,7 +12,8 @@ CREATE TABLE questions (
     base_branch     TEXT    NOT NULL,
     author          TEXT    NOT NULL,
     question        TEXT    NOT NULL,
-    answer          TEXT,                      -- as posted, once answered
+    answer          TEXT,                      -- the answer itself (what a follow-up is told)
+    reply           TEXT,                      -- the reply as posted: answer, warnings, spend
     commit_sha      TEXT,                      -- the commit the answer read
     spend           TEXT,                      -- JSON: what the answer cost
     created_at      INTEGER NOT NULL,

@@ -18,7 +18,7 @@ use crate::github::{GitHubError, RepoClient};
 use crate::ids::{CommitSha, RepoName};
 use crate::llm::Message;
 use crate::llm::budget::{Ledger, Spend};
-use crate::store::questions::{NewQuestion, Question};
+use crate::store::questions::{Answer, NewQuestion, Question};
 use crate::webhook::event::CommentEvent;
 use crate::workspace::Snapshot;
 
@@ -126,10 +126,13 @@ pub async fn answer(hive: &Hive, source: &str) -> Result<(), JobError> {
     let body = format!("{}\n\n{}", cited.text, footer.render());
     post(&client, &q, &body).await?;
     let spent = serde_json::to_value(spend).unwrap_or_default();
-    // What a follow-up is told: the answer itself, without the footer.
-    hive.store
-        .answer_question(source, &cited.text, snapshot.commit.as_str(), &spent)
-        .await?;
+    let answer = Answer {
+        text: &cited.text,
+        reply: &body,
+        commit: snapshot.commit.as_str(),
+        spend: &spent,
+    };
+    hive.store.answer_question(source, &answer).await?;
     if let Some(c) = hive.store.command_by_source(source).await? {
         hive.store
             .command_outcome(source, &c.command, "answered")

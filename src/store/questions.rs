@@ -41,8 +41,10 @@ pub struct Question {
     pub base_branch: String,
     pub author: String,
     pub question: String,
-    /// The answer as posted, once answered.
+    /// The answer itself, once answered (what a follow-up is told).
     pub answer: Option<String>,
+    /// The reply as posted: the answer, its warnings and its spend.
+    pub reply: Option<String>,
     pub commit_sha: Option<String>,
     /// What the answer cost (JSON).
     pub spend: Option<serde_json::Value>,
@@ -51,8 +53,19 @@ pub struct Question {
     pub error: Option<String>,
 }
 
+/// An answer to record.
+#[derive(Debug, Clone)]
+pub struct Answer<'a> {
+    /// The answer itself.
+    pub text: &'a str,
+    /// The reply as posted.
+    pub reply: &'a str,
+    pub commit: &'a str,
+    pub spend: &'a serde_json::Value,
+}
+
 const COLUMNS: &str = "id, source, repo, installation_id, issue, pull_request, thread, base_branch, \
-    author, question, answer, commit_sha, spend, created_at, error";
+    author, question, answer, reply, commit_sha, spend, created_at, error";
 
 impl Store {
     /// Records a question and queues its answer; false when this source asked it already.
@@ -119,22 +132,17 @@ impl Store {
         Ok(out)
     }
 
-    /// Records the answer to `source`: its text (without the footer), the commit it read, what
+    /// Records the answer to `source`: its text, the reply as posted, the commit it read, what
     /// it cost.
-    pub async fn answer_question(
-        &self,
-        source: &str,
-        answer: &str,
-        commit: &str,
-        spend: &serde_json::Value,
-    ) -> Result<()> {
+    pub async fn answer_question(&self, source: &str, answer: &Answer<'_>) -> Result<()> {
         sqlx::query(
-            "UPDATE questions SET answer = $1, commit_sha = $2, spend = $3, answered_at = $4 \
-             WHERE source = $5",
+            "UPDATE questions SET answer = $1, reply = $2, commit_sha = $3, spend = $4, \
+             answered_at = $5 WHERE source = $6",
         )
-        .bind(answer)
-        .bind(commit)
-        .bind(spend.to_string())
+        .bind(answer.text)
+        .bind(answer.reply)
+        .bind(answer.commit)
+        .bind(answer.spend.to_string())
         .bind(now_ms())
         .bind(source)
         .execute(self.writer())
@@ -168,11 +176,12 @@ fn question(r: &sqlx::any::AnyRow) -> Question {
         author: r.get(8),
         question: r.get(9),
         answer: r.get(10),
-        commit_sha: r.get(11),
+        reply: r.get(11),
+        commit_sha: r.get(12),
         spend: r
-            .get::<Option<String>, _>(12)
+            .get::<Option<String>, _>(13)
             .and_then(|s| serde_json::from_str(&s).ok()),
-        created_at: r.get(13),
-        error: r.get(14),
+        created_at: r.get(14),
+        error: r.get(15),
     }
 }

@@ -5,7 +5,7 @@
 use vibeloop::ids::{InstallationId, RepoName};
 use vibeloop::store::Store;
 use vibeloop::store::jobs::JobKey;
-use vibeloop::store::questions::NewQuestion;
+use vibeloop::store::questions::{Answer, NewQuestion};
 use vibeloop::store::tickets::{NewTicket, Start};
 
 both!(
@@ -60,18 +60,20 @@ async fn a_question_is_recorded_once_with_its_job_and_earlier_answers_are_found(
     let second = store.question("comment:2#1").await.unwrap().unwrap();
     let before = |at| store.answered_before("acme/a", 3, at, 3);
     assert!(before(second.id).await.unwrap().is_empty());
-    store
-        .answer_question(
-            "comment:1#1",
-            "in a.py",
-            &"a".repeat(40),
-            &serde_json::json!({ "calls": 2 }),
-        )
-        .await
-        .unwrap();
+    let answer = Answer {
+        text: "in a.py",
+        reply: "in a.py\n\n<sub>$0.00</sub>",
+        commit: &"a".repeat(40),
+        spend: &serde_json::json!({ "calls": 2 }),
+    };
+    store.answer_question("comment:1#1", &answer).await.unwrap();
     let earlier = before(second.id).await.unwrap();
     assert_eq!(earlier.len(), 1);
     assert_eq!(earlier[0].answer.as_deref(), Some("in a.py"));
+    assert_eq!(
+        earlier[0].reply.as_deref(),
+        Some("in a.py\n\n<sub>$0.00</sub>")
+    );
     assert_eq!(earlier[0].spend, Some(serde_json::json!({ "calls": 2 })));
     assert!(before(first.id).await.unwrap().is_empty());
     assert!(

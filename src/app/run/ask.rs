@@ -61,8 +61,8 @@ pub async fn ask(
             .question(&source)
             .await?
             .ok_or_else(|| anyhow::anyhow!("the question is gone from the run's database"))?;
-        if let Some(answer) = &q.answer {
-            println!("[{}] answered\n\n{answer}", elapsed(clock));
+        if let Some(reply) = q.reply.as_deref().filter(|_| q.answer.is_some()) {
+            println!("[{}] answered\n\n{reply}", elapsed(clock));
             break 0;
         }
         if let Some(error) = &q.error {
