@@ -4,6 +4,7 @@
 
 pub mod acceptance;
 pub mod access;
+pub mod ask;
 pub mod constraints;
 pub mod llm;
 pub mod policy;

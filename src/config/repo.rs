@@ -8,6 +8,7 @@ use crate::pathset::PathSet;
 use serde::Deserialize;
 
 pub use super::acceptance::{Acceptance, COVERAGE_DIR};
+pub use super::ask::{ASK_PERMISSIONS, Ask};
 pub use super::policy::Policy;
 pub use super::retry::{Knowledge, MissingKnowledge, PlanLimits, Retry};
 pub use crate::llm::budget::Caps;
@@ -52,25 +53,6 @@ pub struct HiveConfig {
     #[serde(skip)]
     explicit: std::collections::BTreeSet<String>,
 }
-
-/// `ask:`: questions to the read-only agent.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct Ask {
-    /// The least repository permission that may ask: one of [`ASK_PERMISSIONS`].
-    pub permission: String,
-}
-
-impl Default for Ask {
-    fn default() -> Self {
-        Self {
-            permission: "read".into(),
-        }
-    }
-}
-
-/// GitHub's repository roles, weakest first: what `ask.permission` may name.
-pub const ASK_PERMISSIONS: [&str; 5] = ["read", "triage", "write", "maintain", "admin"];
 
 /// Who must agree before a change lands.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -303,13 +285,7 @@ impl HiveConfig {
                 "plan_label: {plan_label:?} is also `label`: name the plan-only label differently"
             ));
         }
-        if !ASK_PERMISSIONS.contains(&self.ask.permission.as_str()) {
-            return bad(format!(
-                "ask.permission: {:?} is none of {}",
-                self.ask.permission,
-                ASK_PERMISSIONS.join(", ")
-            ));
-        }
+        self.ask.check().map_err(RepoConfigError)?;
         if self.image.trim().is_empty() || self.image.chars().any(char::is_whitespace) {
             return bad(format!("image: {:?} is not an image name", self.image));
         }

@@ -5,8 +5,8 @@
 //! commit's files written read-only from the mirror, no worktree, no container, no command —
 //! and its answer is posted as the one reply to the command, each citation checked against that
 //! commit and linked to its lines, with what it cost underneath. The answers given before on
-//! the same issue or pull request are the follow-up's context. The repository's budget caps
-//! apply to each question.
+//! the same issue or pull request are the follow-up's context. Each question has its own caps,
+//! `ask.budget`, never above the repository's `budget`.
 
 use std::collections::BTreeMap;
 
@@ -107,7 +107,8 @@ pub async fn answer(hive: &Hive, source: &str) -> Result<(), JobError> {
         .store
         .answered_before(&q.repo, q.issue, q.id, EARLIER)
         .await?;
-    let ledger = Ledger::new(config.budget, BTreeMap::new());
+    let caps = config.ask.budget.narrowest(config.budget);
+    let ledger = Ledger::new(caps, BTreeMap::new());
     let (text, stop) = ask_model(hive, &ledger, &snapshot, &q, &earlier).await?;
     let cited = cite::check(
         &text,

@@ -120,6 +120,21 @@ impl Caps {
             max_minutes: None,
         }
     }
+
+    /// Each cap the lower of the two (`None`, no cap, is the higher).
+    pub fn narrowest(self, other: Caps) -> Caps {
+        fn low<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+                (a, b) => a.or(b),
+            }
+        }
+        Caps {
+            max_usd: low(self.max_usd, other.max_usd),
+            max_tokens: low(self.max_tokens, other.max_tokens),
+            max_minutes: low(self.max_minutes, other.max_minutes),
+        }
+    }
 }
 
 /// A cap reached: the ticket stops here.
@@ -232,6 +247,28 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_narrowest_caps_take_the_lower_of_each() {
+        let a = Caps {
+            max_usd: Some(1.0),
+            max_tokens: None,
+            max_minutes: Some(60.0),
+        };
+        let b = Caps {
+            max_usd: Some(10.0),
+            max_tokens: Some(50),
+            max_minutes: None,
+        };
+        let want = Caps {
+            max_usd: Some(1.0),
+            max_tokens: Some(50),
+            max_minutes: Some(60.0),
+        };
+        assert_eq!(a.narrowest(b), want);
+        assert_eq!(b.narrowest(a), want);
+        assert_eq!(Caps::none().narrowest(Caps::none()), Caps::none());
+    }
 
     #[test]
     fn costs_come_from_the_price_table() {

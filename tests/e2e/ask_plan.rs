@@ -231,7 +231,7 @@ async fn hostile_questions_leak_nothing_and_steer_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_stops_at_the_repositorys_budget_and_says_so() {
-    let yml = "gates: { test: \"python3 -m unittest -v\" }\nbudget: { max_tokens: 50 }\n";
+    let yml = "gates: { test: \"python3 -m unittest -v\" }\nask: { budget: { max_tokens: 50 } }\n";
     let chat = vec![
         Step::tool("read_file", json!({ "path": "calc.py" })),
         Step::say("never reached"),

@@ -1,0 +1,70 @@
+//! `ask:` in `.github/hive.yml`: who may ask the read-only agent questions (`/hive ask`) and
+//! what one answer may spend.
+
+use serde::Deserialize;
+
+use crate::llm::budget::Caps;
+
+/// `ask:`: questions to the read-only agent.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Ask {
+    /// The least repository permission that may ask: one of [`ASK_PERMISSIONS`].
+    pub permission: String,
+    /// Caps on one question's answer, never above `budget`'s.
+    pub budget: Caps,
+}
+
+impl Default for Ask {
+    fn default() -> Self {
+        Self {
+            permission: "read".into(),
+            budget: Caps {
+                max_usd: Some(1.0),
+                max_tokens: Some(300_000),
+                max_minutes: Some(10.0),
+            },
+        }
+    }
+}
+
+/// GitHub's repository roles, weakest first: what `ask.permission` may name.
+pub const ASK_PERMISSIONS: [&str; 5] = ["read", "triage", "write", "maintain", "admin"];
+
+impl Ask {
+    /// What is wrong with these settings, in the words of the config's error.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if !ASK_PERMISSIONS.contains(&self.permission.as_str()) {
+            return Err(format!(
+                "ask.permission: {:?} is none of {}",
+                self.permission,
+                ASK_PERMISSIONS.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::repo::HiveConfig;
+
+    #[test]
+    fn asking_is_open_to_readers_within_its_own_caps_unless_the_file_says_otherwise() {
+        let d = HiveConfig::default();
+        assert_eq!(d.ask.permission, "read");
+        assert_eq!(d.ask.budget.max_usd, Some(1.0));
+        let c =
+            HiveConfig::parse("ask: { permission: write, budget: { max_tokens: 50 } }\n").unwrap();
+        assert_eq!(c.ask.permission, "write");
+        assert_eq!(c.ask.budget.max_tokens, Some(50));
+        let err = HiveConfig::parse("ask: { permission: owner }\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("ask.permission: \"owner\" is none of read"),
+            "{err}"
+        );
+        let err = HiveConfig::parse("plan_label: hive\n").unwrap_err();
+        assert!(err.to_string().contains("plan_label"), "{err}");
+    }
+}
