@@ -119,6 +119,7 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
                 .await
                 .map(|()| Done::Finished),
             JobKey::Question(source) => super::ask::answer(hive, source)
+                .instrument(info_span!("question", source = %source))
                 .await
                 .map(|()| Done::Finished),
         }
