@@ -3,7 +3,9 @@
 //! branch. Each command is checked against the author's permission (GitHub's
 //! collaborator-permission API, cached briefly), recorded once per source (who, when, what,
 //! outcome), acknowledged with a reaction and a reply, and turned into a signal the ticket's run
-//! reads at its next node boundary.
+//! reads at its next node boundary. A question (`/hive ask`) needs no ticket: it is handed to
+//! `ask`, whose answer is its reply; `/hive plan` on an issue without a ticket opens a plan-only
+//! one.
 
 use std::time::Duration;
 
