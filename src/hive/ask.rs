@@ -92,11 +92,11 @@ pub async fn answer(hive: &Hive, source: &str) -> Result<(), JobError> {
         Err(e) => (Default::default(), Some(e.to_string())),
     };
     let base = config.base.clone().unwrap_or_else(|| q.base_branch.clone());
-    let head = match q.pull_request {
-        true => Some(
-            CommitSha::parse(&client.pull(q.issue).await?.head.sha).map_err(JobError::permanent)?,
-        ),
-        false => None,
+    let head = if q.pull_request {
+        let sha = client.pull(q.issue).await?.head.sha;
+        Some(CommitSha::parse(&sha).map_err(JobError::permanent)?)
+    } else {
+        None
     };
     let at = match &head {
         Some(_) => format!("the head of #{}", q.issue),
@@ -315,11 +315,9 @@ impl Footer<'_> {
 /// asked in, or as a comment on the issue or pull request.
 async fn post(client: &RepoClient, q: &Question, text: &str) -> Result<(), JobError> {
     let marker = format!("<!-- vibeloop:reply {} -->", q.source);
-    let question: String = q.question.split_whitespace().collect::<Vec<_>>().join(" ");
-    let question: String = question.chars().take(200).collect();
     // No other marker may be smuggled in: the bot finds its comments by them.
+    let question = crate::agent::events::summarize(&q.question, 200).replace("<!--", "&lt;!--");
     let text = text.replace("<!--", "&lt;!--");
-    let question = question.replace("<!--", "&lt;!--");
     let reply = format!("> /hive ask {question}\n\n@{} {text}", q.author);
     match q.thread {
         Some(first) => {

@@ -152,8 +152,11 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
     if matches!(opened, Opened::Created | Opened::Restarted) {
         hive.jobs_queued.notify_one();
     }
-    if opened == Opened::AlreadyOpen && start == Start::Build {
-        // The hive's label on a plan-only ticket builds its plan (other tickets ignore it).
+    // The hive's label on a plan-only ticket builds its plan.
+    if opened == Opened::AlreadyOpen
+        && start == Start::Build
+        && super::flow::load(&hive.store, ticket.key).await?.plan_only
+    {
         super::signal::send(hive, &ticket, &Signal::Build, &l.sender).await?;
         return Ok((
             "processed",

@@ -233,11 +233,16 @@ impl World {
 
     /// The bot's reply to a comment's command line.
     pub async fn reply_to(&self, comment: u64) -> String {
+        self.reply_on(self.issue, comment).await
+    }
+
+    /// The bot's reply to the command line of a comment on issue or pull request `number`.
+    pub async fn reply_on(&self, number: u64, comment: u64) -> String {
         let marker = format!("<!-- vibeloop:reply comment:{comment}#");
         self.bot
             .wait_until("the bot's reply", WAIT, || async {
                 self.gh
-                    .comments(REPO, self.issue)
+                    .comments(REPO, number)
                     .into_iter()
                     .find(|c| c.body.contains(&marker))
                     .map(|c| c.body)

@@ -24,10 +24,11 @@ pub(super) const NO_TEST_COMMAND: &str = "No test command: no ecosystem was dete
 pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     // A plan only needs no tests yet: they are checked once the plan is to be built.
-    if !cx.flow.plan_only && !ready_to_build(cx, Node::Plan).await? {
+    if cx.flow.plan_only {
+        cx.publish().await?;
+    } else if !ready_to_build(cx, Node::Plan).await? {
         return Ok(Step::Stop);
     }
-    cx.publish().await?;
     let worktree = super::ctx::scratch(cx, "plan", None).await?;
     let outcome = plan_in(cx, &worktree).await;
     super::ctx::drop_scratch(cx, "plan").await;
@@ -50,17 +51,17 @@ pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
 }
 
 /// Whether the work can be built: a test command exists (else the ticket waits for a person,
-/// before any model is paid) and the baseline — the tests on the unchanged base — has run
-/// (checkpointed at `node`). `false`: the ticket stopped, and says why.
+/// before any model is paid) and, with the status published, the baseline — the tests on the
+/// unchanged base — has run (checkpointed at `node`). `false`: the ticket stopped, and says why.
 async fn ready_to_build(cx: &mut Ctx<'_, '_>, node: Node) -> Result<bool, JobError> {
     let Some(test) = cx.env.config.gates.test.clone() else {
         cx.needs_human(NO_TEST_COMMAND).await?;
         return Ok(false);
     };
+    cx.publish().await?;
     if cx.flow.baseline.is_some() {
         return Ok(true);
     }
-    cx.publish().await?;
     let Some(b) = super::baseline::baseline(cx, &test).await? else {
         return Ok(false);
     };

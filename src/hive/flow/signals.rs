@@ -114,7 +114,8 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                 resume = true;
                 None
             }
-            // The hive's label on a plan-only ticket: its plan, once made, is approved.
+            // The hive's label on a plan-only ticket: its plan, once made, is approved (a
+            // ticket that builds already has nothing to do).
             Signal::Build if cx.flow.plan_only => {
                 cx.flow.plan_only = false;
                 cx.flow.plan_approved = true;
