@@ -7,6 +7,8 @@
 //! ```
 //!
 //! Send `POST /_fake/label/{owner}/{repo}/{issue}/{label}` to make it deliver `issues.labeled`.
+//! It needs no file of the checkout: the test key pair is compiled in, and `--demo` writes the
+//! private key the bot signs with to `<repos>/demo-app.pem`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -14,7 +16,12 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::Parser;
+
+/// The test suite's App key pair (`tests/fixtures/keys/`), public by design.
+const DEMO_PUBLIC_KEY: &str = include_str!("../tests/fixtures/keys/app.pub.pem");
+const DEMO_PRIVATE_KEY: &str = include_str!("../tests/fixtures/keys/app.pem");
 
 /// A fake GitHub for trying and testing Vibeloop offline.
 #[derive(Parser)]
@@ -26,10 +33,11 @@ struct Args {
     /// Numeric id of the (fake) GitHub App.
     #[arg(long, default_value_t = 1)]
     app_id: u64,
-    /// The App's public key (PEM); the test key pair's by default.
-    #[arg(long, default_value = "tests/fixtures/keys/app.pub.pem")]
-    public_key: PathBuf,
-    /// Directory of bare repositories, as `<owner>/<name>.git`; each is installed.
+    /// The App's public key (PEM) [default: the test key pair's, compiled in]
+    #[arg(long)]
+    public_key: Option<PathBuf>,
+    /// Directory of bare repositories, as `<owner>/<name>.git`; each is installed (made when
+    /// it is missing).
     #[arg(long)]
     repos: PathBuf,
     /// Installation id the repositories belong to.
@@ -49,18 +57,30 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let public_key_pem = match &args.public_key {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("--public-key {}", path.display()))?,
+        None => DEMO_PUBLIC_KEY.to_owned(),
+    };
+    std::fs::create_dir_all(&args.repos)
+        .with_context(|| format!("--repos {}", args.repos.display()))?;
+    let repos = std::fs::canonicalize(&args.repos)
+        .with_context(|| format!("--repos {}", args.repos.display()))?;
     let gh = support::fake_github::FakeGitHub::start_on(
         args.listen,
         support::fake_github::Options {
             app_id: args.app_id,
-            public_key_pem: std::fs::read_to_string(&args.public_key)?,
-            git_root: args.repos.clone(),
+            public_key_pem,
+            git_root: repos.clone(),
             token_ttl: Duration::from_secs(3600),
         },
     )
     .await;
     gh.add_installation(args.installation, "acme");
-    for owner in std::fs::read_dir(&args.repos)? {
+    let mut found = Vec::new();
+    for owner in
+        std::fs::read_dir(&repos).with_context(|| format!("--repos {}", repos.display()))?
+    {
         let owner = owner?.path();
         for repo in std::fs::read_dir(&owner).into_iter().flatten().flatten() {
             let name = repo.file_name().to_string_lossy().into_owned();
@@ -68,10 +88,25 @@ async fn main() -> anyhow::Result<()> {
                 let full = format!("{}/{name}", owner.file_name().unwrap().to_string_lossy());
                 gh.register_repo(args.installation, &full);
                 println!("repository {full}");
+                found.push(full);
             }
         }
     }
     if args.demo {
+        let key = repos.join("demo-app.pem");
+        std::fs::write(&key, DEMO_PRIVATE_KEY).with_context(|| key.display().to_string())?;
+        println!(
+            "the bot signs as the demo App with GITHUB_APP_ID={} GITHUB_PRIVATE_KEY_PATH={}",
+            args.app_id,
+            key.display()
+        );
+    }
+    if args.demo && found.iter().any(|r| r == "acme/demo") {
+        println!(
+            "acme/demo is there from an earlier run; its issues are not (they live in memory)"
+        );
+    }
+    if args.demo && !found.iter().any(|r| r == "acme/demo") {
         gh.add_repo(
             args.installation,
             "acme/demo",

@@ -7,7 +7,11 @@ use vibeloop::config::{Cli, Command, ServeConfig};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Err(e) = cli.resolve_paths() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Serve(args) => match ServeConfig::from_args(&args) {
             Ok(config) => {

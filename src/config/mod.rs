@@ -7,6 +7,7 @@ pub mod access;
 pub mod ask;
 pub mod constraints;
 pub mod llm;
+pub mod paths;
 pub mod policy;
 pub mod repo;
 pub mod retry;

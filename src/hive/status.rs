@@ -59,19 +59,20 @@ pub fn render(t: &Ticket, extras: &Extras<'_>) -> String {
             .unwrap_or_default();
         s.push_str(&format!("| `hive/{}` | {}{link} |\n", g.gate, g.describe()));
     }
-    if let Some(flow) = extras.flow {
-        if let Some(url) = &flow.pr_url {
-            s.push_str(&format!("| Pull request | {url} |\n"));
-        }
+    // One row for the pull request: its address when known, else its number.
+    let pr_url = extras
+        .pr_url
+        .or_else(|| extras.flow.and_then(|f| f.pr_url.as_deref()));
+    match (t.pr_number, pr_url) {
+        (_, Some(url)) => s.push_str(&format!("| Pull request | {url} |\n")),
+        (Some(n), None) => s.push_str(&format!("| Pull request | #{n} |\n")),
+        _ => {}
+    }
+    if extras.flow.is_some() {
         s.push_str(&format!("| Tests | `{}` |\n", t.id.test_branch()));
     }
     if let Some(spent) = extras.spent {
         s.push_str(&format!("| Budget spent | {} |\n", spent.describe()));
-    }
-    match (t.pr_number, extras.pr_url) {
-        (_, Some(url)) => s.push_str(&format!("| Pull request | {url} |\n")),
-        (Some(n), None) => s.push_str(&format!("| Pull request | #{n} |\n")),
-        _ => {}
     }
     for g in extras.gates.unwrap_or_default().iter().filter(|g| !g.ok()) {
         s.push_str(&format!(

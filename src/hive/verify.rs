@@ -33,9 +33,9 @@ impl From<RunError<GitHubError>> for JobError {
 impl From<SandboxError> for JobError {
     fn from(e: SandboxError) -> Self {
         match e {
-            SandboxError::ImageMissing(_) | SandboxError::BadMount { .. } => {
-                JobError::permanent(e.to_string())
-            }
+            SandboxError::ImageMissing(_)
+            | SandboxError::BadMount { .. }
+            | SandboxError::MountRefused { .. } => JobError::permanent(e.to_string()),
             _ => JobError::transient(e.to_string()),
         }
     }

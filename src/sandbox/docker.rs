@@ -173,7 +173,7 @@ impl DockerBackend {
             labels: Some(labels),
             network_disabled: Some(!spec.network),
             host_config: Some(HostConfig {
-                mounts: Some(mounts),
+                mounts: Some(mounts.clone()),
                 network_mode: Some(if spec.network { "bridge" } else { "none" }.into()),
                 memory: Some(memory),
                 memory_swap: Some(memory),
@@ -209,6 +209,10 @@ impl DockerBackend {
                 bollard::errors::Error::DockerResponseServerError {
                     status_code: 404, ..
                 } => SandboxError::ImageMissing(spec.image.clone()),
+                bollard::errors::Error::DockerResponseServerError {
+                    status_code: 400,
+                    message,
+                } => mount_refused(message, &mounts).unwrap_or_else(|| docker_err(e)),
                 _ => docker_err(e),
             })?;
         let sandbox = DockerSandbox {
@@ -314,6 +318,46 @@ impl DockerBackend {
             })
             .collect())
     }
+}
+
+/// The engine's refusal of one of `mounts` ("invalid mount config for type \"bind\": …"), in
+/// words that say which path and what to change; `None` for any other 400.
+fn mount_refused(message: &str, mounts: &[Mount]) -> Option<SandboxError> {
+    if !message.contains("mount") {
+        return None;
+    }
+    let source_path = mounts
+        .iter()
+        .filter_map(|m| m.source.as_deref())
+        .find(|s| message.contains(s))
+        .unwrap_or("a path")
+        .to_owned();
+    let (reason, fix) = if message.contains("must be absolute") {
+        (
+            "the path is relative".to_owned(),
+            "give vibeloop an absolute data directory (--data-dir or VIBELOOP_DATA_DIR)",
+        )
+    } else if message.contains("does not exist") {
+        (
+            "it does not exist on the engine's host".to_owned(),
+            "when the bot runs in a container, mount its data directory at the same path on the host (docker/compose.yml does)",
+        )
+    } else {
+        (
+            message
+                .rsplit(": ")
+                .next()
+                .unwrap_or(message)
+                .trim()
+                .to_owned(),
+            "check that the data directory is on a file system the Docker engine can bind-mount",
+        )
+    };
+    Some(SandboxError::MountRefused {
+        source_path,
+        reason,
+        fix,
+    })
 }
 
 fn bind(source: &Path, target: &str, read_only: bool) -> Mount {
@@ -524,5 +568,32 @@ impl DockerSandbox {
             .v(true)
             .build();
         let _ = self.docker.remove_container(&self.id, Some(options)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_mount_names_the_path_and_the_fix() {
+        let mounts = vec![
+            bind(
+                Path::new("./.vibeloop/worktrees/acme/demo/wt"),
+                "/work",
+                false,
+            ),
+            bind(Path::new("/etc/ssl/ca.pem"), "/ca.pem", true),
+        ];
+        let engine = "invalid mount config for type \"bind\": invalid mount path: './.vibeloop/worktrees/acme/demo/wt' mount path must be absolute";
+        let said = mount_refused(engine, &mounts).unwrap().to_string();
+        assert_eq!(
+            said,
+            "Docker cannot mount ./.vibeloop/worktrees/acme/demo/wt into the sandbox (the path is relative): give vibeloop an absolute data directory (--data-dir or VIBELOOP_DATA_DIR)"
+        );
+        let missing = "invalid mount config for type \"bind\": bind source path does not exist: /etc/ssl/ca.pem";
+        let said = mount_refused(missing, &mounts).unwrap().to_string();
+        assert!(said.starts_with("Docker cannot mount /etc/ssl/ca.pem into the sandbox (it does not exist on the engine's host)"), "{said}");
+        assert!(mount_refused("invalid reference format", &mounts).is_none());
     }
 }

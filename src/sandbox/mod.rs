@@ -117,6 +117,13 @@ pub enum SandboxError {
     ImageMissing(String),
     #[error("read-only path {path:?} cannot be mounted: {why}")]
     BadMount { path: String, why: String },
+    /// The engine refused a bind mount: a bot's setting, not the change, is at fault.
+    #[error("Docker cannot mount {source_path} into the sandbox ({reason}): {fix}")]
+    MountRefused {
+        source_path: String,
+        reason: String,
+        fix: &'static str,
+    },
     #[error("Docker: {0}")]
     Docker(String),
     #[error("cannot run the command: {0}")]

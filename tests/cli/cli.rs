@@ -126,6 +126,7 @@ async fn serve_runs_with_only_the_webhook_secret_and_keeps_deliveries() {
         webhook_secret: "only-this".into(),
         app_id: None,
         extra: vec![],
+        cwd: None,
     })
     .await;
     let body = payloads::issues_labeled("acme/widgets", Some(7), 1, "t", "b", "hive");
@@ -152,6 +153,7 @@ async fn json_logs_are_one_object_per_line_with_the_delivery_span() {
         webhook_secret: "json-logs-secret".into(),
         app_id: None,
         extra: vec![("VIBELOOP_LOG_FORMAT".into(), "json".into())],
+        cwd: None,
     })
     .await;
     let body = payloads::issues_labeled("acme/widgets", Some(7), 1, "t", "b", "hive");
@@ -208,6 +210,7 @@ async fn the_readme_demo_runs_with_the_standalone_fakes() {
         webhook_secret: "change-me".into(),
         app_id: Some(1),
         extra: vec![],
+        cwd: None,
     };
     let bot = Bot::start(&env).await;
     let _gh = example(

@@ -27,6 +27,7 @@ mod knowledge;
 mod memory;
 mod people;
 mod pushes;
+mod quick_start;
 mod reviews;
 mod run_local;
 mod scale_out;

@@ -26,6 +26,7 @@ fn worker_env(w: &World, name: &str, database_url: &str) -> BotEnv {
             ("VIBELOOP_ROLE".into(), "worker".into()),
             ("VIBELOOP_LEASE_SECONDS".into(), LEASE_SECONDS.into()),
         ],
+        cwd: None,
     }
 }
 

@@ -15,6 +15,9 @@ pub struct BotEnv {
     pub webhook_secret: String,
     pub app_id: Option<u64>,
     pub extra: Vec<(String, String)>,
+    /// Run the bot in this working directory on its default data directory (`./.vibeloop`,
+    /// no `VIBELOOP_DATA_DIR`), as a new user would; `data_dir` is then `<cwd>/.vibeloop`.
+    pub cwd: Option<PathBuf>,
 }
 
 pub struct Bot {
@@ -79,7 +82,9 @@ impl Bot {
     /// Starts `vibeloop serve` listening on `port`; its log if it exits or does not answer
     /// `/healthz` within 30 s.
     async fn try_start_on(env: &BotEnv, port: u16) -> Result<Bot, String> {
-        std::fs::create_dir_all(&env.data_dir).unwrap();
+        if env.cwd.is_none() {
+            std::fs::create_dir_all(&env.data_dir).unwrap();
+        }
         // Beside the data directory, not in it: a test may fill the data directory's disk.
         let log_path = PathBuf::from(format!("{}-bot-{port}.log", env.data_dir.display()));
         // Appended to: a restarted bot's log follows the one before it.
@@ -93,9 +98,21 @@ impl Bot {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("RUST_LOG", "info,vibeloop=debug")
-            .env("VIBELOOP_LISTEN", format!("127.0.0.1:{port}"))
-            .env("VIBELOOP_DATA_DIR", &env.data_dir)
-            .env("GITHUB_WEBHOOK_SECRET", &env.webhook_secret)
+            .env("VIBELOOP_LISTEN", format!("127.0.0.1:{port}"));
+        match &env.cwd {
+            Some(cwd) => {
+                assert_eq!(
+                    env.data_dir,
+                    cwd.join(".vibeloop"),
+                    "the default data directory"
+                );
+                cmd.current_dir(cwd);
+            }
+            None => {
+                cmd.env("VIBELOOP_DATA_DIR", &env.data_dir);
+            }
+        }
+        cmd.env("GITHUB_WEBHOOK_SECRET", &env.webhook_secret)
             .env("GITHUB_API_URL", &env.github_api_url)
             .env("VIBELOOP_LLM_BASE_URL", &env.llm_url)
             .env("VIBELOOP_LLM_MODEL", "fake-model")

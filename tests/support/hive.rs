@@ -115,6 +115,26 @@ impl World {
         extra: Vec<(String, String)>,
         prepare: impl FnOnce(&std::path::Path),
     ) -> World {
+        Self::launch(script, files, extra, prepare, false).await
+    }
+
+    /// Like [`World::start_with`], with the bot started as a new user starts it: in a working
+    /// directory of its own (`<tmp>/home`), on the default data directory `./.vibeloop`.
+    pub async fn start_in_a_working_directory(
+        script: Script,
+        files: &[(&str, String)],
+        extra: Vec<(String, String)>,
+    ) -> World {
+        Self::launch(script, files, extra, |_| {}, true).await
+    }
+
+    async fn launch(
+        script: Script,
+        files: &[(&str, String)],
+        extra: Vec<(String, String)>,
+        prepare: impl FnOnce(&std::path::Path),
+        in_working_directory: bool,
+    ) -> World {
         let dir = tempfile::tempdir().unwrap();
         let gh = FakeGitHub::start(fake_github::Options {
             app_id: APP_ID,
@@ -133,9 +153,20 @@ impl World {
             "`add(2, 3)` returns -1; it should return 5.",
         );
         let llm = FakeLlm::start(script).await;
-        let data_dir = dir.path().join("data");
-        std::fs::create_dir_all(&data_dir).unwrap();
-        prepare(&data_dir);
+        let cwd = in_working_directory.then(|| dir.path().join("home"));
+        let data_dir = match &cwd {
+            // Made by the bot itself, as on a new user's machine.
+            Some(cwd) => {
+                std::fs::create_dir_all(cwd).unwrap();
+                cwd.join(".vibeloop")
+            }
+            None => {
+                let data_dir = dir.path().join("data");
+                std::fs::create_dir_all(&data_dir).unwrap();
+                prepare(&data_dir);
+                data_dir
+            }
+        };
         let env = BotEnv {
             data_dir,
             github_api_url: gh.url.clone(),
@@ -143,6 +174,7 @@ impl World {
             webhook_secret: SECRET.into(),
             app_id: Some(APP_ID),
             extra,
+            cwd,
         };
         let bot = Bot::start(&env).await;
         gh.set_webhook(&bot.url, SECRET);

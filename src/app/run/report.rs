@@ -202,6 +202,24 @@ impl Report {
     }
 }
 
+/// `text` in lines of at most `width` characters, broken between words (a longer word stands
+/// alone on its line).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("never empty");
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_owned());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (t, flow) = (&self.ticket, &self.flow);
@@ -215,8 +233,10 @@ impl fmt::Display for Report {
         // person.
         let detail = t.detail.as_deref().filter(|d| !d.trim().is_empty());
         if let Some(detail) = detail.filter(|_| !matches!(self.ending, Ending::Waiting(_))) {
-            for line in detail.lines().filter(|l| !l.trim().is_empty()).take(12) {
-                writeln!(f, "  {}", clean(line, 160))?;
+            // Wrapped, not cut: the report's last words are usually what to do.
+            let lines = detail.lines().filter(|l| !l.trim().is_empty());
+            for line in lines.flat_map(|l| wrap(&clean(l, 600), 100)).take(24) {
+                writeln!(f, "  {line}")?;
             }
         }
         for q in &flow.questions {
@@ -354,5 +374,17 @@ mod tests {
         ];
         // The Breaker and the Builder work side by side: only the slower one counts.
         assert_eq!(super::time_split(&events), (1.0 + 3.5 + 0.25, 2.0));
+    }
+
+    #[test]
+    fn long_lines_are_wrapped_between_words_and_nothing_is_lost() {
+        let text = "No test command: no ecosystem was detected on the base and `.github/hive.yml` sets no `gates.test`. Add one, then `/hive retry`.";
+        let lines = super::wrap(text, 40);
+        assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:?}");
+        assert_eq!(lines.join(" "), text);
+        assert_eq!(
+            super::wrap("a-very-long-word b", 5),
+            ["a-very-long-word", "b"]
+        );
     }
 }
