@@ -104,6 +104,7 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
         tests: None,
         notes: vec![],
         known_failures: &[],
+        expect: &crate::gates::expect::Expect::default(),
     };
     let only: Vec<&str> = args.gates.iter().map(String::as_str).collect();
     let results = pipeline::run(

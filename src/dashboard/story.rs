@@ -116,6 +116,18 @@ fn node_done(node: &str, attempt: u64) -> Option<(String, Tone)> {
     }
 }
 
+/// What a node that ended with a failed verdict says (`why`: the bot's own words).
+fn node_failed(node: &str, attempt: u64, why: &str) -> String {
+    let why = short(why, 200);
+    match node {
+        "red_proof" => format!("The Breaker's tests prove nothing yet: {why}."),
+        "encounter" => format!("Attempt {attempt} failed: {why}."),
+        "critic" => format!("The Critic asks for changes on attempt {attempt}."),
+        "regate" => format!("The gates failed on the rebased branch: {why}."),
+        other => format!("{} failed: {why}.", cap(&other.replace('_', " "))),
+    }
+}
+
 /// The sentence for one event; `None` for what people need not read.
 pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
     let s = |k: &str| d[k].as_str().unwrap_or_default();
@@ -146,10 +158,13 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
             })
         }
         "checkpoint" if d["next"] == d["node"] => None,
-        "checkpoint" => {
-            let (text, tone) = node_done(s("node"), n("attempt").max(1))?;
-            plain(text, tone)
-        }
+        "checkpoint" => match d["failed"].as_str() {
+            Some(why) => plain(node_failed(s("node"), n("attempt").max(1), why), Tone::Bad),
+            None => {
+                let (text, tone) = node_done(s("node"), n("attempt").max(1))?;
+                plain(text, tone)
+            }
+        },
         "stage_enter" => match (d["role"].as_str(), s("stage")) {
             (Some(_), "agent_loop") => plain(format!("{} is at work…", cap(&role(d))), Tone::Step),
             (Some(_), _) => None,
@@ -328,6 +343,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(state.text, "Planning.");
+        let failed = tell(
+            "checkpoint",
+            &json!({"node": "encounter", "attempt": 2, "next": "code", "failed": "hive/test failed: exit code 1"}),
+        )
+        .unwrap();
+        assert_eq!(failed.text, "Attempt 2 failed: hive/test failed: exit code 1.");
+        assert_eq!(failed.tone, Tone::Bad);
+        assert_eq!(
+            t("checkpoint", json!({"node": "red_proof", "next": "encounter"})).as_deref(),
+            Some("The Breaker's tests fail on the old code, as they must.")
+        );
         assert_eq!(state.starts.as_deref(), Some("Planning"));
         assert_eq!(
             t(

@@ -137,7 +137,8 @@ fn rust(files: &dyn Files) -> Found {
             if workspace { " (a workspace)" } else { "" }
         ),
         setup: Some(format!("cargo fetch && cargo build --tests --offline{all}")),
-        test: Some(format!("cargo test --offline{all}")),
+        // Every test target runs even when one fails: each one's tests are judged by name.
+        test: Some(format!("cargo test --offline --no-fail-fast{all}")),
         lint: Some(format!(
             "cargo clippy --all-targets --offline{all} -- -D warnings"
         )),
@@ -408,7 +409,10 @@ mod tests {
         ]);
         let f = &detect(&t)[0];
         assert_eq!(f.ecosystem, Ecosystem::Rust);
-        assert_eq!(f.test.as_deref(), Some("cargo test --offline --workspace"));
+        assert_eq!(
+            f.test.as_deref(),
+            Some("cargo test --offline --no-fail-fast --workspace")
+        );
         assert!(
             f.why.contains("a workspace") && f.why.contains("Cargo.lock"),
             "{}",

@@ -211,6 +211,7 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
     if let Some(d) = &devcontainer {
         env.extend(d.env.iter().cloned());
     }
+    naming_tests(&mut env);
     let links = found.iter().flat_map(|f| f.links.clone()).collect();
     Resolved {
         config,
@@ -221,6 +222,22 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
         env,
         links,
         problems,
+    }
+}
+
+/// pytest names every test it ran, with its outcome, only in its `-rA` summary: whatever runs
+/// it (a pinned `gates.test`, a Makefile, tox) prints that summary, so the gates can judge the
+/// tests by name ([`crate::gates::results`]). Added to the options the environment already
+/// gives pytest, never instead of them.
+fn naming_tests(env: &mut Vec<(String, String)>) {
+    let (key, option) = crate::sandbox::NAMING_TESTS;
+    match env.iter_mut().rev().find(|(k, _)| k == key) {
+        Some((_, v)) if !v.split_whitespace().any(|o| o == option) => {
+            v.push(' ');
+            v.push_str(option);
+        }
+        Some(_) => {}
+        None => env.push((key.into(), option.into())),
     }
 }
 
@@ -381,6 +398,14 @@ mod tests {
         assert_eq!(r.config.setup.as_deref(), Some("make deps"));
         assert_eq!(r.config.gates.test.as_deref(), Some("go test -v ./..."));
         assert!(r.env.contains(&("A".to_owned(), "1".to_owned())));
+        let pytest = |r: &Resolved| r.env.iter().filter(|(k, _)| k == "PYTEST_ADDOPTS").map(|(_, v)| v.clone()).collect::<Vec<_>>();
+        assert_eq!(pytest(&r), ["-rA"]);
+        let dc = r#"{ "image": "py:1", "containerEnv": {"PYTEST_ADDOPTS": "-p no:cacheprovider"} }"#;
+        let theirs = resolve(
+            HiveConfig::default(),
+            &Tree::of(&[(".devcontainer/devcontainer.json", dc)]),
+        );
+        assert_eq!(pytest(&theirs), ["-p no:cacheprovider -rA"]);
         assert!(
             r.inputs
                 .contains(&".devcontainer/devcontainer.json".to_owned())

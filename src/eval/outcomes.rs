@@ -1,10 +1,11 @@
-//! Each test's outcome, read from a test run's output as the runners print them: pytest's
-//! `-rA` summary (`PASSED tests/test_x.py::test_a`, `FAILED … - reason`, `ERROR …`), libtest's
-//! lines (`test name ... ok`, `... FAILED`, `... ignored`) and `go test -v` (`--- PASS: TestX`,
-//! `--- FAIL: TestX`, subtests as `TestX/case`). A name seen several times (the same libtest
-//! name in two test binaries) passed only if it passed every time.
+//! Each test's outcome by name, as the gates read it ([`crate::gates::results`]): pytest's
+//! `-rA` summary, libtest's lines, `go test -v` and the other runners the gates know. A name
+//! seen several times (the same libtest name in two test binaries) passed only if it passed
+//! every time.
 
 use std::collections::BTreeMap;
+
+use crate::gates::results::{Outcome as Seen, TestRun};
 
 /// How a named test went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,55 +18,15 @@ pub enum Outcome {
 /// Every test the output names, with its outcome.
 pub fn read(output: &str) -> BTreeMap<String, Outcome> {
     let mut out: BTreeMap<String, Outcome> = BTreeMap::new();
-    let mut note = |name: &str, o: Outcome| {
-        let name = name.trim();
-        if name.is_empty() || name.contains(char::is_whitespace) && !name.contains("::") {
-            return;
-        }
-        let slot = out.entry(name.to_owned()).or_insert(o);
+    for case in TestRun::read(output).map(|r| r.cases).unwrap_or_default() {
+        let o = match case.outcome {
+            Seen::Passed => Outcome::Passed,
+            Seen::Failed | Seen::Error => Outcome::Failed,
+            Seen::Skipped => Outcome::Skipped,
+        };
+        let slot = out.entry(case.name).or_insert(o);
         if o == Outcome::Failed || (*slot == Outcome::Skipped && o == Outcome::Passed) {
             *slot = o;
-        }
-    };
-    for line in output.lines() {
-        let line = line.trim_end();
-        // pytest -rA: `PASSED id`, `FAILED id - message`, `ERROR id - message`, `SKIPPED [1] …`.
-        for (word, o) in [
-            ("PASSED ", Outcome::Passed),
-            ("XPASS ", Outcome::Passed),
-            ("FAILED ", Outcome::Failed),
-            ("ERROR ", Outcome::Failed),
-        ] {
-            if let Some(rest) = line.strip_prefix(word)
-                && rest.contains("::")
-            {
-                note(rest.split(" - ").next().unwrap_or(rest), o);
-            }
-        }
-        // libtest: `test tests::adds ... ok`.
-        if let Some(rest) = line.strip_prefix("test ")
-            && let Some((name, result)) = rest.rsplit_once(" ... ")
-        {
-            let o = match result.trim() {
-                "ok" => Some(Outcome::Passed),
-                "FAILED" => Some(Outcome::Failed),
-                r if r.starts_with("ignored") => Some(Outcome::Skipped),
-                _ => None,
-            };
-            if let Some(o) = o {
-                note(name, o);
-            }
-        }
-        // go test -v: `--- PASS: TestHalf (0.00s)`, indented for subtests.
-        let t = line.trim_start();
-        for (word, o) in [
-            ("--- PASS: ", Outcome::Passed),
-            ("--- FAIL: ", Outcome::Failed),
-            ("--- SKIP: ", Outcome::Skipped),
-        ] {
-            if let Some(rest) = t.strip_prefix(word) {
-                note(rest.split(" (").next().unwrap_or(rest), o);
-            }
         }
     }
     out

@@ -16,6 +16,9 @@ pub enum Judgement {
     Ran(TestRun),
     /// The tests could not run: the line that shows why, for people.
     Broken(String),
+    /// The tests ran, but the command did not say which (it printed counts, or nothing the
+    /// bot reads): no test could be judged by name. What it printed instead.
+    Unnamed(String),
 }
 
 /// Markers of a line that says why tests could not run, most telling first.
@@ -38,14 +41,23 @@ const TELLING: [&str; 16] = [
     "Error:",
 ];
 
-/// Judges the test command's output on the base.
-pub fn judge(output: &CommandOutput) -> Judgement {
+/// Judges the test command's output on the base, read as `run` (its output, or its JUnit
+/// report).
+pub fn judge(output: &CommandOutput, run: Option<TestRun>) -> Judgement {
     if output.oom_killed || output.timed_out || output.killed.is_some() {
         return Judgement::Broken(output.describe());
     }
-    let run = TestRun::read(&output.output);
+    let unnamed = |run: &Option<TestRun>| {
+        Judgement::Unnamed(match run {
+            Some(r) => format!("{} and no test's name", r.counts.describe()),
+            None => "no test result it could read".into(),
+        })
+    };
     if output.success() {
-        return Judgement::Ran(run.unwrap_or_default());
+        return match run {
+            Some(r) if r.names_its_tests() => Judgement::Ran(r),
+            other => unnamed(&other),
+        };
     }
     let missing = missing_dependency(&output.output);
     match run {
@@ -55,7 +67,13 @@ pub fn judge(output: &CommandOutput) -> Judgement {
             Judgement::Broken(missing.map(|m| m.line).unwrap_or_default())
         }
         // Tests ran and some failed (not only collection or build errors).
-        Some(r) if r.counts.passed + r.counts.failed > 0 => Judgement::Ran(r),
+        Some(r) if r.counts.passed + r.counts.failed > 0 => {
+            if r.cases.is_empty() {
+                unnamed(&Some(r))
+            } else {
+                Judgement::Ran(r)
+            }
+        }
         // "no tests ran" (exit code 5, pytest and unittest): a repository without tests yet.
         _ if output.exit_code == Some(5)
             && output.output.to_lowercase().contains("no tests ran") =>
@@ -98,16 +116,17 @@ pub struct Missing {
 
 /// The first dependency `output` says is missing, when it names one: `No module named 'x'`
 /// (Python), ``can't find crate for `x` `` and undeclared crates (Rust), `Cannot find module
-/// 'x'` (Node, not a relative path), `no required module provides package x` and `cannot find
+/// 'x'` and `Cannot find package 'x'` (Node, not a relative path), `no required module provides package x` and `cannot find
 /// package "x"` (Go). Whether the name is the project's own is for the caller to tell.
 pub fn missing_dependency(output: &str) -> Option<Missing> {
     // (marker, the quote that ends the name)
-    const MARKERS: [(&str, char); 7] = [
+    const MARKERS: [(&str, char); 8] = [
         ("No module named '", '\''),
         ("can't find crate for `", '`'),
         ("use of undeclared crate or module `", '`'),
         ("use of unresolved module or unlinked crate `", '`'),
         ("Cannot find module '", '\''),
+        ("Cannot find package '", '\''),
         ("no required module provides package ", ';'),
         ("cannot find package \"", '"'),
     ];
@@ -171,44 +190,68 @@ mod tests {
         CommandOutput::exited(code, text)
     }
 
+    fn judge_(o: &CommandOutput) -> Judgement {
+        judge(o, TestRun::read(&o.output))
+    }
+
     #[test]
     fn a_missing_module_is_broken_and_named() {
         let text = "ImportError while importing test module '/work/tests/test_w.py'.\nE   ModuleNotFoundError: No module named 'wcwidth'\n== 1 error in 0.05s ==";
         assert_eq!(
-            judge(&out(2, text)),
+            judge_(&out(2, text)),
             Judgement::Broken("E   ModuleNotFoundError: No module named 'wcwidth'".into())
         );
         let cargo = "   Compiling x v0.1.0\nerror[E0432]: unresolved import `itoa`\nerror: could not compile `x`";
-        assert!(matches!(judge(&out(101, cargo)), Judgement::Broken(l) if l.contains("E0432")));
+        assert!(matches!(judge_(&out(101, cargo)), Judgement::Broken(l) if l.contains("E0432")));
         assert!(
-            matches!(judge(&out(127, "sh: 1: cargo: not found")), Judgement::Broken(l) if l.contains("cargo: not found"))
+            matches!(judge_(&out(127, "sh: 1: cargo: not found")), Judgement::Broken(l) if l.contains("cargo: not found"))
         );
     }
 
     #[test]
     fn a_test_file_that_cannot_load_a_dependency_is_broken_not_failing() {
-        let node = "not ok 1 - test/pad.test.js\n  ---\n  error: \"Cannot find module 'left-pad'\"\n  ...\n# tests 1\n# pass 0\n# fail 1\n";
+        let esm = include_str!("../../tests/fixtures/tool-output/runners/node-cannot-find-package-esm.txt");
         assert_eq!(
-            judge(&out(1, node)),
-            Judgement::Broken("error: \"Cannot find module 'left-pad'\"".into())
+            judge_(&out(1, esm)),
+            Judgement::Broken("# Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /work/test/dep.test.mjs".into())
         );
         // One test passed: the tests run; the failure is recorded.
-        let some = node.replace("# tests 1\n# pass 0", "# tests 2\n# pass 1");
-        assert!(matches!(judge(&out(1, &some)), Judgement::Ran(_)));
+        let some = include_str!("../../tests/fixtures/tool-output/runners/node-cannot-find-module.txt");
+        let Judgement::Ran(run) = judge_(&out(1, some)) else {
+            panic!("not ran")
+        };
+        assert_eq!(run.failing, ["test/dep.test.js"]);
     }
 
     #[test]
     fn failing_tests_on_the_base_are_recorded_not_broken() {
         let text =
             "FAILED tests/test_a.py::test_old - assert 1 == 2\n== 1 failed, 3 passed in 0.1s ==";
-        let Judgement::Ran(r) = judge(&out(1, text)) else {
+        let Judgement::Ran(r) = judge_(&out(1, text)) else {
             panic!("not ran")
         };
         assert_eq!(r.failing, ["tests/test_a.py::test_old"]);
         assert_eq!(
-            judge(&out(5, "no tests ran in 0.01s")),
+            judge_(&out(5, "no tests ran in 0.01s")),
             Judgement::Ran(TestRun::default())
         );
+    }
+
+    #[test]
+    fn a_command_that_does_not_name_its_tests_cannot_be_judged_by_name() {
+        assert_eq!(
+            judge_(&out(0, "...\n3 passed in 0.1s")),
+            Judgement::Unnamed("3 tests and no test's name".into())
+        );
+        assert_eq!(
+            judge_(&out(0, "all good")),
+            Judgement::Unnamed("no test result it could read".into())
+        );
+        let jest = "Tests:       1 failed, 2 passed, 3 total";
+        assert!(matches!(judge_(&out(1, jest)), Judgement::Unnamed(_)));
+        // No test at all is no test to name.
+        let empty = "running 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out";
+        assert!(matches!(judge_(&out(0, empty)), Judgement::Ran(_)));
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod acceptance;
 pub mod baseline;
 pub mod changes;
 pub mod complexity;
+pub mod expect;
 pub mod grammar;
 pub mod parsers;
 pub mod pipeline;
@@ -17,6 +18,7 @@ pub mod redproof;
 pub mod report;
 pub mod results;
 pub mod security;
+pub mod steering;
 
 use std::time::Duration;
 
@@ -35,9 +37,10 @@ pub fn is_check(name: &str) -> bool {
 }
 
 /// How a gate ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    #[default]
     Passed,
     Failed,
     TimedOut,
@@ -90,6 +93,10 @@ pub struct GateResult {
     #[serde(serialize_with = "millis")]
     pub duration: Duration,
     pub check_run_url: Option<String>,
+    /// The Breaker's tests with their verdicts at the base and here (the test gate, when the
+    /// change has a Breaker).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<expect::TestVerdict>,
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -109,6 +116,7 @@ impl GateResult {
             notes: vec![why.to_owned()],
             duration: Duration::ZERO,
             check_run_url: None,
+            verdicts: vec![],
         }
     }
 
@@ -170,6 +178,8 @@ pub struct Inputs<'a> {
     /// Tests that already failed on the base before any change (the baseline): the test gate
     /// does not hold them against the change.
     pub known_failures: &'a [String],
+    /// The tests the test gate must see passing, by name (none for a preview).
+    pub expect: &'a expect::Expect,
 }
 
 /// Errors of a gate run (the gates' own failures are results, not errors).

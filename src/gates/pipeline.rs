@@ -4,10 +4,11 @@
 //! check runs); it knows nothing of GitHub.
 
 use std::future::Future;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub use super::Inputs;
+use super::expect::{Expect, TestVerdict};
+use super::steering::Steer;
 use super::results::TestRun;
 use super::{GateError, GateResult, ORDER, Status, acceptance, parsers, security};
 use crate::config::repo::SecurityGate;
@@ -78,8 +79,16 @@ pub async fn run<R: Reporter>(
         selected.push(acceptance::GATE);
     }
     reporter.queued(&selected).await.map_err(RunError::Report)?;
+    let steering = match steering_of(inputs).await {
+        Ok(s) => s,
+        Err(e) => return Err(abandon(reporter, e).await),
+    };
+    let expect = Expect {
+        steering: steering.clone(),
+        ..inputs.expect.clone()
+    };
     let mut security = if selected.contains(&"security") {
-        match security_gate(inputs).await {
+        match security_gate(inputs, &steering).await {
             Ok(r) => Some(r),
             Err(e) => return Err(abandon(reporter, e).await),
         }
@@ -92,11 +101,11 @@ pub async fn run<R: Reporter>(
         let ran = match gate {
             "security" => Ok(security.take().expect("computed above")),
             acceptance::GATE => acceptance::run(inputs, &results).await,
-            "lint" => match command_gate(inputs, gate).await {
+            "lint" => match command_gate(inputs, gate, &expect).await {
                 Ok(r) => with_complexity(inputs, r).await,
                 Err(e) => Err(e),
             },
-            _ => command_gate(inputs, gate).await,
+            _ => command_gate(inputs, gate, &expect).await,
         };
         let mut result = match ran {
             Ok(r) => r,
@@ -149,6 +158,7 @@ pub async fn setup_failed<R: Reporter>(
                 duration: output.duration,
                 output: Some(output.clone()),
                 check_run_url: None,
+                verdicts: vec![],
             }
         } else {
             GateResult::skipped(gate, "Not run: setup failed (see hive/test).")
@@ -166,7 +176,27 @@ async fn abandon<R: Reporter>(reporter: &mut R, e: GateError) -> RunError<R::Err
     RunError::Gate(e)
 }
 
-async fn command_gate(inputs: &Inputs<'_>, gate: &'static str) -> Result<GateResult, GateError> {
+/// The files `base..head` changes that steer which tests run (git2, off the async threads).
+async fn steering_of(inputs: &Inputs<'_>) -> Result<Vec<Steer>, GateError> {
+    let git_dir = inputs.git_dir.to_owned();
+    let (base, head) = (
+        git2::Oid::from_str(inputs.base.as_str())?,
+        git2::Oid::from_str(inputs.head.as_str())?,
+    );
+    let found = tokio::task::spawn_blocking(move || {
+        let repo = git2::Repository::open(&git_dir)?;
+        super::steering::changed(&repo, base, head)
+    })
+    .await
+    .map_err(|e| git2::Error::from_str(&format!("steering check panicked: {e}")))??;
+    Ok(found)
+}
+
+async fn command_gate(
+    inputs: &Inputs<'_>,
+    gate: &'static str,
+    expect: &Expect,
+) -> Result<GateResult, GateError> {
     let command = inputs
         .config
         .gates
@@ -186,35 +216,21 @@ async fn command_gate(inputs: &Inputs<'_>, gate: &'static str) -> Result<GateRes
         format!("{}/", inputs.worktree.display()),
     ];
     let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
-    let mut notes = vec![];
-    let mut run = TestRun::read(&output.output);
-    if gate == "test"
-        && let Some(report) = &inputs.config.gates.test_report
-    {
-        match read_report(inputs.worktree, report) {
-            Ok(r) => run = Some(r),
-            Err(why) => notes.push(format!("gates.test_report: {why}")),
+    let judged = if gate == "test" {
+        judge_tests(inputs, expect, &output)
+    } else {
+        Judged {
+            status: Status::of(&output),
+            ..Judged::default()
         }
-    }
-    let mut status = Status::of(&output);
-    if gate == "test"
-        && status == Status::Failed
-        && output.exit_code.is_some()
-        && let Some(r) = &run
-        && r.only_known(inputs.known_failures)
-    {
-        status = Status::Passed;
-        notes.push(format!(
-            "{} test(s) fail here as they did on the base before any change, so they do not hold the change back: {}",
-            r.failing.len(),
-            r.failing.join(", ")
-        ));
-    }
-    let (counts, failing) = match run {
-        Some(r) if gate == "test" => (Some(r.counts), r.failing),
-        Some(r) => (Some(r.counts), vec![]),
-        None => (None, vec![]),
     };
+    let Judged {
+        status,
+        counts,
+        failing,
+        notes,
+        verdicts,
+    } = judged;
     Ok(GateResult {
         gate,
         status,
@@ -226,20 +242,66 @@ async fn command_gate(inputs: &Inputs<'_>, gate: &'static str) -> Result<GateRes
         command: Some(command),
         output: Some(output),
         check_run_url: None,
+        verdicts,
     })
 }
 
-/// The JUnit XML report the test command wrote at `rel` in the worktree.
-fn read_report(worktree: &Path, rel: &str) -> Result<TestRun, String> {
-    let path = crate::sandbox::contained_path(worktree, rel)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("{rel} was not written by the test command"))?;
-    let meta = std::fs::metadata(&path).map_err(|e| format!("{rel}: {e}"))?;
-    if meta.len() > 64 << 20 {
-        return Err(format!("{rel} is larger than 64 MiB; not read"));
+/// How the test gate judged its run.
+#[derive(Default)]
+struct Judged {
+    status: Status,
+    counts: Option<super::results::TestCounts>,
+    failing: Vec<String>,
+    notes: Vec<String>,
+    verdicts: Vec<TestVerdict>,
+}
+
+/// The test gate's verdict: the command's exit status, excused where only the base's known
+/// failures fail, and failed where a test the change is judged by (the Breaker's, or one that
+/// passed on the base) is not seen passing by name.
+fn judge_tests(
+    inputs: &Inputs<'_>,
+    expect: &Expect,
+    output: &crate::sandbox::CommandOutput,
+) -> Judged {
+    let report = inputs.config.gates.test_report.as_deref();
+    let seen = TestRun::observe(&output.output, inputs.worktree, report);
+    let mut notes = seen.notes;
+    let run = seen.run;
+    let mut status = Status::of(output);
+    if status == Status::Failed
+        && output.exit_code.is_some()
+        && let Some(r) = &run
+        && r.only_known(inputs.known_failures)
+    {
+        status = Status::Passed;
+        notes.push(format!(
+            "{} test(s) fail here as they did on the base before any change, so they do not hold the change back: {}",
+            r.failing.len(),
+            r.failing.join(", ")
+        ));
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{rel}: {e}"))?;
-    TestRun::read_junit(&text).ok_or_else(|| format!("{rel} is not a JUnit XML report"))
+    let mut failing = run.as_ref().map(|r| r.failing.clone()).unwrap_or_default();
+    if expect.is_empty() {
+        if status == Status::Passed && run.as_ref().is_none_or(|r| !r.names_its_tests()) {
+            notes.push("The test command named no test, so nothing here says which tests ran.".into());
+        }
+    } else if matches!(status, Status::Passed | Status::Failed) {
+        let unmet = expect.check(run.as_ref(), &output.describe());
+        if !unmet.is_empty() {
+            status = Status::Failed;
+            notes.extend(expect.report(&unmet));
+            failing.extend(unmet.iter().map(|u| u.test.clone()));
+            failing.dedup();
+        }
+    }
+    Judged {
+        status,
+        counts: run.as_ref().map(|r| r.counts),
+        failing,
+        notes,
+        verdicts: expect.verdicts(run.as_ref(), &output.describe()),
+    }
 }
 
 /// The built-in security gate: test lock and secret scan (git2, in this process, on the
@@ -282,7 +344,7 @@ async fn with_complexity(
     Ok(result)
 }
 
-async fn security_gate(inputs: &Inputs<'_>) -> Result<GateResult, GateError> {
+async fn security_gate(inputs: &Inputs<'_>, steering: &[Steer]) -> Result<GateResult, GateError> {
     if inputs.config.gates.security == SecurityGate::Off {
         return Ok(GateResult::skipped(
             "security",
@@ -310,6 +372,13 @@ async fn security_gate(inputs: &Inputs<'_>) -> Result<GateResult, GateError> {
     annotations.extend(banned.annotations());
     annotations.extend(python.unnamed.iter().cloned());
     let mut notes = vec![tree.summary()];
+    if !steering.is_empty() {
+        let files: Vec<String> = steering.iter().map(Steer::describe).collect();
+        notes.push(format!(
+            "test lock: the change edits files that steer which tests run and how: {} (the test gate checks the tests still run, by name)",
+            files.join(", ")
+        ));
+    }
     notes.extend(banned.summary());
     let mut incomplete = false;
     let policy = &inputs.config.policy;
@@ -359,37 +428,6 @@ async fn security_gate(inputs: &Inputs<'_>) -> Result<GateResult, GateError> {
         notes,
         duration: started.elapsed(),
         check_run_url: None,
+        verdicts: vec![],
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_test_report_is_read_from_the_worktree_and_only_from_there() {
-        let wt = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(wt.path().join("build")).unwrap();
-        std::fs::write(
-            wt.path().join("build/junit.xml"),
-            r#"<testsuite><testcase name="a"/><testcase name="b"><failure/></testcase></testsuite>"#,
-        )
-        .unwrap();
-        let run = read_report(wt.path(), "build/junit.xml").unwrap();
-        assert_eq!((run.counts.passed, run.counts.failed), (1, 1));
-        assert_eq!(run.failing, ["b"]);
-
-        let missing = read_report(wt.path(), "build/none.xml").unwrap_err();
-        assert!(
-            missing.contains("was not written by the test command"),
-            "{missing}"
-        );
-        std::fs::write(wt.path().join("out.txt"), "3 passed").unwrap();
-        let not_xml = read_report(wt.path(), "out.txt").unwrap_err();
-        assert!(not_xml.contains("is not a JUnit XML report"), "{not_xml}");
-        // A link out of the worktree is not followed.
-        std::os::unix::fs::symlink("/etc/passwd", wt.path().join("link.xml")).unwrap();
-        let linked = read_report(wt.path(), "link.xml").unwrap_err();
-        assert!(linked.contains("symbolic link"), "{linked}");
-    }
 }

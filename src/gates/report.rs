@@ -2,6 +2,7 @@
 //! Markdown summary with the tail of the output.
 
 use super::GateResult;
+use super::expect::TestVerdict;
 
 pub use super::results::TestCounts;
 
@@ -43,6 +44,7 @@ pub fn summary(r: &GateResult) -> String {
     if !r.notes.is_empty() {
         s.push('\n');
     }
+    s.push_str(&verdict_table(&r.verdicts));
     if !r.annotations.is_empty() {
         s.push_str(&format!(
             "{} annotation(s) mark the places on the diff.\n\n",
@@ -61,6 +63,29 @@ pub fn summary(r: &GateResult) -> String {
     s
 }
 
+/// The Breaker's tests with their verdicts on the base and on the change, as a Markdown table
+/// (at most 30 rows); nothing when there are none.
+pub fn verdict_table(verdicts: &[TestVerdict]) -> String {
+    if verdicts.is_empty() {
+        return String::new();
+    }
+    let cell = |t: &str| t.replace('|', "\\|").replace('\n', " ");
+    let mut s = "The Breaker's tests:\n\n| test | on the base | on this commit |\n|---|---|---|\n".to_owned();
+    for v in verdicts.iter().take(30) {
+        s.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            cell(&v.test).replace('`', "'"),
+            cell(&v.base),
+            cell(&v.head)
+        ));
+    }
+    if verdicts.len() > 30 {
+        s.push_str(&format!("| … and {} more | | |\n", verdicts.len() - 30));
+    }
+    s.push('\n');
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +94,25 @@ mod tests {
     fn code_blocks_outlast_backticks_inside() {
         assert_eq!(code_block("a"), "```text\na\n```");
         assert_eq!(code_block("x ```` y"), "`````text\nx ```` y\n`````");
+    }
+
+    #[test]
+    fn the_breakers_tests_are_a_table_of_verdicts() {
+        let v = |test: &str, head: &str| TestVerdict {
+            test: test.into(),
+            base: "failed".into(),
+            head: head.into(),
+        };
+        let table = verdict_table(&[
+            v("tests/test_x.py::test_y", "passed"),
+            v("t|z", "did not run: skipped (conftest.py: x)"),
+        ]);
+        assert_eq!(
+            table,
+            "The Breaker's tests:\n\n| test | on the base | on this commit |\n|---|---|---|\n\
+             | `tests/test_x.py::test_y` | failed | passed |\n\
+             | `t\\|z` | failed | did not run: skipped (conftest.py: x) |\n\n"
+        );
+        assert_eq!(verdict_table(&[]), "");
     }
 }

@@ -35,6 +35,9 @@ pub async fn rerun(
             ticket,
             spent: None,
         };
+        // A re-run is judged as the ticket's own runs are: the base's known failures excused,
+        // the Breaker's tests and the base's passing ones wanted by name.
+        let flow = super::flow::state::load(&hive.store, key).await?;
         let token = run.client.token().await?;
         let (workspace, repo, base) = (
             hive.workspace.clone(),
@@ -70,7 +73,8 @@ pub async fn rerun(
                     run_id: format!("vibeloop:{}:rerun-{}", run.ticket.id, job_id),
                     role: "rerun",
                     tests: None,
-                    known_failures: &[],
+                    known_failures: &flow.known_failures(),
+                    expect: &flow.expect(vec![]),
                 };
                 run_gates(&run, &env, v).await.map(|results| {
                     for r in &results {

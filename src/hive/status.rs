@@ -143,7 +143,8 @@ pub fn status_section(f: &Flow) -> String {
         }
     }
     if let Some(v) = &f.red_proof {
-        s.push_str(&format!("\nRed proof: {}.\n", v.describe()));
+        let mark = if v.holds() { "✓" } else { "✗" };
+        s.push_str(&format!("\n{mark} Red proof: {}.\n", v.describe()));
     }
     if !f.attempts.is_empty() {
         let gates: Vec<String> = f.attempts[0].gates.iter().map(|g| g.gate.clone()).collect();

@@ -111,6 +111,8 @@ pub(super) struct Verification<'a> {
     pub tests: Option<&'a CommitSha>,
     /// Tests that failed on the base before any change.
     pub known_failures: &'a [String],
+    /// The tests the test gate must see passing, by name.
+    pub expect: &'a crate::gates::expect::Expect,
 }
 
 /// Runs the gates in a fresh sandbox of the worktree, reports each as a check run, and records
@@ -151,6 +153,7 @@ pub(super) async fn run_gates(
             .into_iter()
             .collect(),
         known_failures: v.known_failures,
+        expect: v.expect,
     };
     let mut report = super::checks::CheckRuns::new(&run.client, v.head, v.run_id.clone());
     let results = pipeline::run(&inputs, v.gates, &mut report).await;

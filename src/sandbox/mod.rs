@@ -76,10 +76,15 @@ impl SandboxSpec {
             disk_mb: config.limits.disk_mb,
             cache: None,
             ca_bundle: None,
-            env: vec![],
+            env: vec![(NAMING_TESTS.0.into(), NAMING_TESTS.1.into())],
         }
     }
 }
+
+/// Every sandbox starts with pytest's `-rA` summary on, which names every test it ran with
+/// its outcome, whatever runs pytest (a pinned command, a Makefile, tox): the gates judge tests
+/// by name. The environment's own `PYTEST_ADDOPTS` keeps it (`env::resolve`).
+pub const NAMING_TESTS: (&str, &str) = ("PYTEST_ADDOPTS", "-rA");
 
 /// Where [`SandboxSpec::cache`] is seen inside a sandbox.
 pub const CACHE_MOUNT: &str = "/cache";

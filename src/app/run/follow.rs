@@ -149,7 +149,10 @@ pub fn describe(e: &Event) -> Option<String> {
         },
         // The Breaker's and the Builder's own checkpoints inside a node are not steps of the flow.
         "checkpoint" if d["next"] == d["node"] => return None,
-        "checkpoint" => format!("✓ {}", s("node")),
+        "checkpoint" => match d["failed"].as_str() {
+            Some(why) => format!("✗ {}: {}", s("node").replace('_', " "), clean(why, 200)),
+            None => format!("✓ {}", s("node")),
+        },
         "stage_enter" => match d["role"].as_str() {
             Some(_) if s("stage") == "agent_loop" => format!("  {} at work", s("role")),
             Some(_) => return None,
@@ -253,6 +256,20 @@ mod tests {
                 serde_json::json!({ "node": "code", "next": "code" })
             ),
             None
+        );
+        assert_eq!(
+            line(
+                "checkpoint",
+                serde_json::json!({ "node": "red_proof", "next": "encounter" })
+            ),
+            Some("✓ red_proof".into())
+        );
+        assert_eq!(
+            line(
+                "checkpoint",
+                serde_json::json!({ "node": "red_proof", "next": "code", "failed": "fails: the tests pass on the base" })
+            ),
+            Some("✗ red proof: fails: the tests pass on the base".into())
         );
         assert_eq!(
             line(

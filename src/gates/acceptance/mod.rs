@@ -107,6 +107,7 @@ pub async fn run(inputs: &Inputs<'_>, gates: &[GateResult]) -> Result<GateResult
         notes: criteria.iter().map(Criterion::line).collect(),
         duration: started.elapsed(),
         check_run_url: None,
+        verdicts: vec![],
     })
 }
 

@@ -12,6 +12,8 @@ use super::state::Baseline;
 use crate::config::repo::PATH as CONFIG_PATH;
 use crate::env::SetupError;
 use crate::gates::baseline::{Judgement, diagnose, judge};
+use crate::gates::expect::Wanted;
+use crate::gates::results::{Outcome, TestRun};
 use crate::gates::report::code_block;
 use crate::hive::job::JobError;
 use crate::sandbox::CommandOutput;
@@ -24,6 +26,12 @@ pub(super) async fn baseline(
     let wt = scratch(cx, "baseline", None).await?;
     let base = wt.base.clone();
     let result = run(cx, &wt, test).await;
+    // Read while the checkout is there: a JUnit report is a file in it.
+    let report = cx.env.config.gates.test_report.clone();
+    let seen = result
+        .as_ref()
+        .ok()
+        .map(|o| TestRun::observe(&o.output, &wt.path, report.as_deref()));
     drop_scratch(cx, "baseline").await;
     let branch = cx.base_branch();
     let output = match result {
@@ -42,17 +50,31 @@ pub(super) async fn baseline(
         }
         Err(e) => return Err(e.into()),
     };
-    let why = match judge(&output) {
+    let why = match judge(&output, seen.and_then(|s| s.run)) {
         Judgement::Ran(run) => {
             let b = Baseline {
                 sha: base,
                 counts: Some(run.counts),
+                passing: run
+                    .cases
+                    .iter()
+                    .filter(|c| c.outcome == Outcome::Passed)
+                    .map(|c| Wanted::test(&c.name, c.unit.as_deref()))
+                    .collect(),
                 failing: run.failing,
             };
-            let data = serde_json::json!({ "counts": b.counts, "failing": b.failing.len() });
+            let data = serde_json::json!({ "counts": b.counts, "failing": b.failing.len(), "passing": b.passing.len() });
             cx.run.event("baseline", data).await;
             return Ok(Some(b));
         }
+        Judgement::Unnamed(said) => format!(
+            "The test command ran on `{branch}` but did not say which tests it ran (`{test}` printed {said}), \
+             so the bot could not tell the Breaker's tests passing from not running, and no model was asked.\n\n\
+             Make it name each test and its outcome — pytest does (the bot adds `-rA`), as do `python -m unittest -v`, \
+             `cargo test`, `go test -v`, `node --test` and `jest --verbose` — or have it write a JUnit XML report and \
+             set `gates.test_report` in `{CONFIG_PATH}`, then `/hive retry`.\n\n{}",
+            code_block(&output.tail(15))
+        ),
         Judgement::Broken(line)
             if output.timed_out || output.oom_killed || output.killed.is_some() =>
         {

@@ -51,6 +51,28 @@ impl Ctx<'_, '_> {
         inputs: serde_json::Value,
         outputs: serde_json::Value,
     ) -> Result<(), JobError> {
+        self.checkpoint_as(node, inputs, outputs, None).await
+    }
+
+    /// [`Ctx::checkpoint`] of a node that completed with a failed verdict (a red proof that
+    /// does not hold, gates that fail, a veto): the timeline says it failed, and `why`.
+    pub(super) async fn checkpoint_failed(
+        &self,
+        node: Node,
+        inputs: serde_json::Value,
+        outputs: serde_json::Value,
+        why: &str,
+    ) -> Result<(), JobError> {
+        self.checkpoint_as(node, inputs, outputs, Some(why)).await
+    }
+
+    async fn checkpoint_as(
+        &self,
+        node: Node,
+        inputs: serde_json::Value,
+        outputs: serde_json::Value,
+        failed: Option<&str>,
+    ) -> Result<(), JobError> {
         let flow = serde_json::to_value(&self.flow).unwrap_or_default();
         self.run
             .hive
@@ -64,7 +86,11 @@ impl Ctx<'_, '_> {
                 &flow,
             )
             .await?;
-        self.run.event("checkpoint", serde_json::json!({ "node": node.as_str(), "attempt": self.flow.attempt, "next": self.flow.next.as_str() })).await;
+        let mut data = serde_json::json!({ "node": node.as_str(), "attempt": self.flow.attempt, "next": self.flow.next.as_str() });
+        if let Some(why) = failed {
+            data["failed"] = why.into();
+        }
+        self.run.event("checkpoint", data).await;
         Ok(())
     }
 

@@ -204,8 +204,8 @@ mod tests {
                    ----------------------------------------------------------------------\nRan 2 tests in 0.001s\n\nFAILED (failures=2)\n";
         let files = ["test_add_more.py".to_owned()];
         assert_eq!(
-            tests_memo("T-1", &files, out, &["test_adds".into()]).as_deref(),
-            Some("T-1 added the tests test_negative in `test_add_more.py`")
+            tests_memo("T-1", &files, out, &["test_calc.AddTest.test_adds".into()]).as_deref(),
+            Some("T-1 added the tests test_add_more.AddMore.test_negative in `test_add_more.py`")
         );
         assert_eq!(
             tests_memo("T-1", &files, "no summary", &[]).as_deref(),
@@ -217,6 +217,6 @@ mod tests {
             .collect();
         let many = format!("{many}Ran 12 tests in 0.1s\n\nFAILED (failures=12)\n");
         let memo = tests_memo("T-2", &[], &many, &[]).unwrap();
-        assert!(memo.ends_with("t9 and 2 more"), "{memo}");
+        assert!(memo.ends_with("m.C.t9 and 2 more"), "{memo}");
     }
 }

@@ -394,6 +394,22 @@ async fn model_merged(
     Ok(())
 }
 
+/// The files the base changed since the baseline was taken on it: their tests may be gone or
+/// renamed, so the test gate does not miss them.
+async fn changed_on_the_base(
+    cx: &mut Ctx<'_, '_>,
+    base: &crate::ids::CommitSha,
+) -> Result<Vec<String>, JobError> {
+    let Some(old) = cx.flow.baseline.as_ref().map(|b| b.sha.clone()) else {
+        return Ok(vec![]);
+    };
+    if old == *base {
+        return Ok(vec![]);
+    }
+    let (from, to) = (old.oid(), base.oid());
+    git(cx, move |ws, g| ws.changed_paths(g, from, to)).await
+}
+
 /// Regate: every gate again on the rebased commit.
 pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
@@ -404,6 +420,8 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .clone()
         .ok_or_else(|| JobError::permanent("regate without a rebased commit"))?;
     let tests = cx.flow.breaker.as_ref().map(|b| b.sha.clone());
+    let excused = changed_on_the_base(cx, &base).await?;
+    let expect = cx.flow.expect(excused);
     let wt = super::ctx::scratch(cx, "regate", Some(&sha)).await?;
     let v = Verification {
         worktree: &wt,
@@ -418,6 +436,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         role: "regate",
         tests: tests.as_ref(),
         known_failures: &cx.flow.known_failures(),
+        expect: &expect,
     };
     let gates = run_gates(cx.run, &cx.env, v).await;
     super::ctx::drop_scratch(cx, "regate").await;
@@ -443,10 +462,16 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         })
         .collect();
     super::memory::attempt_failed(cx).await?;
-    cx.checkpoint(
+    let failed: Vec<String> = gates
+        .iter()
+        .filter(|g| !g.ok())
+        .map(|g| format!("hive/{} {}", g.gate, g.describe()))
+        .collect();
+    cx.checkpoint_failed(
         Node::Regate,
         serde_json::json!({ "sha": sha.as_str() }),
         serde_json::json!({ "passed": false }),
+        &failed.join("; "),
     )
     .await?;
     if cx.flow.attempt >= cx.flow.attempt_limit {

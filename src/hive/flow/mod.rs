@@ -20,6 +20,7 @@
 
 mod baseline;
 mod code;
+mod critic;
 mod ctx;
 mod git;
 mod knowledge;
@@ -74,7 +75,7 @@ pub(in crate::hive) async fn drive(
             Node::RedProof => proof::red_proof(&mut cx).await?,
             Node::Encounter => proof::encounter(&mut cx).await?,
             Node::OpenPr => review::open_pr(&mut cx).await?,
-            Node::Critic => review::critic(&mut cx).await?,
+            Node::Critic => critic::critic(&mut cx).await?,
             Node::AwaitApproval => review::await_approval(&mut cx).await?,
             Node::Rebase => merge::rebase(&mut cx).await?,
             Node::Regate => merge::regate(&mut cx).await?,

@@ -9,7 +9,9 @@ use super::ctx::enter_node;
 use super::ctx::{Ctx, Step};
 use super::ctx::{drop_scratch, git, scratch, sync};
 use super::state::{Attempt, Node};
+use crate::gates::baseline::Missing;
 use crate::gates::redproof::{self, Verdict};
+use crate::sandbox::CommandOutput;
 use crate::github::checks::RETRY;
 use crate::hive::job::JobError;
 use crate::hive::verify::{Verification, run_gates};
@@ -27,42 +29,85 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .breaker
         .clone()
         .ok_or_else(|| JobError::permanent("red proof without the Breaker's tests"))?;
-    let wt = scratch(cx, "redproof", Some(&base)).await?;
+    let Some(test_command) = cx.env.config.gates.test.clone() else {
+        return cx.needs_human(super::plan::NO_TEST_COMMAND).await;
+    };
+    let (verdict, output, missing) = prove(cx, &base, &breaker, &test_command).await?;
+    let sha = breaker.sha.clone();
+    let external_id = format!(
+        "vibeloop:{}:red-proof:{}",
+        cx.run.ticket.id, breaker.attempt
+    );
+    crate::hive::checks::red_proof(&cx.run.client, &sha, &external_id, &verdict, &output).await?;
+    cx.flow.red_proof = Some(verdict.clone());
+    let outputs = serde_json::to_value(&verdict).unwrap_or_default();
+    if let Some(m) = missing {
+        let why = format!("the tests need `{}`, which the environment lacks", m.name);
+        cx.checkpoint_failed(Node::RedProof, serde_json::json!({}), outputs, &why)
+            .await?;
+        return cx.needs_human(&missing_report(&m)).await;
+    }
+    if verdict.holds() {
+        return proof_holds(cx, &base, &breaker, &output, outputs).await;
+    }
+    send_the_breaker_back(cx, &verdict, &output, outputs).await
+}
+
+/// Runs the Breaker's tests on the base in a scratch worktree: the verdict, the output, and a
+/// dependency the tests need that the environment lacks (told apart while the checkout is
+/// there to say what is the project's own).
+async fn prove(
+    cx: &mut Ctx<'_, '_>,
+    base: &CommitSha,
+    breaker: &super::state::Work,
+    test_command: &str,
+) -> Result<(Verdict, CommandOutput, Option<Missing>), JobError> {
+    let wt = scratch(cx, "redproof", Some(base)).await?;
     let (b, t) = (base.oid(), breaker.sha.oid());
     let test_set = cx.env.config.test_paths();
     let wt2 = wt.clone();
-    git(cx, move |ws, g| {
+    let files = git(cx, move |ws, g| {
         let changed: Vec<String> = ws
             .changed_paths(g, b, t)?
             .into_iter()
             .filter(|p| test_set.contains(p))
             .collect();
-        ws.copy_paths(g, t, &changed, &wt2)
+        ws.copy_paths(g, t, &changed, &wt2)?;
+        Ok(changed)
     })
-    .await?;
-    let Some(test_command) = cx.env.config.gates.test.clone() else {
-        drop_scratch(cx, "redproof").await;
-        return cx.needs_human(super::plan::NO_TEST_COMMAND).await;
+    .await;
+    let result = match files {
+        Ok(files) => run_on_base(cx, &wt, test_command, &files).await,
+        Err(e) => Err(e),
     };
-    let spec = match super::ctx::sandbox_spec(cx, &wt, "redproof", true).await {
-        Ok(s) => s,
-        Err(e) => {
-            drop_scratch(cx, "redproof").await;
-            return Err(e);
-        }
-    };
+    drop_scratch(cx, "redproof").await;
+    result
+}
+
+async fn run_on_base(
+    cx: &mut Ctx<'_, '_>,
+    wt: &crate::workspace::Worktree,
+    test_command: &str,
+    files: &[String],
+) -> Result<(Verdict, CommandOutput, Option<Missing>), JobError> {
+    let spec = super::ctx::sandbox_spec(cx, wt, "redproof", true).await?;
     let started = std::time::Instant::now();
     cx.run
         .event("stage_enter", serde_json::json!({ "stage": "red_proof" }))
         .await;
     let sandbox = cx.run.hive.sandbox.start(&spec).await?;
-    let result = redproof::run(
-        &sandbox,
-        &test_command,
-        Duration::from_secs(cx.env.config.limits.timeout_seconds),
-        &cx.flow.known_failures(),
-    )
-    .await;
+    let plan = serde_json::to_string(&cx.flow.blueprint).unwrap_or_default();
+    let known = cx.flow.known_failures();
+    let report = cx.env.config.gates.test_report.clone();
+    let proving = redproof::Proving {
+        known: &known,
+        files,
+        plan: &plan,
+        root: &wt.path,
+        report: report.as_deref(),
+    };
+    let timeout = Duration::from_secs(cx.env.config.limits.timeout_seconds);
+    let result = redproof::run(&sandbox, test_command, timeout, &proving).await;
     sandbox.stop().await;
     let millis = started.elapsed().as_millis() as u64;
     cx.run
@@ -71,71 +116,60 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             serde_json::json!({ "stage": "red_proof", "millis": millis }),
         )
         .await;
-    // A dependency the tests need and the environment lacks is no fault of the tests' idea:
-    // told apart here, while the checkout is still there to say what is the project's own.
+    let (verdict, output) = result?;
+    // A dependency the tests need and the environment lacks is no fault of the tests' idea.
     // Also when the verdict is Red: Node's runner counts a test file that cannot load its
     // imports as a failed test. A module of the project's own not written yet is a fair Red.
-    let missing = match &result {
-        Ok((verdict, output)) if *verdict != Verdict::Green => {
-            crate::gates::baseline::missing_dependency(&output.output)
-                .filter(|m| !crate::gates::baseline::is_own(&wt.path, &m.name))
-        }
-        _ => None,
-    };
-    drop_scratch(cx, "redproof").await;
-    let (verdict, output) = result?;
-    let sha = breaker.sha.clone();
-    let external_id = format!(
-        "vibeloop:{}:red-proof:{}",
-        cx.run.ticket.id, breaker.attempt
-    );
-    crate::hive::checks::red_proof(&cx.run.client, &sha, &external_id, &verdict, &output).await?;
-    cx.flow.red_proof = Some(verdict.clone());
-    if let Some(m) = missing {
-        cx.checkpoint(
-            Node::RedProof,
-            serde_json::json!({}),
-            serde_json::to_value(&verdict).unwrap_or_default(),
-        )
-        .await?;
-        return cx.needs_human(&missing_report(&m)).await;
-    }
-    if verdict.holds() && super::reflect::tests_go_back(cx, &base).await? {
+    let missing = (verdict != Verdict::Green)
+        .then(|| crate::gates::baseline::missing_dependency(&output.output))
+        .flatten()
+        .filter(|m| !crate::gates::baseline::is_own(&wt.path, &m.name));
+    Ok((verdict, output, missing))
+}
+
+/// The proof holds: the tests go to the Reflector, or on to the Encounter.
+async fn proof_holds(
+    cx: &mut Ctx<'_, '_>,
+    base: &CommitSha,
+    breaker: &super::state::Work,
+    output: &CommandOutput,
+    verdict: serde_json::Value,
+) -> Result<Step, JobError> {
+    let inputs = serde_json::json!({ "tests": breaker.sha });
+    if super::reflect::tests_go_back(cx, base).await? {
         cx.flow.next = Node::Code;
-        let out = serde_json::json!({ "reflector": cx.flow.breaker_findings.len() });
-        cx.checkpoint(
-            Node::RedProof,
-            serde_json::json!({ "tests": breaker.sha }),
-            out,
-        )
-        .await?;
+        let n = cx.flow.breaker_findings.len();
+        let out = serde_json::json!({ "reflector": n });
+        let why = format!("the Reflector sends the tests back ({n} finding(s))");
+        cx.checkpoint_failed(Node::RedProof, inputs, out, &why)
+            .await?;
         return Ok(Step::Next);
     }
-    if verdict.holds() {
-        super::memory::remember_tests(cx, &breaker.files, &output.output).await?;
-        cx.flow.next = Node::Encounter;
-        cx.checkpoint(
-            Node::RedProof,
-            serde_json::json!({ "tests": breaker.sha }),
-            serde_json::to_value(&verdict).unwrap_or_default(),
-        )
-        .await?;
-        return Ok(Step::Next);
-    }
-    // The tests do not prove anything: what they left in memory is not to be trusted.
+    super::memory::remember_tests(cx, &breaker.files, &output.output).await?;
+    cx.flow.next = Node::Encounter;
+    cx.checkpoint(Node::RedProof, inputs, verdict).await?;
+    Ok(Step::Next)
+}
+
+/// The tests prove nothing: the Breaker tries again, or a person is asked once its attempts
+/// are spent.
+async fn send_the_breaker_back(
+    cx: &mut Ctx<'_, '_>,
+    verdict: &Verdict,
+    output: &CommandOutput,
+    outputs: serde_json::Value,
+) -> Result<Step, JobError> {
+    // What they left in memory is not to be trusted.
     cx.demote_memory(super::memory::TESTS_STEP).await?;
     cx.flow.breaker_attempts += 1;
+    let failed = verdict.describe();
     if cx.flow.breaker_attempts > cx.env.config.retry.max_retries {
-        let report = red_proof_report(&verdict, cx.flow.breaker_attempts);
-        cx.checkpoint(
-            Node::RedProof,
-            serde_json::json!({}),
-            serde_json::to_value(&verdict).unwrap_or_default(),
-        )
-        .await?;
+        let report = red_proof_report(verdict, cx.flow.breaker_attempts);
+        cx.checkpoint_failed(Node::RedProof, serde_json::json!({}), outputs, &failed)
+            .await?;
         return cx.needs_human(&report).await;
     }
-    let why = match &verdict {
+    let why = match verdict {
         Verdict::Green => "the tests pass on the base: they do not capture the issue".to_owned(),
         other => other.describe(),
     };
@@ -145,17 +179,13 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     )];
     cx.flow.breaker = None;
     cx.flow.next = Node::Code;
-    cx.checkpoint(
-        Node::RedProof,
-        serde_json::json!({}),
-        serde_json::to_value(&verdict).unwrap_or_default(),
-    )
-    .await?;
+    cx.checkpoint_failed(Node::RedProof, serde_json::json!({}), outputs, &failed)
+        .await?;
     Ok(Step::Next)
 }
 
 /// What the person reads when the Breaker's tests need a dependency the environment lacks.
-fn missing_report(m: &crate::gates::baseline::Missing) -> String {
+fn missing_report(m: &Missing) -> String {
     format!(
         "The Breaker's tests need `{name}`, which the environment does not have, so they could \
          not run:\n\n    {line}\n\nThe Breaker was not sent back: that is the environment, not \
@@ -260,6 +290,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         role: "builder",
         tests: Some(&tests_sha),
         known_failures: &cx.flow.known_failures(),
+        expect: &cx.flow.expect(vec![]),
     };
     let gates = run_gates(cx.run, &cx.env, verification).await?;
     let h = head.oid();
@@ -359,6 +390,7 @@ async fn failed(
         gates: Vec::new(),
         signature: crate::agent::heal::report(&findings),
         tree: tree.to_owned(),
+        verdicts: vec![],
     });
     let stalled = cx.flow.attempts.last().filter(|prev| {
         prev.signature == attempt.signature
@@ -371,29 +403,36 @@ async fn failed(
             "the same failure twice in a row"
         }
     });
+    let failed_gates: Vec<String> = attempt
+        .gates
+        .iter()
+        .filter(|g| !g.passed)
+        .map(|g| format!("hive/{} {}", g.gate, g.result))
+        .collect();
+    let failed = match failed_gates.is_empty() {
+        true => findings
+            .first()
+            .and_then(|f| f.message.lines().next())
+            .unwrap_or("the attempt failed")
+            .to_owned(),
+        false => failed_gates.join("; "),
+    };
     cx.flow.attempts.push(attempt);
     cx.flow.findings = findings;
     let out = serde_json::json!({ "passed": false, "findings": cx.flow.findings.len() });
+    let inputs = serde_json::json!({ "head": sha.as_str() });
     if let Some(why) =
         stall.or((cx.flow.attempt >= cx.flow.attempt_limit).then_some("no attempts left"))
     {
-        cx.checkpoint(
-            Node::Encounter,
-            serde_json::json!({ "head": sha.as_str() }),
-            out,
-        )
-        .await?;
+        cx.checkpoint_failed(Node::Encounter, inputs, out, &failed)
+            .await?;
         offer_retry(cx, sha).await;
         return cx.needs_human(&human_report(cx, why)).await;
     }
     cx.flow.attempt += 1;
     cx.flow.next = Node::Code;
-    cx.checkpoint(
-        Node::Encounter,
-        serde_json::json!({ "head": sha.as_str() }),
-        out,
-    )
-    .await?;
+    cx.checkpoint_failed(Node::Encounter, inputs, out, &failed)
+        .await?;
     cx.publish().await?;
     Ok(Step::Next)
 }

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::gates::GateResult;
+use crate::gates::expect::{Expect, TestVerdict, Wanted};
 use crate::gates::redproof::Verdict;
 use crate::ids::{CommitSha, TicketKey};
 use crate::ticket::Finding;
@@ -93,6 +94,9 @@ pub struct Attempt {
     /// A hash of the change's tree, so an unchanged retry is spotted.
     #[serde(default)]
     pub tree: String,
+    /// The Breaker's tests with their verdicts on the base and on this attempt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<TestVerdict>,
 }
 
 impl Attempt {
@@ -125,6 +129,7 @@ impl Attempt {
                 .collect(),
             signature: failing.join("\n"),
             tree: tree.to_owned(),
+            verdicts: gates.iter().flat_map(|g| g.verdicts.clone()).collect(),
         }
     }
 
@@ -262,9 +267,41 @@ pub struct Baseline {
     /// Tests that already fail on the base: later judgements leave them out.
     #[serde(default)]
     pub failing: Vec<String>,
+    /// Tests that pass on the base: every later run must still see them pass, by name.
+    #[serde(default)]
+    pub passing: Vec<Wanted>,
 }
 
 impl Flow {
+    /// What the test gate must see passing: the Breaker's tests, by name (what the red proof
+    /// saw), and the base's passing tests but those of the Breaker's files (its own now) and
+    /// of `excused` (files the base changed since the baseline).
+    pub fn expect(&self, excused: Vec<String>) -> Expect {
+        let breaker: Vec<Wanted> = self
+            .red_proof
+            .as_ref()
+            .map(|v| v.wanted().to_vec())
+            .unwrap_or_default();
+        let whole: Vec<&str> = breaker
+            .iter()
+            .filter(|w| w.name.is_none())
+            .filter_map(|w| w.unit.as_deref())
+            .collect();
+        let baseline = self
+            .baseline
+            .iter()
+            .flat_map(|b| b.passing.iter())
+            .filter(|w| !w.unit.as_deref().is_some_and(|u| whole.contains(&u)))
+            .cloned()
+            .collect();
+        Expect {
+            breaker,
+            baseline,
+            excused,
+            steering: vec![],
+        }
+    }
+
     /// The tests that failed on the base before any change.
     pub fn known_failures(&self) -> Vec<String> {
         self.baseline
