@@ -157,7 +157,7 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
                 starts: Some(stage_name(to).to_owned()),
             })
         }
-        "checkpoint" if d["next"] == d["node"] => None,
+        "checkpoint" if d["next"] == d["node"] && d["failed"].is_null() => None,
         "checkpoint" => match d["failed"].as_str() {
             Some(why) => plain(node_failed(s("node"), n("attempt").max(1), why), Tone::Bad),
             None => {
@@ -348,10 +348,17 @@ mod tests {
             &json!({"node": "encounter", "attempt": 2, "next": "code", "failed": "hive/test failed: exit code 1"}),
         )
         .unwrap();
-        assert_eq!(failed.text, "Attempt 2 failed: hive/test failed: exit code 1.");
+        assert_eq!(
+            failed.text,
+            "Attempt 2 failed: hive/test failed: exit code 1."
+        );
         assert_eq!(failed.tone, Tone::Bad);
         assert_eq!(
-            t("checkpoint", json!({"node": "red_proof", "next": "encounter"})).as_deref(),
+            t(
+                "checkpoint",
+                json!({"node": "red_proof", "next": "encounter"})
+            )
+            .as_deref(),
             Some("The Breaker's tests fail on the old code, as they must.")
         );
         assert_eq!(state.starts.as_deref(), Some("Planning"));

@@ -398,9 +398,16 @@ mod tests {
         assert_eq!(r.config.setup.as_deref(), Some("make deps"));
         assert_eq!(r.config.gates.test.as_deref(), Some("go test -v ./..."));
         assert!(r.env.contains(&("A".to_owned(), "1".to_owned())));
-        let pytest = |r: &Resolved| r.env.iter().filter(|(k, _)| k == "PYTEST_ADDOPTS").map(|(_, v)| v.clone()).collect::<Vec<_>>();
+        let pytest = |r: &Resolved| {
+            r.env
+                .iter()
+                .filter(|(k, _)| k == "PYTEST_ADDOPTS")
+                .map(|(_, v)| v.clone())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(pytest(&r), ["-rA"]);
-        let dc = r#"{ "image": "py:1", "containerEnv": {"PYTEST_ADDOPTS": "-p no:cacheprovider"} }"#;
+        let dc =
+            r#"{ "image": "py:1", "containerEnv": {"PYTEST_ADDOPTS": "-p no:cacheprovider"} }"#;
         let theirs = resolve(
             HiveConfig::default(),
             &Tree::of(&[(".devcontainer/devcontainer.json", dc)]),

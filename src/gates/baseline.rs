@@ -210,13 +210,16 @@ mod tests {
 
     #[test]
     fn a_test_file_that_cannot_load_a_dependency_is_broken_not_failing() {
-        let esm = include_str!("../../tests/fixtures/tool-output/runners/node-cannot-find-package-esm.txt");
+        let esm = include_str!(
+            "../../tests/fixtures/tool-output/runners/node-cannot-find-package-esm.txt"
+        );
         assert_eq!(
             judge_(&out(1, esm)),
             Judgement::Broken("# Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /work/test/dep.test.mjs".into())
         );
         // One test passed: the tests run; the failure is recorded.
-        let some = include_str!("../../tests/fixtures/tool-output/runners/node-cannot-find-module.txt");
+        let some =
+            include_str!("../../tests/fixtures/tool-output/runners/node-cannot-find-module.txt");
         let Judgement::Ran(run) = judge_(&out(1, some)) else {
             panic!("not ran")
         };

@@ -131,7 +131,11 @@ impl Expect {
                 .is_some_and(|u| self.excused.iter().any(|e| e == u))
         };
         let breaker = self.breaker.iter().map(|w| (w, true));
-        let baseline = self.baseline.iter().filter(|w| !excused(w)).map(|w| (w, false));
+        let baseline = self
+            .baseline
+            .iter()
+            .filter(|w| !excused(w))
+            .map(|w| (w, false));
         breaker
             .chain(baseline)
             .filter_map(|(w, breaker)| {
@@ -172,7 +176,10 @@ impl Expect {
         const SHOWN: usize = 10;
         let mut lines: Vec<String> = unmet.iter().take(SHOWN).map(Unmet::describe).collect();
         if unmet.len() > SHOWN {
-            lines.push(format!("… and {} more not seen passing.", unmet.len() - SHOWN));
+            lines.push(format!(
+                "… and {} more not seen passing.",
+                unmet.len() - SHOWN
+            ));
         }
         if !self.steering.is_empty() {
             let files: Vec<String> = self.steering.iter().map(Steer::describe).collect();
@@ -211,23 +218,33 @@ fn unmet(w: &Wanted, run: &TestRun, ended: &str) -> Option<String> {
     }
     let unit = w.unit.as_deref();
     if let Some(u) = unit.and_then(|u| run.unloaded.iter().find(|l| l.unit == u)) {
-        let why = u.why.first().map(String::as_str).unwrap_or("no reason printed");
+        let why = u
+            .why
+            .first()
+            .map(String::as_str)
+            .unwrap_or("no reason printed");
         return Some(format!("did not run: {} could not load ({why})", u.unit));
     }
-    let skip = unit.and_then(|u| run.skips.iter().find(|s| s.place.split(':').next() == Some(u)));
+    let skip = unit.and_then(|u| {
+        run.skips
+            .iter()
+            .find(|s| s.place.split(':').next() == Some(u))
+    });
     if let Some(s) = skip {
         return Some(format!("did not run: skipped ({}: {})", s.place, s.why));
     }
-    Some(if run.cases.is_empty() && run.unloaded.is_empty() && run.counts.total() == 0 {
-        format!("did not run: the test command named no test ({ended})")
-    } else if run.counts.skipped > 0 {
-        format!(
-            "did not run: missing from the report ({} test(s) were skipped or deselected)",
-            run.counts.skipped
-        )
-    } else {
-        "did not run: missing from the report".to_owned()
-    })
+    Some(
+        if run.cases.is_empty() && run.unloaded.is_empty() && run.counts.total() == 0 {
+            format!("did not run: the test command named no test ({ended})")
+        } else if run.counts.skipped > 0 {
+            format!(
+                "did not run: missing from the report ({} test(s) were skipped or deselected)",
+                run.counts.skipped
+            )
+        } else {
+            "did not run: missing from the report".to_owned()
+        },
+    )
 }
 
 #[cfg(test)]
@@ -249,10 +266,15 @@ mod tests {
                 Wanted::test("tests/test_new.py::test_new", Some("tests/test_new.py")),
                 Wanted::every_test_of("tests/test_new.py"),
             ],
-            baseline: vec![Wanted::test("tests/test_calc.py::test_add", Some("tests/test_calc.py"))],
+            baseline: vec![Wanted::test(
+                "tests/test_calc.py::test_add",
+                Some("tests/test_calc.py"),
+            )],
             ..Expect::default()
         };
-        let green = run("PASSED tests/test_calc.py::test_add\nPASSED tests/test_new.py::test_new\n2 passed in 0.1s");
+        let green = run(
+            "PASSED tests/test_calc.py::test_add\nPASSED tests/test_new.py::test_new\n2 passed in 0.1s",
+        );
         assert_eq!(expect.check(Some(&green), "exit code 0"), []);
 
         let skipped = run("SKIPPED [2] tests/test_new.py: skipped by conftest\n2 skipped in 0.02s");
@@ -270,11 +292,14 @@ mod tests {
             exited[0].describe(),
             "`tests/test_new.py::test_new` did not run: the test command named no test (exit code 0)"
         );
-        let deselected = run("PASSED tests/test_calc.py::test_add\n1 passed, 1 deselected in 0.02s");
+        let deselected =
+            run("PASSED tests/test_calc.py::test_add\n1 passed, 1 deselected in 0.02s");
         let unmet = expect.check(Some(&deselected), "exit code 0");
         assert_eq!(unmet.len(), 2);
         assert!(unmet.iter().all(|u| u.breaker));
-        let xfail = run("PASSED tests/test_calc.py::test_add\nXFAIL tests/test_new.py::test_new - conftest\n1 passed, 1 xfailed in 0.1s");
+        let xfail = run(
+            "PASSED tests/test_calc.py::test_add\nXFAIL tests/test_new.py::test_new - conftest\n1 passed, 1 xfailed in 0.1s",
+        );
         assert_eq!(
             why(&expect.check(Some(&xfail), "exit code 0"))[0],
             "`tests/test_new.py::test_new` did not run: skipped (conftest)"
@@ -287,12 +312,15 @@ mod tests {
             breaker: vec![Wanted::every_test_of("tests/new.rs")],
             ..Expect::default()
         };
-        let some = run("     Running tests/new.rs (x)\ntest adds ... ok\ntest subs ... FAILED\ntest result: FAILED. 1 passed; 1 failed;");
+        let some = run(
+            "     Running tests/new.rs (x)\ntest adds ... ok\ntest subs ... FAILED\ntest result: FAILED. 1 passed; 1 failed;",
+        );
         assert_eq!(
             why(&expect.check(Some(&some), "exit code 101")),
             ["`the tests of tests/new.rs` failed"]
         );
-        let other = run("     Running tests/old.rs (x)\ntest adds ... ok\ntest result: ok. 1 passed;");
+        let other =
+            run("     Running tests/old.rs (x)\ntest adds ... ok\ntest result: ok. 1 passed;");
         assert_eq!(
             why(&expect.check(Some(&other), "exit code 0")),
             ["`the tests of tests/new.rs` did not run: missing from the report"]
@@ -307,7 +335,9 @@ mod tests {
             excused: vec!["tests/gone.rs".into()],
             ..Expect::default()
         };
-        let tap = run("TAP version 13\n# Subtest: math\n    # Subtest: mul\n    ok 1 - mul\n    1..1\nok 1 - math\n# tests 1\n# pass 1");
+        let tap = run(
+            "TAP version 13\n# Subtest: math\n    # Subtest: mul\n    ok 1 - mul\n    1..1\nok 1 - math\n# tests 1\n# pass 1",
+        );
         assert_eq!(expect.check(Some(&tap), "exit code 0"), []);
     }
 

@@ -97,6 +97,10 @@ pub struct GateResult {
     /// change has a Breaker).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub verdicts: Vec<expect::TestVerdict>,
+    /// The tests the change is judged by that were not seen passing, each with why (the test
+    /// gate): "`tests/t.py::test_x` did not run: skipped (conftest.py: …)".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub misses: Vec<String>,
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -117,6 +121,7 @@ impl GateResult {
             duration: Duration::ZERO,
             check_run_url: None,
             verdicts: vec![],
+            misses: vec![],
         }
     }
 
@@ -144,6 +149,10 @@ impl GateResult {
         match (self.status, &self.output) {
             (Status::Passed, _) => format!("passed{counts}"),
             (Status::Skipped, _) => "skipped".into(),
+            (_, Some(out)) if out.success() && !self.misses.is_empty() => format!(
+                "failed: {} test(s) the change is judged by not seen passing",
+                self.misses.iter().filter(|m| m.starts_with('`')).count()
+            ),
             (_, Some(out)) => format!("failed: {}{counts}{findings}", out.describe()),
             (_, None) => format!("failed{findings}"),
         }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 pub use super::Inputs;
 use super::expect::{Expect, TestVerdict};
-use super::steering::Steer;
 use super::results::TestRun;
+use super::steering::Steer;
 use super::{GateError, GateResult, ORDER, Status, acceptance, parsers, security};
 use crate::config::repo::SecurityGate;
 use crate::ids::CommitSha;
@@ -159,6 +159,7 @@ pub async fn setup_failed<R: Reporter>(
                 output: Some(output.clone()),
                 check_run_url: None,
                 verdicts: vec![],
+                misses: vec![],
             }
         } else {
             GateResult::skipped(gate, "Not run: setup failed (see hive/test).")
@@ -230,6 +231,7 @@ async fn command_gate(
         failing,
         notes,
         verdicts,
+        misses,
     } = judged;
     Ok(GateResult {
         gate,
@@ -243,6 +245,7 @@ async fn command_gate(
         output: Some(output),
         check_run_url: None,
         verdicts,
+        misses,
     })
 }
 
@@ -254,6 +257,7 @@ struct Judged {
     failing: Vec<String>,
     notes: Vec<String>,
     verdicts: Vec<TestVerdict>,
+    misses: Vec<String>,
 }
 
 /// The test gate's verdict: the command's exit status, excused where only the base's known
@@ -282,15 +286,18 @@ fn judge_tests(
         ));
     }
     let mut failing = run.as_ref().map(|r| r.failing.clone()).unwrap_or_default();
+    let mut misses = Vec::new();
     if expect.is_empty() {
         if status == Status::Passed && run.as_ref().is_none_or(|r| !r.names_its_tests()) {
-            notes.push("The test command named no test, so nothing here says which tests ran.".into());
+            notes.push(
+                "The test command named no test, so nothing here says which tests ran.".into(),
+            );
         }
     } else if matches!(status, Status::Passed | Status::Failed) {
         let unmet = expect.check(run.as_ref(), &output.describe());
         if !unmet.is_empty() {
             status = Status::Failed;
-            notes.extend(expect.report(&unmet));
+            misses = expect.report(&unmet);
             failing.extend(unmet.iter().map(|u| u.test.clone()));
             failing.dedup();
         }
@@ -301,6 +308,7 @@ fn judge_tests(
         failing,
         notes,
         verdicts: expect.verdicts(run.as_ref(), &output.describe()),
+        misses,
     }
 }
 
@@ -429,5 +437,6 @@ async fn security_gate(inputs: &Inputs<'_>, steering: &[Steer]) -> Result<GateRe
         duration: started.elapsed(),
         check_run_url: None,
         verdicts: vec![],
+        misses: vec![],
     })
 }

@@ -44,6 +44,13 @@ pub fn summary(r: &GateResult) -> String {
     if !r.notes.is_empty() {
         s.push('\n');
     }
+    if !r.misses.is_empty() {
+        s.push_str("**Tests the change is judged by, not seen passing:**\n\n");
+        for m in &r.misses {
+            s.push_str(&format!("- {m}\n"));
+        }
+        s.push('\n');
+    }
     s.push_str(&verdict_table(&r.verdicts));
     if !r.annotations.is_empty() {
         s.push_str(&format!(
@@ -70,7 +77,8 @@ pub fn verdict_table(verdicts: &[TestVerdict]) -> String {
         return String::new();
     }
     let cell = |t: &str| t.replace('|', "\\|").replace('\n', " ");
-    let mut s = "The Breaker's tests:\n\n| test | on the base | on this commit |\n|---|---|---|\n".to_owned();
+    let mut s = "The Breaker's tests:\n\n| test | on the base | on this commit |\n|---|---|---|\n"
+        .to_owned();
     for v in verdicts.iter().take(30) {
         s.push_str(&format!(
             "| `{}` | {} | {} |\n",

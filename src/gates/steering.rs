@@ -93,10 +93,8 @@ fn judge(path: &str, status: &str, old: &str, new: &str) -> Option<String> {
             let pick = |t: &str| toml_at(t, &["tool", "pytest"]);
             (pick(old) != pick(new)).then(|| section("[tool.pytest…]"))?
         }
-        "setup.cfg" => {
-            (ini_section(old, "tool:pytest") != ini_section(new, "tool:pytest"))
-                .then(|| section("[tool:pytest]"))?
-        }
+        "setup.cfg" => (ini_section(old, "tool:pytest") != ini_section(new, "tool:pytest"))
+            .then(|| section("[tool:pytest]"))?,
         "package.json" => {
             let keys = package_test_keys(old, new);
             (!keys.is_empty()).then(|| section(&keys.join(", ")))?
@@ -113,9 +111,14 @@ fn judge(path: &str, status: &str, old: &str, new: &str) -> Option<String> {
 
 /// Jest, Vitest and Mocha config files (`jest.config.ts`, `vitest.workspace.js`, `.mocharc.yml`).
 fn is_runner_config(name: &str) -> bool {
-    ["jest.config.", "vitest.config.", "vitest.workspace.", ".mocharc"]
-        .iter()
-        .any(|p| name.starts_with(p))
+    [
+        "jest.config.",
+        "vitest.config.",
+        "vitest.workspace.",
+        ".mocharc",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
 
 /// The value at `keys` of a TOML document, as text (`None` when absent or unreadable).
@@ -212,10 +215,22 @@ mod tests {
         let base = repo.commit(
             None,
             &[
-                ("pyproject.toml", w("[project]\nname = \"p\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n")),
-                ("setup.cfg", w("[metadata]\nname = p\n\n[tool:pytest]\naddopts = -q\n")),
-                ("package.json", w(r#"{"scripts": {"test": "node --test", "build": "tsc"}}"#)),
-                ("Cargo.toml", w("[package]\nname = \"c\"\nversion = \"0.1.0\"\n")),
+                (
+                    "pyproject.toml",
+                    w("[project]\nname = \"p\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n"),
+                ),
+                (
+                    "setup.cfg",
+                    w("[metadata]\nname = p\n\n[tool:pytest]\naddopts = -q\n"),
+                ),
+                (
+                    "package.json",
+                    w(r#"{"scripts": {"test": "node --test", "build": "tsc"}}"#),
+                ),
+                (
+                    "Cargo.toml",
+                    w("[package]\nname = \"c\"\nversion = \"0.1.0\"\n"),
+                ),
                 ("src/lib.rs", w("pub fn add() {}\n")),
                 ("calc.go", w("package calc\n")),
                 ("pkg/calc.py", w("def add(a, b):\n    return a + b\n")),

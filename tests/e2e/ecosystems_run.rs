@@ -19,7 +19,11 @@ use support::hive::{approve_json, writes};
 
 /// `vibeloop run` on `repo` towards `goal`, approved, with the model scripted by `script`: the
 /// exit code, stdout and stderr, and the model server (to see what was asked of it).
-async fn run(script: Script, repo: &Path, goal: &str) -> (Option<i32>, String, String, FakeLlm) {
+pub(crate) async fn run(
+    script: Script,
+    repo: &Path,
+    goal: &str,
+) -> (Option<i32>, String, String, FakeLlm) {
     let llm = FakeLlm::start(script).await;
     llm.set_models(&[MODEL]);
     let data = tempfile::tempdir().unwrap();
@@ -43,7 +47,7 @@ async fn run(script: Script, repo: &Path, goal: &str) -> (Option<i32>, String, S
     (out.status.code(), text(&out.stdout), text(&out.stderr), llm)
 }
 
-fn plan(goal: &str, file: &str) -> String {
+pub(crate) fn plan(goal: &str, file: &str) -> String {
     json!({
         "ticket": { "type": "bugfix", "goal": goal, "context_refs": [file] },
         "plan": {

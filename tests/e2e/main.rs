@@ -32,3 +32,4 @@ mod reviews;
 mod run_local;
 mod scale_out;
 mod sweep;
+mod verdicts;

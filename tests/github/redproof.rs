@@ -1,5 +1,6 @@
-//! Red proof in a real container: new tests run against the base must fail as tests. Passing
-//! tests, or tests that cannot even be collected, prove nothing. Reported as `hive/red-proof`.
+//! Red proof in a real container: new tests run against the base must fail as tests, or
+//! fail to load for a name the plan adds. Passing tests, or tests that cannot even be
+//! collected for another reason, prove nothing. Reported as `hive/red-proof`.
 
 use crate::support;
 
@@ -13,6 +14,11 @@ use vibeloop::sandbox::{Backend, Kind, SandboxSpec};
 const CALC: &str = "def add(a, b):\n    return a - b\n";
 
 async fn verdict_for(tests: &str) -> (Verdict, vibeloop::sandbox::CommandOutput) {
+    verdict_planned(tests, "Make add() add.").await
+}
+
+/// The verdict on `tests` (as `tests/test_calc.py`) with a plan that says `plan`.
+async fn verdict_planned(tests: &str, plan: &str) -> (Verdict, vibeloop::sandbox::CommandOutput) {
     let dir = tempfile::tempdir().unwrap();
     let wt = dir.path().join("wt");
     std::fs::create_dir_all(wt.join("tests")).unwrap();
@@ -39,11 +45,19 @@ async fn verdict_for(tests: &str) -> (Verdict, vibeloop::sandbox::CommandOutput)
         env: vec![],
     };
     let sandbox = backend.start(&spec).await.unwrap();
+    let files = ["tests/test_calc.py".to_owned()];
+    let proving = redproof::Proving {
+        known: &[],
+        files: &files,
+        plan,
+        root: &wt,
+        report: None,
+    };
     let r = redproof::run(
         &sandbox,
-        "python3 -m pytest -q -p no:cacheprovider tests",
+        "python3 -m pytest -q -rA -p no:cacheprovider tests",
         Duration::from_secs(60),
-        &[],
+        &proving,
     )
     .await
     .unwrap();
@@ -55,14 +69,28 @@ async fn verdict_for(tests: &str) -> (Verdict, vibeloop::sandbox::CommandOutput)
 async fn tests_failing_on_the_base_hold() {
     let tests = "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_zero():\n    assert add(0, 0) == 0\n";
     let (v, out) = verdict_for(tests).await;
+    let Verdict::Red { failed, total, .. } = &v else {
+        panic!("{v:?}\n{}", out.output)
+    };
+    assert_eq!((*failed, *total), (1, 2), "{}", out.output);
+    let names: Vec<String> = v.wanted().iter().map(|w| w.label()).collect();
     assert_eq!(
-        v,
-        Verdict::Red {
-            failed: 1,
-            total: 2
-        },
-        "{}",
-        out.output
+        names,
+        [
+            "the tests of tests/test_calc.py",
+            "tests/test_calc.py::test_add"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_test_of_a_function_the_plan_adds_holds() {
+    let tests = "from calc import multiply\n\ndef test_m():\n    assert multiply(2, 3) == 6\n";
+    let (v, out) = verdict_planned(tests, "Add multiply(a, b) to calc.py.").await;
+    assert!(v.holds(), "{v:?}\n{}", out.output);
+    assert_eq!(
+        v.describe(),
+        "holds: tests/test_calc.py cannot load yet: `multiply` is not in calc, as they should"
     );
 }
 

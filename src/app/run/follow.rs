@@ -148,7 +148,7 @@ pub fn describe(e: &Event) -> Option<String> {
             _ => s("to"),
         },
         // The Breaker's and the Builder's own checkpoints inside a node are not steps of the flow.
-        "checkpoint" if d["next"] == d["node"] => return None,
+        "checkpoint" if d["next"] == d["node"] && d["failed"].is_null() => return None,
         "checkpoint" => match d["failed"].as_str() {
             Some(why) => format!("✗ {}: {}", s("node").replace('_', " "), clean(why, 200)),
             None => format!("✓ {}", s("node")),

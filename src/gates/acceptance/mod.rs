@@ -108,6 +108,7 @@ pub async fn run(inputs: &Inputs<'_>, gates: &[GateResult]) -> Result<GateResult
         duration: started.elapsed(),
         check_run_url: None,
         verdicts: vec![],
+        misses: vec![],
     })
 }
 

@@ -101,7 +101,10 @@ fn go(line: &str) -> Option<Absent> {
     // `./calc_test.go:7:8: th.Triple undefined (type Thing has no field or method Triple)`
     if let Some(rest) = line.split_once("has no field or method ").map(|(_, r)| r) {
         let name = rest.split([')', ',', ' ']).next()?;
-        let owner = line.split("(type ").nth(1).and_then(|t| t.split(' ').next());
+        let owner = line
+            .split("(type ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next());
         return member(name, owner);
     }
     None
@@ -123,7 +126,10 @@ fn javascript(line: &str) -> Option<Absent> {
         return absent(quoted(line, "Property", '\'', '\'')?, None);
     }
     // TypeError: require(...).mul is not a function / (0 , _calc.mul) is not a function
-    let before = line.split(" is not a function").next().filter(|_| line.contains(" is not a function"))?;
+    let before = line
+        .split(" is not a function")
+        .next()
+        .filter(|_| line.contains(" is not a function"))?;
     let name = before.rsplit(['.', ' ', '(']).next()?.trim_end_matches(')');
     absent(name, None)
 }
@@ -175,19 +181,67 @@ mod tests {
     #[test]
     fn each_language_names_what_is_absent_and_where() {
         for (line, name, owner) in [
-            ("ImportError: cannot import name 'new_function' from 'pkg.calc' (/work/pkg/calc.py)", "new_function", Some("pkg.calc")),
-            ("E       AttributeError: module 'pkg.calc' has no attribute 'new_function'", "new_function", Some("pkg.calc")),
-            ("E   ModuleNotFoundError: No module named 'pkg.newmod'", "pkg.newmod", Some("pkg")),
-            ("error[E0425]: cannot find function `new_function` in crate `calc` (tests/new.rs:3:22)", "new_function", Some("calc")),
-            ("error[E0425]: cannot find function `helper` in this scope (tests/new.rs:3:5)", "helper", None),
-            ("error[E0599]: no method named `missing` found for struct `Thing` in the current scope (tests/new.rs:3:35)", "missing", Some("Thing")),
-            ("error[E0432]: unresolved import `calc::missing_item` (tests/new.rs:1:5)", "missing_item", Some("calc")),
-            ("error[E0433]: failed to resolve: could not find `missing_mod` in `calc` (tests/new.rs:3:22)", "missing_mod", Some("calc")),
-            ("error[E0412]: cannot find type `MissingType` in crate `calc` (tests/new.rs:3:18)", "MissingType", Some("calc")),
+            (
+                "ImportError: cannot import name 'new_function' from 'pkg.calc' (/work/pkg/calc.py)",
+                "new_function",
+                Some("pkg.calc"),
+            ),
+            (
+                "E       AttributeError: module 'pkg.calc' has no attribute 'new_function'",
+                "new_function",
+                Some("pkg.calc"),
+            ),
+            (
+                "E   ModuleNotFoundError: No module named 'pkg.newmod'",
+                "pkg.newmod",
+                Some("pkg"),
+            ),
+            (
+                "error[E0425]: cannot find function `new_function` in crate `calc` (tests/new.rs:3:22)",
+                "new_function",
+                Some("calc"),
+            ),
+            (
+                "error[E0425]: cannot find function `helper` in this scope (tests/new.rs:3:5)",
+                "helper",
+                None,
+            ),
+            (
+                "error[E0599]: no method named `missing` found for struct `Thing` in the current scope (tests/new.rs:3:35)",
+                "missing",
+                Some("Thing"),
+            ),
+            (
+                "error[E0432]: unresolved import `calc::missing_item` (tests/new.rs:1:5)",
+                "missing_item",
+                Some("calc"),
+            ),
+            (
+                "error[E0433]: failed to resolve: could not find `missing_mod` in `calc` (tests/new.rs:3:22)",
+                "missing_mod",
+                Some("calc"),
+            ),
+            (
+                "error[E0412]: cannot find type `MissingType` in crate `calc` (tests/new.rs:3:18)",
+                "MissingType",
+                Some("calc"),
+            ),
             ("./calc_test.go:6:8: undefined: NewThing", "NewThing", None),
-            ("./calc_test.go:7:8: th.Triple undefined (type Thing has no field or method Triple)", "Triple", Some("Thing")),
-            ("SyntaxError: The requested module '../calc.mjs' does not provide an export named 'mul'", "mul", Some("../calc.mjs")),
-            ("test/a.test.ts(1,10): error TS2305: Module '\"./calc\"' has no exported member 'mul'.", "mul", Some("./calc")),
+            (
+                "./calc_test.go:7:8: th.Triple undefined (type Thing has no field or method Triple)",
+                "Triple",
+                Some("Thing"),
+            ),
+            (
+                "SyntaxError: The requested module '../calc.mjs' does not provide an export named 'mul'",
+                "mul",
+                Some("../calc.mjs"),
+            ),
+            (
+                "test/a.test.ts(1,10): error TS2305: Module '\"./calc\"' has no exported member 'mul'.",
+                "mul",
+                Some("./calc"),
+            ),
             ("require(...).mul is not a function", "mul", None),
             ("TypeError: (0 , _calc.mul) is not a function", "mul", None),
         ] {
@@ -205,8 +259,14 @@ mod tests {
 
     #[test]
     fn the_plan_mentions_a_name_as_a_word() {
-        let plan = "Add `new_function` to pkg/calc.py and a module pkg/newmod.py; NewThing() builds one.";
-        for name in ["new_function", "pkg.newmod", "NewThing", "calc::new_function"] {
+        let plan =
+            "Add `new_function` to pkg/calc.py and a module pkg/newmod.py; NewThing() builds one.";
+        for name in [
+            "new_function",
+            "pkg.newmod",
+            "NewThing",
+            "calc::new_function",
+        ] {
             assert!(mentioned(plan, name), "{name}");
         }
         for name in ["function", "Thing", "newmo", "helper"] {
@@ -217,14 +277,15 @@ mod tests {
     #[test]
     fn own_code_is_told_from_a_dependencys() {
         let dir = tempfile::tempdir().unwrap();
-        for (file, text) in [("pkg/calc.py", ""), ("Cargo.toml", "[package]\nname = \"calc\"\n")] {
+        for (file, text) in [
+            ("pkg/calc.py", ""),
+            ("Cargo.toml", "[package]\nname = \"calc\"\n"),
+        ] {
             std::fs::create_dir_all(dir.path().join(file).parent().unwrap()).unwrap();
             std::fs::write(dir.path().join(file), text).unwrap();
         }
         git2::Repository::init(dir.path()).unwrap();
-        let own = |name: &str, owner: Option<&str>| {
-            is_own(dir.path(), &parse_as(name, owner))
-        };
+        let own = |name: &str, owner: Option<&str>| is_own(dir.path(), &parse_as(name, owner));
         assert!(own("new_function", Some("pkg.calc")));
         assert!(own("pkg.newmod", Some("pkg")));
         assert!(own("new_function", Some("calc")));
@@ -233,7 +294,13 @@ mod tests {
         assert!(!own("given", Some("hypothesis")));
         assert!(!own("yaml.safe", Some("yaml")));
         // A missing method of a type the test holds.
-        assert!(is_own(dir.path(), &parse("error[E0599]: no method named `x` found for struct `Other` in the current scope").unwrap()));
+        assert!(is_own(
+            dir.path(),
+            &parse(
+                "error[E0599]: no method named `x` found for struct `Other` in the current scope"
+            )
+            .unwrap()
+        ));
     }
 
     fn parse_as(name: &str, owner: Option<&str>) -> Absent {

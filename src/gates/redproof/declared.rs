@@ -12,7 +12,10 @@ pub fn tests(path: &str, text: &str) -> Vec<String> {
             let Some(rest) = line.trim_start().strip_prefix("func Test") else {
                 continue;
             };
-            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
             // `TestXxx(t *testing.T)`: not `Testify`, not `TestMain(m *testing.M)`.
             let lower = name.chars().next().is_some_and(char::is_lowercase);
             if !lower && name != "Main" && rest[name.len()..].starts_with('(') {
@@ -27,7 +30,11 @@ pub fn tests(path: &str, text: &str) -> Vec<String> {
                     continue;
                 }
                 let rest = text[at + call.len()..].trim_start();
-                let Some(quote) = rest.chars().next().filter(|c| matches!(c, '\'' | '"' | '`')) else {
+                let Some(quote) = rest
+                    .chars()
+                    .next()
+                    .filter(|c| matches!(c, '\'' | '"' | '`'))
+                else {
                     continue;
                 };
                 if let Some(title) = rest[1..].split(quote).next().filter(|t| !t.is_empty()) {
@@ -41,7 +48,7 @@ pub fn tests(path: &str, text: &str) -> Vec<String> {
     names
 }
 
-fn is_script(path: &str) -> bool {
+pub(super) fn is_script(path: &str) -> bool {
     [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx"]
         .iter()
         .any(|e| path.ends_with(e))
@@ -54,7 +61,10 @@ mod tests {
         let go = "package calc\n\nfunc TestNewThing(t *testing.T) {}\nfunc TestMain(m *testing.M) {}\nfunc helper() {}\nfunc Testify() {}\n";
         assert_eq!(super::tests("calc_test.go", go), ["TestNewThing"]);
         let js = "import { mul } from '../calc.mjs';\ntest('mul multiplies', () => {});\ndescribe('x', () => { it(\"handles zero\", () => {}); });\nobj.test('not a test');\n";
-        assert_eq!(super::tests("test/a.test.mjs", js), ["handles zero", "mul multiplies"]);
+        assert_eq!(
+            super::tests("test/a.test.mjs", js),
+            ["handles zero", "mul multiplies"]
+        );
         assert!(super::tests("tests/test_a.py", "def test_a(): pass").is_empty());
     }
 }

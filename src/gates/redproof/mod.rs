@@ -99,9 +99,9 @@ pub struct Proving<'a> {
 impl Proving<'_> {
     /// Whether the unit that could not load is (or holds) one of the Breaker's files.
     fn touches(&self, u: &Unloaded) -> bool {
-        self.files.iter().any(|f| {
-            *f == u.unit || u.why.iter().any(|line| names_file(line, f))
-        })
+        self.files
+            .iter()
+            .any(|f| *f == u.unit || u.why.iter().any(|line| names_file(line, f)))
     }
 }
 
@@ -140,9 +140,17 @@ pub fn classify(output: &CommandOutput, run: Option<TestRun>, p: &Proving<'_>) -
         }
     }
     let new = |c: &&Case| !p.known.contains(&c.name);
-    if let Some(c) = run.cases.iter().filter(new).find(|c| c.outcome == Outcome::Error) {
+    if let Some(c) = run
+        .cases
+        .iter()
+        .filter(new)
+        .find(|c| c.outcome == Outcome::Error)
+    {
         let why = c.why.as_deref().unwrap_or("no reason printed");
-        return broken(format!("`{}` errored before its assertions ({why})", c.name));
+        return broken(format!(
+            "`{}` errored before its assertions ({why})",
+            c.name
+        ));
     }
     let failing: Vec<&Case> = run
         .cases
@@ -160,7 +168,10 @@ pub fn classify(output: &CommandOutput, run: Option<TestRun>, p: &Proving<'_>) -
     let tests = wanted(&run, &failing, &absent, p);
     Verdict::Red {
         failed: (failing.len() + absent.len()) as u64,
-        total: run.counts.total().max((failing.len() + absent.len()) as u64),
+        total: run
+            .counts
+            .total()
+            .max((failing.len() + absent.len()) as u64),
         absent: absent
             .iter()
             .map(|(u, said)| format!("{} cannot load yet: {said}", u.unit))
@@ -224,8 +235,10 @@ fn wanted(
             .map(|(_, said)| format!("could not load: {said}"))
             .unwrap_or_else(|| "could not load".into())
     };
-    // pytest stops the whole session when a module cannot be collected: the Breaker's other
-    // test modules did not run, and are wanted whole.
+    // Each of the Breaker's files that ran, or could not load, is wanted whole where the runner
+    // names every test's file (pytest, unittest, libtest). pytest stops the whole session when
+    // a module cannot be collected: the Breaker's other test modules did not run, and are
+    // wanted whole too.
     let interrupted = run.cases.is_empty() && !run.unloaded.is_empty();
     for f in p.files {
         let ran: Vec<&Case> = run
@@ -233,6 +246,9 @@ fn wanted(
             .iter()
             .filter(|c| c.unit.as_deref() == Some(f.as_str()))
             .collect();
+        if is_titled(f) {
+            continue;
+        }
         let unloaded = absent.iter().find(|(u, _)| u.unit == *f);
         if let Some((u, _)) = unloaded {
             out.push(Wanted::every_test_of(f).at_base(&could_not_load(u)));
@@ -261,6 +277,12 @@ fn wanted(
     out.sort();
     out.dedup();
     out
+}
+
+/// A file whose runner names passing tests without their file (Go by package, Node by
+/// title): its tests are wanted by the names it declares, not as a whole file.
+fn is_titled(path: &str) -> bool {
+    path.ends_with(".go") || declared::is_script(path)
 }
 
 /// pytest's default test files: `test_*.py` and `*_test.py`.
@@ -338,9 +360,15 @@ mod tests {
             ("pkg/calc.py", "def add(a, b):\n    return a + b\n"),
             ("Cargo.toml", "[package]\nname = \"calc\"\n"),
             ("go.mod", "module example.com/calc\n"),
-            ("calc_test.go", "package calc\n\nfunc TestNewThing(t *testing.T) {}\n"),
+            (
+                "calc_test.go",
+                "package calc\n\nfunc TestNewThing(t *testing.T) {}\n",
+            ),
             ("calc.mjs", "export const add = (a, b) => a + b;\n"),
-            ("test/new.test.mjs", "import { mul } from '../calc.mjs';\ntest('mul multiplies', () => {});\n"),
+            (
+                "test/new.test.mjs",
+                "import { mul } from '../calc.mjs';\ntest('mul multiplies', () => {});\n",
+            ),
         ] {
             std::fs::create_dir_all(dir.path().join(file).parent().unwrap()).unwrap();
             std::fs::write(dir.path().join(file), text).unwrap();
@@ -351,8 +379,19 @@ mod tests {
 
     const PLAN: &str = "Add new_function to pkg/calc.py; calc::new_function in Rust; NewThing in Go; mul in calc.mjs.";
 
-    fn proving<'a>(root: &'a Path, files: &'a [String], known: &'a [String], plan: &'a str) -> Proving<'a> {
-        Proving { known, files, plan, root, report: None }
+    fn proving<'a>(
+        root: &'a Path,
+        files: &'a [String],
+        known: &'a [String],
+        plan: &'a str,
+    ) -> Proving<'a> {
+        Proving {
+            known,
+            files,
+            plan,
+            root,
+            report: None,
+        }
     }
 
     fn classify(o: &CommandOutput, p: &Proving<'_>) -> Verdict {
@@ -363,7 +402,10 @@ mod tests {
     fn bare(v: &Verdict) -> Vec<Wanted> {
         v.wanted()
             .iter()
-            .map(|w| Wanted { base: None, ..w.clone() })
+            .map(|w| Wanted {
+                base: None,
+                ..w.clone()
+            })
             .collect()
     }
 
@@ -376,10 +418,16 @@ mod tests {
     #[test]
     fn failures_only_where_the_base_already_failed_prove_nothing() {
         let dir = checkout();
-        let o = out(1, "FAILED tests/test_a.py::test_old - x\n== 1 failed, 1 passed in 0.1s ==");
+        let o = out(
+            1,
+            "FAILED tests/test_a.py::test_old - x\n== 1 failed, 1 passed in 0.1s ==",
+        );
         let files = ["tests/test_a.py".to_owned()];
         let known = ["tests/test_a.py::test_old".to_owned()];
-        assert_eq!(classify(&o, &proving(dir.path(), &files, &known, "")), Verdict::Green);
+        assert_eq!(
+            classify(&o, &proving(dir.path(), &files, &known, "")),
+            Verdict::Green
+        );
         let v = classify(&o, &proving(dir.path(), &files, &[], ""));
         assert!(v.holds());
         assert_eq!(
@@ -395,19 +443,39 @@ mod tests {
 
     #[test]
     fn failures_as_tests_hold_and_are_wanted_by_name() {
-        let v = verdict(fixture!("pytest-attribute-new-name"), 1, &["tests/test_new.py"], "");
+        let v = verdict(
+            fixture!("pytest-attribute-new-name"),
+            1,
+            &["tests/test_new.py"],
+            "",
+        );
         let Verdict::Red { failed, total, .. } = &v else {
             panic!("{v:?}")
         };
         assert_eq!((*failed, *total), (1, 2));
-        assert_eq!(v.describe(), "holds: 1 of 2 tests fail on the base, as they should");
+        assert_eq!(
+            v.describe(),
+            "holds: 1 of 2 tests fail on the base, as they should"
+        );
         let unittest = "test_add (tests.test_calc.CalcTest.test_add) ... ok\ntest_add_fails (tests.test_calc.CalcTest.test_add_fails) ... FAIL\n\nRan 2 tests in 0.001s\n\nFAILED (failures=1)\n";
         let v = verdict(unittest, 1, &["tests/test_calc.py"], "");
         assert_eq!(
             bare(&v),
             [
                 Wanted::every_test_of("tests/test_calc.py"),
-                Wanted::test("tests.test_calc.CalcTest.test_add_fails", Some("tests/test_calc.py")),
+                Wanted::test(
+                    "tests.test_calc.CalcTest.test_add_fails",
+                    Some("tests/test_calc.py")
+                ),
+            ]
+        );
+        // Node names a passing test by its title alone: its file is never wanted whole.
+        let node = verdict(fixture!("node-mixed-tap"), 1, &["test/calc.test.js"], "");
+        assert_eq!(
+            bare(&node),
+            [
+                Wanted::test("math > nested > mul fails", Some("test/calc.test.js")),
+                Wanted::test("splits", Some("test/calc.test.js")),
             ]
         );
         // A test that errors (not fails) proves nothing.
@@ -417,7 +485,12 @@ mod tests {
 
     #[test]
     fn a_test_of_a_name_the_plan_adds_is_red_in_every_language() {
-        let py = verdict(fixture!("pytest-import-new-name"), 2, &["tests/test_new.py"], PLAN);
+        let py = verdict(
+            fixture!("pytest-import-new-name"),
+            2,
+            &["tests/test_new.py"],
+            PLAN,
+        );
         assert_eq!(
             py.describe(),
             "holds: tests/test_new.py cannot load yet: `new_function` is not in pkg.calc, as they should"
@@ -427,33 +500,69 @@ mod tests {
             py.wanted()[0].base.as_deref(),
             Some("could not load: `new_function` is not in pkg.calc")
         );
-        let unittest = verdict(fixture!("unittest-import-error-v"), 1, &["tests/test_new.py"], PLAN);
-        assert_eq!(bare(&unittest), [Wanted::every_test_of("tests/test_new.py")]);
-        let rust = verdict(fixture!("cargo-compile-e0425"), 101, &["tests/new.rs"], PLAN);
+        let unittest = verdict(
+            fixture!("unittest-import-error-v"),
+            1,
+            &["tests/test_new.py"],
+            PLAN,
+        );
+        assert_eq!(
+            bare(&unittest),
+            [Wanted::every_test_of("tests/test_new.py")]
+        );
+        let rust = verdict(
+            fixture!("cargo-compile-e0425"),
+            101,
+            &["tests/new.rs"],
+            PLAN,
+        );
         assert_eq!(bare(&rust), [Wanted::every_test_of("tests/new.rs")]);
         // Go and Node cannot say which file a passing test is in: the file's tests by name.
         let go = verdict(fixture!("go-undefined"), 1, &["calc_test.go"], PLAN);
         assert_eq!(bare(&go), [Wanted::test("TestNewThing", None)], "{go:?}");
-        let node = verdict(fixture!("node-missing-export-esm"), 1, &["test/new.test.mjs"], PLAN);
+        let node = verdict(
+            fixture!("node-missing-export-esm"),
+            1,
+            &["test/new.test.mjs"],
+            PLAN,
+        );
         assert!(node.holds(), "{node:?}");
-        assert!(bare(&node).contains(&Wanted::test("mul multiplies", None)), "{node:?}");
+        assert!(
+            bare(&node).contains(&Wanted::test("mul multiplies", None)),
+            "{node:?}"
+        );
         // The other package's and file's passing tests are not the Breaker's.
-        assert!(!go.wanted().iter().any(|w| w.name.as_deref() == Some("TestMul")));
+        assert!(
+            !go.wanted()
+                .iter()
+                .any(|w| w.name.as_deref() == Some("TestMul"))
+        );
     }
 
     #[test]
     fn a_name_the_plan_never_mentions_or_a_broken_test_proves_nothing() {
-        let v = verdict(fixture!("pytest-import-new-name"), 2, &["tests/test_new.py"], "Fix add.");
+        let v = verdict(
+            fixture!("pytest-import-new-name"),
+            2,
+            &["tests/test_new.py"],
+            "Fix add.",
+        );
         let Verdict::Broken { reason } = &v else {
             panic!("{v:?}")
         };
         assert!(
-            reason.contains("`new_function` is not in pkg.calc, and the plan does not say it will be added"),
+            reason.contains(
+                "`new_function` is not in pkg.calc, and the plan does not say it will be added"
+            ),
             "{reason}"
         );
         for (text, code, file) in [
             (fixture!("pytest-syntax-error"), 2, "tests/test_broken.py"),
-            (fixture!("pytest-missing-third-party"), 2, "tests/test_props.py"),
+            (
+                fixture!("pytest-missing-third-party"),
+                2,
+                "tests/test_props.py",
+            ),
             (fixture!("pytest-fixture-error"), 1, "tests/test_fix.py"),
             (fixture!("pytest-os-exit"), 0, "tests/test_new.py"),
             ("sh: 1: pytest: not found", 127, "tests/test_new.py"),
@@ -461,16 +570,27 @@ mod tests {
             let v = verdict(text, code, &[file], PLAN);
             assert!(matches!(v, Verdict::Broken { .. }), "{file}: {v:?}");
         }
-        let fixture = verdict(fixture!("pytest-fixture-error"), 1, &["tests/test_fix.py"], PLAN);
+        let fixture = verdict(
+            fixture!("pytest-fixture-error"),
+            1,
+            &["tests/test_fix.py"],
+            PLAN,
+        );
         assert!(fixture.describe().contains("`tests/test_fix.py::test_uses_db` errored before its assertions (RuntimeError: database unavailable)"), "{}", fixture.describe());
     }
 
     #[test]
     fn passing_or_killed_tests_do_not_hold() {
-        assert_eq!(verdict("PASSED t.py::test_a\n1 passed in 0.1s", 0, &["t.py"], ""), Verdict::Green);
+        assert_eq!(
+            verdict("PASSED t.py::test_a\n1 passed in 0.1s", 0, &["t.py"], ""),
+            Verdict::Green
+        );
         let mut t = out(0, "");
         t.timed_out = true;
         let dir = checkout();
-        assert!(matches!(classify(&t, &proving(dir.path(), &[], &[], "")), Verdict::Broken { .. }));
+        assert!(matches!(
+            classify(&t, &proving(dir.path(), &[], &[], "")),
+            Verdict::Broken { .. }
+        ));
     }
 }

@@ -79,5 +79,9 @@ fn is_build_error(t: &str) -> bool {
     let Some((file, rest)) = t.split_once(".go:") else {
         return false;
     };
-    !file.contains(' ') && rest.split(':').next().is_some_and(|n| n.parse::<u32>().is_ok())
+    !file.contains(' ')
+        && rest
+            .split(':')
+            .next()
+            .is_some_and(|n| n.parse::<u32>().is_ok())
 }

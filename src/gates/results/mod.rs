@@ -211,7 +211,12 @@ impl TestRun {
         let mut notes = Vec::new();
         if let Some(rel) = report {
             match junit::read_file(worktree, rel) {
-                Ok(run) => return Observed { run: Some(run), notes },
+                Ok(run) => {
+                    return Observed {
+                        run: Some(run),
+                        notes,
+                    };
+                }
                 Err(why) => notes.push(format!("gates.test_report: {why}")),
             }
         }

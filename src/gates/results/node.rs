@@ -37,7 +37,11 @@ fn telling(line: &str) -> bool {
 pub(super) fn node_test(lines: &[&str]) -> Option<TestRun> {
     let counts = node_counts(lines);
     let tap = lines.iter().any(|l| l.trim() == "TAP version 13");
-    let mut run = if tap { tap_cases(lines) } else { spec_cases(lines) };
+    let mut run = if tap {
+        tap_cases(lines)
+    } else {
+        spec_cases(lines)
+    };
     if counts.is_none() && run.cases.is_empty() && run.unloaded.is_empty() {
         return None;
     }
@@ -187,7 +191,11 @@ fn spec_cases(lines: &[&str]) -> TestRun {
         };
         let rest = rest.trim();
         let directive = rest.rsplit_once(" # ").map(|(_, d)| d.to_uppercase());
-        let title = rest.rsplit_once(" (").map(|(t, _)| t).unwrap_or(rest).trim();
+        let title = rest
+            .rsplit_once(" (")
+            .map(|(t, _)| t)
+            .unwrap_or(rest)
+            .trim();
         let outcome = match directive.as_deref() {
             Some(d) if d.starts_with("SKIP") || d.starts_with("TODO") => Outcome::Skipped,
             _ => outcome,
@@ -198,7 +206,10 @@ fn spec_cases(lines: &[&str]) -> TestRun {
         if closes {
             continue;
         }
-        if outcome == Outcome::Failed && suites.is_empty() && title.starts_with('/') && is_script(title)
+        if outcome == Outcome::Failed
+            && suites.is_empty()
+            && title.starts_with('/')
+            && is_script(title)
         {
             run.unloaded.push(Unloaded {
                 unit: relative(title),
@@ -319,7 +330,11 @@ pub(super) fn vitest(lines: &[&str]) -> Option<TestRun> {
             _ => name,
         };
         let case = Case::new(name, Some(&relative(file.trim())), outcome);
-        match run.cases.iter_mut().find(|c| c.name == case.name && c.unit == case.unit) {
+        match run
+            .cases
+            .iter_mut()
+            .find(|c| c.name == case.name && c.unit == case.unit)
+        {
             Some(c) if outcome == Outcome::Failed => *c = case,
             Some(_) => {}
             None => run.cases.push(case),

@@ -276,7 +276,9 @@ fn failure_block(lines: &[&str], module: &str) -> Vec<String> {
             !l.starts_with(' ') && (first.ends_with("Error") || first.ends_with("Exception"))
         })
         .last();
-    telling.map(|l| vec![l.trim().to_owned()]).unwrap_or_default()
+    telling
+        .map(|l| vec![l.trim().to_owned()])
+        .unwrap_or_default()
 }
 
 /// `Ran 3 tests` … `FAILED (failures=1, errors=1)` / `OK`.

@@ -30,7 +30,9 @@ pub(super) fn libtest(lines: &[&str]) -> Option<TestRun> {
                 "FAILED" => (Outcome::Failed, ""),
                 r if r.starts_with("ignored") => (
                     Outcome::Skipped,
-                    r.trim_start_matches("ignored").trim_start_matches(',').trim(),
+                    r.trim_start_matches("ignored")
+                        .trim_start_matches(',')
+                        .trim(),
                 ),
                 _ => continue,
             };
@@ -56,7 +58,10 @@ pub(super) fn libtest(lines: &[&str]) -> Option<TestRun> {
 /// rustc's errors, by the file they point at: each such file's target did not compile, so
 /// none of its tests ran. Only when cargo says something could not compile.
 pub(super) fn compile_errors(lines: &[&str]) -> Option<TestRun> {
-    if !lines.iter().any(|l| l.starts_with("error: could not compile")) {
+    if !lines
+        .iter()
+        .any(|l| l.starts_with("error: could not compile"))
+    {
         return None;
     }
     let mut unloaded: Vec<Unloaded> = Vec::new();

@@ -46,19 +46,28 @@ fn pytest_names_every_test_with_ra_and_with_v() {
     assert_eq!(ra.counts, counts(3, 2, 0, 2));
     for (name, outcome) in want {
         let c = ra.named(name).next().unwrap_or_else(|| panic!("{name}"));
-        assert_eq!((c.unit.as_deref(), c.outcome), (Some("tests/test_calc.py"), outcome));
+        assert_eq!(
+            (c.unit.as_deref(), c.outcome),
+            (Some("tests/test_calc.py"), outcome)
+        );
     }
     assert_eq!(ra.cases.len(), 6);
     assert_eq!(ra.skips[0].place, "tests/test_calc.py:14");
     assert_eq!(ra.skips[0].why, "later");
     assert_eq!(
         ra.failing,
-        ["tests/test_calc.py::test_sub_fails", "tests/test_calc.py::test_add_param[2-2-5]"]
+        [
+            "tests/test_calc.py::test_sub_fails",
+            "tests/test_calc.py::test_add_param[2-2-5]"
+        ]
     );
     let v = TestRun::read(fixture!("pytest-mixed-v")).unwrap();
     assert_eq!(v.cases.len(), 7, "{:?}", cases(&v));
     let skipped = v.named("tests/test_calc.py::test_skipped").next().unwrap();
-    assert_eq!((skipped.outcome, skipped.why.as_deref()), (Skipped, Some("later")));
+    assert_eq!(
+        (skipped.outcome, skipped.why.as_deref()),
+        (Skipped, Some("later"))
+    );
     assert_eq!(v.counts, counts(3, 2, 0, 2));
 }
 
@@ -75,9 +84,17 @@ fn pytest_modules_that_cannot_be_collected_are_unloaded_with_their_reason() {
     assert_eq!(run.counts.errors, 1);
     let syntax = TestRun::read(fixture!("pytest-syntax-error")).unwrap();
     assert_eq!(syntax.unloaded[0].unit, "tests/test_broken.py");
-    assert!(syntax.unloaded[0].why.iter().any(|l| l == "SyntaxError: invalid syntax"));
+    assert!(
+        syntax.unloaded[0]
+            .why
+            .iter()
+            .any(|l| l == "SyntaxError: invalid syntax")
+    );
     let fixture = TestRun::read(fixture!("pytest-fixture-error")).unwrap();
-    let c = fixture.named("tests/test_fix.py::test_uses_db").next().unwrap();
+    let c = fixture
+        .named("tests/test_fix.py::test_uses_db")
+        .next()
+        .unwrap();
     assert_eq!(c.outcome, Error);
     assert_eq!(c.why.as_deref(), Some("RuntimeError: database unavailable"));
 }
@@ -92,7 +109,10 @@ fn pytest_runs_that_skip_deselect_or_exit_early_name_nothing_they_hid() {
     let deselected = TestRun::read(fixture!("pytest-deselect")).unwrap();
     assert_eq!(
         cases(&deselected).iter().map(|c| c.0).collect::<Vec<_>>(),
-        ["tests/test_calc.py::test_add", "tests/test_new.py::test_other"]
+        [
+            "tests/test_calc.py::test_add",
+            "tests/test_new.py::test_other"
+        ]
     );
     assert_eq!(TestRun::read(fixture!("pytest-os-exit")), None);
 }
@@ -108,9 +128,17 @@ fn unittest_verbose_names_each_test_and_modules_it_could_not_import() {
             ("tests.test_calc.CalcTest.test_add_fails", unit, Failed),
             ("tests.test_calc.CalcTest.test_documented", unit, Passed),
             ("tests.test_calc.CalcTest.test_error", unit, Error),
-            ("tests.test_calc.CalcTest.test_expected_failure", unit, Skipped),
+            (
+                "tests.test_calc.CalcTest.test_expected_failure",
+                unit,
+                Skipped
+            ),
             ("tests.test_calc.CalcTest.test_skipped", unit, Skipped),
-            ("tests.test_calc.CalcTest.test_unexpected_success", unit, Failed),
+            (
+                "tests.test_calc.CalcTest.test_unexpected_success",
+                unit,
+                Failed
+            ),
         ]
     );
     assert_eq!(run.counts, counts(2, 2, 1, 2));
@@ -121,7 +149,8 @@ fn unittest_verbose_names_each_test_and_modules_it_could_not_import() {
         ["ImportError: cannot import name 'new_function' from 'pkg.calc' (/work/pkg/calc.py)"]
     );
     // Without -v, the failures alone are named; older Pythons name the class only.
-    let out = "FAIL: test_add (test_calc.CalcTest)\n----\nRan 3 tests in 0.001s\n\nFAILED (failures=1)";
+    let out =
+        "FAIL: test_add (test_calc.CalcTest)\n----\nRan 3 tests in 0.001s\n\nFAILED (failures=1)";
     let r = TestRun::read(out).unwrap();
     assert_eq!(r.counts, counts(2, 1, 0, 0));
     assert_eq!(r.failing, ["test_calc.CalcTest.test_add"]);
@@ -144,11 +173,26 @@ fn libtest_names_tests_by_target_and_rustc_errors_unload_theirs() {
     assert_eq!(run.counts, counts(4, 1, 0, 1));
     assert_eq!(run.failing, ["a_fails"]);
     for (name, error) in [
-        (fixture!("cargo-compile-e0425"), "error[E0425]: cannot find function `new_function` in crate `calc` (tests/new.rs:3:22)"),
-        (fixture!("cargo-compile-e0599"), "error[E0599]: no method named `missing` found for struct `Thing` in the current scope (tests/new.rs:3:35)"),
-        (fixture!("cargo-compile-e0432"), "error[E0432]: unresolved import `calc::missing_item` (tests/new.rs:1:5)"),
-        (fixture!("cargo-compile-e0433"), "error[E0433]: failed to resolve: could not find `missing_mod` in `calc` (tests/new.rs:3:22)"),
-        (fixture!("cargo-compile-e0412"), "error[E0412]: cannot find type `MissingType` in crate `calc` (tests/new.rs:3:18)"),
+        (
+            fixture!("cargo-compile-e0425"),
+            "error[E0425]: cannot find function `new_function` in crate `calc` (tests/new.rs:3:22)",
+        ),
+        (
+            fixture!("cargo-compile-e0599"),
+            "error[E0599]: no method named `missing` found for struct `Thing` in the current scope (tests/new.rs:3:35)",
+        ),
+        (
+            fixture!("cargo-compile-e0432"),
+            "error[E0432]: unresolved import `calc::missing_item` (tests/new.rs:1:5)",
+        ),
+        (
+            fixture!("cargo-compile-e0433"),
+            "error[E0433]: failed to resolve: could not find `missing_mod` in `calc` (tests/new.rs:3:22)",
+        ),
+        (
+            fixture!("cargo-compile-e0412"),
+            "error[E0412]: cannot find type `MissingType` in crate `calc` (tests/new.rs:3:18)",
+        ),
     ] {
         let run = TestRun::read(name).unwrap();
         assert!(run.cases.is_empty());
@@ -175,12 +219,18 @@ fn go_names_tests_by_package_and_unloads_packages_that_do_not_build() {
             ("TestMulFails", sub, Failed),
         ]
     );
-    assert_eq!(run.named("TestSkipped").next().unwrap().why.as_deref(), Some("calc_test.go:18: later"));
+    assert_eq!(
+        run.named("TestSkipped").next().unwrap().why.as_deref(),
+        Some("calc_test.go:18: later")
+    );
     let undefined = TestRun::read(fixture!("go-undefined")).unwrap();
     assert_eq!(cases(&undefined), [("TestMul", sub, Passed)]);
     assert_eq!(undefined.unloaded.len(), 1);
     assert_eq!(undefined.unloaded[0].unit, "example.com/calc");
-    assert_eq!(undefined.unloaded[0].why, ["./calc_test.go:6:8: undefined: NewThing"]);
+    assert_eq!(
+        undefined.unloaded[0].why,
+        ["./calc_test.go:6:8: undefined: NewThing"]
+    );
     let method = TestRun::read(fixture!("go-undefined-method")).unwrap();
     assert_eq!(
         method.unloaded[0].why,
@@ -199,9 +249,17 @@ fn node_tap_and_spec_name_tests_under_their_suites() {
         ("math > nested > mul fails", Failed),
         ("adds zero", Passed),
     ];
-    for text in [fixture!("node-mixed-default"), fixture!("node-mixed-tap"), fixture!("node-mixed-spec")] {
+    for text in [
+        fixture!("node-mixed-default"),
+        fixture!("node-mixed-tap"),
+        fixture!("node-mixed-spec"),
+    ] {
         let run = TestRun::read(text).unwrap();
-        let got: Vec<(&str, Outcome)> = run.cases.iter().map(|c| (c.name.as_str(), c.outcome)).collect();
+        let got: Vec<(&str, Outcome)> = run
+            .cases
+            .iter()
+            .map(|c| (c.name.as_str(), c.outcome))
+            .collect();
         assert_eq!(got, want, "{text}");
         assert_eq!(run.counts, counts(3, 2, 0, 2));
     }
@@ -224,7 +282,10 @@ fn node_files_that_cannot_load_are_unloaded_with_their_reason() {
     let cjs = TestRun::read(fixture!("node-not-a-function-cjs")).unwrap();
     let mul = cjs.named("mul").next().unwrap();
     assert_eq!(mul.outcome, Failed);
-    assert_eq!(mul.why.as_deref(), Some("require(...).mul is not a function"));
+    assert_eq!(
+        mul.why.as_deref(),
+        Some("require(...).mul is not a function")
+    );
     let missing = TestRun::read(fixture!("node-cannot-find-module")).unwrap();
     assert_eq!(missing.unloaded[0].unit, "test/dep.test.js");
     assert_eq!(missing.unloaded[0].why, ["Error: Cannot find module 'zod'"]);
@@ -237,14 +298,21 @@ fn jest_and_vitest() {
     let unit = Some("test/a.test.js");
     assert_eq!(
         cases(&r),
-        [("math > adds", unit, Passed), ("math > subs", unit, Failed), ("math > later", unit, Skipped)]
+        [
+            ("math > adds", unit, Passed),
+            ("math > subs", unit, Failed),
+            ("math > later", unit, Skipped)
+        ]
     );
     assert_eq!(r.unloaded[0].unit, "test/b.test.js");
     assert_eq!(r.counts, counts(1, 1, 0, 1));
     let vitest = " ✓ src/a.test.ts > math > adds 1ms\n × src/a.test.ts > math > subs 2ms\n FAIL  src/a.test.ts > math > subs\n\n Test Files  1 failed (1)\n      Tests  1 failed | 1 passed (2)";
     let r = TestRun::read(vitest).unwrap();
     let unit = Some("src/a.test.ts");
-    assert_eq!(cases(&r), [("math > adds", unit, Passed), ("math > subs", unit, Failed)]);
+    assert_eq!(
+        cases(&r),
+        [("math > adds", unit, Passed), ("math > subs", unit, Failed)]
+    );
     assert_eq!(r.counts, counts(1, 1, 0, 0));
 }
 

@@ -13,8 +13,8 @@ use crate::config::repo::PATH as CONFIG_PATH;
 use crate::env::SetupError;
 use crate::gates::baseline::{Judgement, diagnose, judge};
 use crate::gates::expect::Wanted;
-use crate::gates::results::{Outcome, TestRun};
 use crate::gates::report::code_block;
+use crate::gates::results::{Outcome, TestRun};
 use crate::hive::job::JobError;
 use crate::sandbox::CommandOutput;
 

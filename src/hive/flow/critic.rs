@@ -316,8 +316,12 @@ async fn way_on(
     if approve {
         cx.run.client.mark_ready(pr).await?;
         cx.flow.next = Node::AwaitApproval;
-        cx.checkpoint(Node::Critic, inputs, serde_json::json!({ "verdict": "approve" }))
-            .await?;
+        cx.checkpoint(
+            Node::Critic,
+            inputs,
+            serde_json::json!({ "verdict": "approve" }),
+        )
+        .await?;
         cx.publish().await?;
         return Ok(Step::Next);
     }

@@ -11,11 +11,11 @@ use super::ctx::{drop_scratch, git, scratch, sync};
 use super::state::{Attempt, Node};
 use crate::gates::baseline::Missing;
 use crate::gates::redproof::{self, Verdict};
-use crate::sandbox::CommandOutput;
 use crate::github::checks::RETRY;
 use crate::hive::job::JobError;
 use crate::hive::verify::{Verification, run_gates};
 use crate::ids::CommitSha;
+use crate::sandbox::CommandOutput;
 use crate::ticket::Finding;
 use crate::workspace::Merged;
 use std::time::Duration;
@@ -335,6 +335,12 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                 .flatten()
                 .map(|line| Finding::new("gate_acceptance", format!("hive/acceptance: {line}")))
                 .collect();
+            // Tests the change is judged by that did not pass, each with why.
+            f.extend(
+                g.misses
+                    .iter()
+                    .map(|m| Finding::new(&format!("gate_{}", g.gate), m.clone())),
+            );
             f.extend(g.annotations.iter().take(20).map(|a| Finding {
                 code: format!("gate_{}", g.gate),
                 message: format!("{}:{}: {}", a.path, a.start_line, a.message),

@@ -79,7 +79,10 @@ async fn steering(
     head: &CommitSha,
 ) -> Result<Vec<Steer>, JobError> {
     let (b, h) = (base.oid(), head.oid());
-    git(cx, move |_, g| Ok(crate::gates::steering::changed(g, b, h)?)).await
+    git(cx, move |_, g| {
+        Ok(crate::gates::steering::changed(g, b, h)?)
+    })
+    .await
 }
 
 /// The pull request's description.
