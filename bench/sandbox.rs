@@ -43,6 +43,7 @@ fn spec(worktree: &Path, n: usize) -> SandboxSpec {
         pids: 512,
         disk_mb: 1024,
         cache: None,
+        cache_writable: false,
         ca_bundle: None,
         env: vec![],
     }

@@ -111,10 +111,10 @@ pub fn build(root: &Path, context_refs: &[String], memory: &[String]) -> Project
     }
     let mut budget = REFS_TOTAL;
     for r in context_refs {
-        let text = match resolve(root, r)
-            .map_err(|e| e.message)
-            .and_then(|p| std::fs::read(&p).map_err(|e| e.to_string()))
-        {
+        let text = match resolve(root, r).map_err(|e| e.message).and_then(|p| {
+            let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy();
+            crate::sandbox::untrusted::read(root, &rel, 16 << 20).map_err(|e| e.to_string())
+        }) {
             Ok(bytes) if budget == 0 => format!(
                 "(not shown: the context limit of {REFS_TOTAL} bytes is reached; {} bytes)",
                 bytes.len()

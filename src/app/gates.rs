@@ -97,6 +97,8 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
     let inputs = Inputs {
         config: &config,
         sandbox: &sandbox,
+        backend: &backend,
+        spec: &spec,
         worktree: &worktree,
         git_dir: repo.path(),
         base: &base,

@@ -233,10 +233,13 @@ async fn start_sandbox_backend(
         .context("VIBELOOP_SANDBOX=docker, but no Docker engine answers")?;
     match (&backend, fallback) {
         (Backend::Docker(d), _) => info!(engine = d.version(), "sandbox: docker"),
-        (Backend::Local, Some(why)) => {
-            warn!(reason = %why, "sandbox: local processes (no Docker engine answered)")
-        }
-        (Backend::Local, None) => info!("sandbox: local processes"),
+        // No silent way out: the model's code never runs on this host unless asked for.
+        (Backend::Local, Some(why)) => anyhow::bail!(
+            "no Docker engine answers ({why}), and serve runs the agents' and gates' commands only in containers: start Docker, or set VIBELOOP_SANDBOX=local to run them as plain processes on this host, with no isolation, on purpose"
+        ),
+        (Backend::Local, None) => warn!(
+            "sandbox: local processes, as VIBELOOP_SANDBOX=local asks: the agents' and gates' commands run on this host with no isolation"
+        ),
     }
     let removed = backend.remove_leftovers().await?;
     if removed > 0 {

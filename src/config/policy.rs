@@ -36,10 +36,27 @@ pub struct Policy {
     pub ticket_read_only_paths: bool,
 }
 
+/// What no agent may change, whatever `policy.read_only_paths` says: the repository's GitHub
+/// settings, workflows and the bot's own config and prompt additions.
+pub const ALWAYS_READ_ONLY: &str = ".github/";
+
+impl Policy {
+    /// Adds [`ALWAYS_READ_ONLY`] to `read_only_paths` when a repository's list left it out.
+    pub fn lock_github(&mut self) {
+        let locked = self
+            .read_only_paths
+            .iter()
+            .any(|p| p.trim_end_matches('/') == ALWAYS_READ_ONLY.trim_end_matches('/'));
+        if !locked {
+            self.read_only_paths.push(ALWAYS_READ_ONLY.into());
+        }
+    }
+}
+
 impl Default for Policy {
     fn default() -> Self {
         Self {
-            read_only_paths: vec![".github/".into()],
+            read_only_paths: vec![ALWAYS_READ_ONLY.into()],
             test_paths: vec![
                 "tests/".into(),
                 "**/test_*.py".into(),

@@ -255,6 +255,7 @@ impl HiveConfig {
         if let Some(n) = config.limits.legacy_max_retries {
             config.retry.max_retries = n;
         }
+        config.policy.lock_github();
         config.check().map_err(|RepoConfigError(m)| {
             let key = m.split(':').next().unwrap_or_default();
             match line_of(text, key) {
@@ -444,6 +445,9 @@ budget: { max_usd: 2.5, max_minutes: 30 }
         );
         assert!(c.read_only().contains("docs/spec/api.md"));
         assert!(!c.read_only().contains("docs/readme.md"));
+        // `.github/` stays locked though the repository's list leaves it out.
+        assert!(c.read_only().contains(".github/hive/critic.md"));
+        assert!(c.read_only().contains(".github/workflows/ci.yml"));
         assert!(c.test_paths().contains("tests/unit/test_a.py"));
         assert_eq!(c.limits.memory_mb, 512);
         assert_eq!(c.limits.pids, 256);

@@ -74,6 +74,11 @@ pub struct Record {
     pub used: u64,
     /// How long setup took.
     pub setup_seconds: f64,
+    /// A hash of the environment's tree as it was kept ([`tree_hash`]): a reuse checks the
+    /// environment is still exactly that (empty in records older than the check: such an
+    /// environment is set up again).
+    #[serde(default)]
+    pub tree: String,
 }
 
 /// An environment as `vibeloop doctor` lists it.
@@ -153,12 +158,20 @@ impl Envs {
         self.root.join(slug(repo)).join(format!("{key}.json"))
     }
 
-    /// The environment of `key`, when it was set up; marks it used.
+    /// The environment of `key`, when it was set up and is still as it was kept (its
+    /// [`tree_hash`]); marks it used. One that changed since is removed: it is set up again.
     pub fn find(&self, repo: &str, key: &EnvKey) -> Option<(PathBuf, Record)> {
         let dir = self.dir(repo, key);
         let path = self.record_path(repo, key);
         let mut record: Record = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
         if !dir.is_dir() || &record.key != key {
+            return None;
+        }
+        let now_tree = tree_hash(&dir);
+        if record.tree != now_tree {
+            tracing::warn!(env = %key, repo, kept = %record.tree, now = %now_tree, "an environment changed since it was kept: removed, to be set up again");
+            let _ = std::fs::remove_file(&path);
+            remove_tree(&dir);
             return None;
         }
         record.used = now();
@@ -183,13 +196,20 @@ impl Envs {
         match std::fs::rename(&path, &dir) {
             Ok(()) => {}
             // Another worker made it first: keep theirs.
-            Err(_) if dir.is_dir() => remove_tree(&path),
+            Err(_) if dir.is_dir() => {
+                remove_tree(&path);
+                return Ok(dir);
+            }
             Err(e) => {
                 remove_tree(&path);
                 return Err(e);
             }
         }
-        write_record(&self.record_path(&record.repo, &record.key), record)?;
+        let record = Record {
+            tree: tree_hash(&dir),
+            ..record.clone()
+        };
+        write_record(&self.record_path(&record.repo, &record.key), &record)?;
         Ok(dir)
     }
 
@@ -288,6 +308,42 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A hash of what is below `dir`: every entry's path, type, mode, size, modification and
+/// change times, and a link's target. A change time cannot be set back by a process, so a
+/// file written, replaced, planted or removed since changes the hash, whatever its content.
+/// `dir` itself is left out (its owner is set at each start).
+pub fn tree_hash(dir: &Path) -> String {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut paths = walk(dir);
+    paths.sort();
+    let mut h = Sha256::new();
+    for p in paths {
+        let Ok(m) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        let rel = p.strip_prefix(dir).unwrap_or(&p);
+        h.update(rel.as_os_str().as_encoded_bytes());
+        h.update([0]);
+        for n in [
+            m.mode() as i64,
+            m.size() as i64,
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        ] {
+            h.update(n.to_le_bytes());
+        }
+        if m.file_type().is_symlink()
+            && let Ok(to) = std::fs::read_link(&p)
+        {
+            h.update(to.as_os_str().as_encoded_bytes());
+        }
+        h.update([0]);
+    }
+    hex::encode(&h.finalize()[..12])
+}
+
 /// Bytes the files below `dir` take.
 fn tree_size(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt as _;
@@ -312,6 +368,7 @@ mod tests {
             created: used,
             used,
             setup_seconds: 1.0,
+            tree: String::new(),
         }
     }
 
@@ -368,5 +425,23 @@ mod tests {
         assert_eq!(envs.evict(tight, None).len(), 1);
         assert!(envs.list().is_empty());
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn an_environment_changed_since_it_was_kept_is_not_reused() {
+        let root = tempfile::tempdir().unwrap();
+        let envs = Envs::new(root.path());
+        let key = EnvKey("c".repeat(16));
+        let s = envs.scratch("acme/app").unwrap();
+        std::fs::create_dir_all(s.path().join("venv/lib/site-packages")).unwrap();
+        std::fs::write(s.path().join("venv/lib/site-packages/ok.py"), "x = 1\n").unwrap();
+        let dir = envs.keep(s, &record(&key, now())).unwrap();
+        assert!(envs.find("acme/app", &key).is_some(), "as kept");
+        assert!(envs.find("acme/app", &key).is_some(), "and again");
+        // A ticket's code plants a .pth file: the environment is gone, to be set up anew.
+        std::fs::write(dir.join("venv/lib/site-packages/evil.pth"), "import os\n").unwrap();
+        assert!(envs.find("acme/app", &key).is_none());
+        assert!(!dir.exists());
+        assert!(envs.list().is_empty());
     }
 }

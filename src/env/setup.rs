@@ -12,6 +12,7 @@ use super::cache::{EnvKey, Envs, Record, Retention, now};
 use super::resolve::Resolved;
 use crate::sandbox::{
     Backend, CA_MOUNT, CACHE_MOUNT, CommandOutput, Kind, SandboxError, SandboxSpec, WORK_MOUNT,
+    untrusted,
 };
 
 /// What setup may use of the host's network settings.
@@ -182,6 +183,28 @@ fn anchor_links(kept: &Path, at: &Path, work: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A dependency file's path and content (`None`: absent).
+type Input = (String, Option<Vec<u8>>);
+
+/// The dependency files of the worktree (absent ones as `None`), read as files a sandbox may
+/// have written are ([`untrusted`]): a link, a FIFO or a huge file is refused with its path,
+/// as a failed setup of this worktree's dependency files.
+fn read_inputs(worktree: &Path, inputs: &[String]) -> Result<Vec<Input>, SetupError> {
+    inputs
+        .iter()
+        .map(
+            |p| match untrusted::read(worktree, p, untrusted::DEFAULT_CAP) {
+                Ok(bytes) => Ok((p.clone(), Some(bytes))),
+                Err(e) if e.is_missing() => Ok((p.clone(), None)),
+                Err(e) => Err(SetupError::Failed {
+                    command: format!("read {p}"),
+                    output: CommandOutput::exited(1, &format!("[vibeloop] {e}: not read\n")),
+                }),
+            },
+        )
+        .collect()
+}
+
 /// Where and how environments are made.
 pub struct Maker<'a> {
     pub backend: &'a Backend,
@@ -201,11 +224,7 @@ impl Maker<'_> {
         let Some(setup) = r.config.setup.clone() else {
             return Ok(None);
         };
-        let inputs: Vec<(String, Option<Vec<u8>>)> = r
-            .inputs
-            .iter()
-            .map(|p| (p.clone(), std::fs::read(spec.worktree.join(p)).ok()))
-            .collect();
+        let inputs = read_inputs(&spec.worktree, &r.inputs)?;
         // The image's build, not only its name: a rebuilt image (a new Python, say) must not
         // inherit a virtual environment made with the old one.
         let image = match self.backend.image_id(&r.config.image).await {
@@ -232,6 +251,7 @@ impl Maker<'_> {
         s.role = "setup".into();
         s.network = true;
         s.cache = Some(scratch.path().to_owned());
+        s.cache_writable = true;
         s.ca_bundle = self.network.ca_bundle.clone();
         s.env.extend(r.env.iter().cloned());
         s.env.extend(self.network.env());
@@ -268,6 +288,7 @@ impl Maker<'_> {
             created: now(),
             used: now(),
             setup_seconds: seconds,
+            tree: String::new(),
         };
         let dir = self.envs.keep(scratch, &record)?;
         for gone in self.envs.evict(self.retention, Some(&key)) {

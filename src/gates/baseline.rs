@@ -148,7 +148,12 @@ pub fn missing_dependency(output: &str) -> Option<Missing> {
 /// `super` or the root package's name, or a file or directory of that name anywhere in the
 /// checkout (`helpers.py`, `tests/common/`, `src/util.rs`), ignored files left out.
 pub fn is_own(root: &Path, name: &str) -> bool {
-    let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap_or_default();
+    let read = |f: &str| {
+        crate::sandbox::untrusted::read_text(root, f, crate::sandbox::untrusted::DEFAULT_CAP)
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    };
     let module = read("go.mod");
     if let Some(m) = module
         .lines()

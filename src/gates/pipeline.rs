@@ -312,6 +312,83 @@ fn judge_tests(
     }
 }
 
+/// What the Python policy check found.
+struct PolicyChecked {
+    annotations: Vec<crate::annotation::Annotation>,
+    notes: Vec<String>,
+    /// A check that did not finish: a failed gate, never a silent pass.
+    incomplete: bool,
+}
+
+/// The Python policy check over `files` as `head` has them: written from the commit's blobs
+/// into a directory of their own beside the worktree, and checked in a fresh sandbox of the
+/// gates' image (no network, no environment), so nothing the change's own code did in the
+/// worktree — setup, a test run deleting or rewriting a file — hides a finding.
+async fn policy_check(inputs: &Inputs<'_>, files: &[String]) -> Result<PolicyChecked, GateError> {
+    let policy = &inputs.config.policy;
+    let beside = inputs.worktree.parent().unwrap_or(inputs.worktree);
+    let dir = tempfile::Builder::new()
+        .prefix(".policy-")
+        .tempdir_in(beside)
+        .map_err(crate::sandbox::SandboxError::Io)?;
+    let (git_dir, head, out, wanted) = (
+        inputs.git_dir.to_owned(),
+        git2::Oid::from_str(inputs.head.as_str())?,
+        dir.path().to_owned(),
+        files.to_vec(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let repo = git2::Repository::open(&git_dir)?;
+        security::policy::write_blobs(&repo, head, &wanted, &out)
+    })
+    .await
+    .map_err(|e| git2::Error::from_str(&format!("policy files panicked: {e}")))??;
+    let spec = crate::sandbox::SandboxSpec {
+        role: format!("{}-policy", inputs.spec.role),
+        worktree: dir.path().to_owned(),
+        read_only: vec![],
+        network: false,
+        cache: None,
+        ca_bundle: None,
+        env: vec![],
+        ..inputs.spec.clone()
+    };
+    let sandbox = inputs.backend.start(&spec).await?;
+    let mut checked = PolicyChecked {
+        annotations: vec![],
+        notes: vec![],
+        incomplete: false,
+    };
+    let (mut n, mut found) = (0, 0);
+    for cmd in
+        security::policy::policy_commands(files, &policy.banned_calls, &policy.banned_imports)
+    {
+        let out = match sandbox.exec(&cmd, Duration::from_secs(300)).await {
+            Ok(out) => out,
+            Err(e) => {
+                sandbox.stop().await;
+                return Err(e.into());
+            }
+        };
+        match security::policy::policy_result(&out) {
+            Ok(run) => {
+                n += run.files_checked;
+                found += run.findings.len();
+                checked.annotations.extend(run.annotations());
+            }
+            Err(e) => {
+                checked.notes.push(format!("policy: {e}"));
+                checked.incomplete = true;
+            }
+        }
+    }
+    sandbox.stop().await;
+    checked.notes.push(format!(
+        "policy: {n} changed Python file(s) checked (as committed, in a fresh sandbox), {found} finding(s)"
+    ));
+    Ok(checked)
+}
+
 /// The built-in security gate: test lock and secret scan (git2, in this process, on the
 /// commits themselves) with the banned-calls check of Rust, JavaScript/TypeScript and Go
 /// (tree-sitter, in this process), then the Python policy check (in the sandbox, with Python's
@@ -397,29 +474,17 @@ async fn security_gate(inputs: &Inputs<'_>, steering: &[Steer]) -> Result<GateRe
     } else if python.files.is_empty() {
         notes.push("policy: no Python file changed".into());
     } else {
-        let (mut checked, mut found) = (0, 0);
-        for cmd in security::policy::policy_commands(
-            &python.files,
-            &policy.banned_calls,
-            &policy.banned_imports,
-        ) {
-            let out = inputs.sandbox.exec(&cmd, Duration::from_secs(300)).await?;
-            match security::policy::policy_result(&out) {
-                Ok(run) => {
-                    checked += run.files_checked;
-                    found += run.findings.len();
-                    annotations.extend(run.annotations());
-                }
-                Err(e) => {
-                    // A check that did not finish is a failed gate, never a silent pass.
-                    notes.push(format!("policy: {e}"));
-                    incomplete = true;
-                }
+        match policy_check(inputs, &python.files).await {
+            Ok(checked) => {
+                annotations.extend(checked.annotations);
+                notes.extend(checked.notes);
+                incomplete |= checked.incomplete;
+            }
+            Err(e) => {
+                notes.push(format!("policy: could not run ({e})"));
+                incomplete = true;
             }
         }
-        notes.push(format!(
-            "policy: {checked} changed Python file(s) checked, {found} finding(s)"
-        ));
     }
     Ok(GateResult {
         gate: "security",

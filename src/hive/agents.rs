@@ -194,10 +194,7 @@ pub(super) async fn run_role(
                 m.push(Message::user(a.task.clone()));
                 return m;
             }
-            // Through the tools' resolver: a link (to /proc/self/environ, say) is not followed.
-            let addition = crate::agent::paths::resolve(&worktree.path, &repo_path(role))
-                .ok()
-                .and_then(|p| std::fs::read_to_string(p).ok());
+            let addition = repo_prompt(run, config, role).await;
             let system = run.hive.prompts.system(role, addition.as_deref());
             vec![
                 Message::system(system),
@@ -249,6 +246,35 @@ pub(super) async fn run_role(
 async fn stop_sandbox(sandbox: Option<Arc<Sandbox>>) {
     if let Some(s) = sandbox.and_then(|s| Arc::try_unwrap(s).ok()) {
         s.stop().await;
+    }
+}
+
+/// The repository's addition to `role`'s prompt (`.github/hive/<role>.md`), read from the tip
+/// of the base branch in the bot's mirror: never from a branch under change, whose author
+/// would then write the rules it is judged by (the Critic's, say).
+pub(super) async fn repo_prompt(
+    run: &TicketRun<'_>,
+    config: &HiveConfig,
+    role: &str,
+) -> Option<String> {
+    let ws = run.hive.workspace.clone();
+    let repo = run.ticket.repo.clone();
+    let base = config
+        .base
+        .clone()
+        .unwrap_or_else(|| run.ticket.base_branch.clone());
+    let path = repo_path(role);
+    let read = super::job::blocking(move || {
+        let git = git2::Repository::open_bare(ws.mirror_path(&repo))?;
+        ws.read_remote_file(&git, &base, &path)
+    })
+    .await;
+    match read {
+        Ok(text) => text,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the repository's prompt addition");
+            None
+        }
     }
 }
 

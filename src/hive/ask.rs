@@ -102,14 +102,15 @@ pub async fn answer(hive: &Hive, source: &str) -> Result<(), JobError> {
         Some(_) => format!("the head of #{}", q.issue),
         None => format!("`{base}`"),
     };
-    let snapshot = snapshot(hive, &client, &repo, &base, q.issue, head).await?;
+    let (snapshot, addition) = snapshot(hive, &client, &repo, &base, q.issue, head).await?;
     let earlier = hive
         .store
         .answered_before(&q.repo, q.issue, q.id, EARLIER)
         .await?;
     let caps = config.ask.budget.narrowest(config.budget);
     let ledger = Ledger::new(caps, BTreeMap::new());
-    let (text, stop) = ask_model(hive, &ledger, &snapshot, &q, &earlier).await?;
+    let (text, stop) =
+        ask_model(hive, &ledger, &snapshot, addition.as_deref(), &q, &earlier).await?;
     let cited = cite::check(
         &text,
         |p| snapshot.lines(p),
@@ -171,8 +172,9 @@ pub(super) async fn failed(hive: &Hive, source: &str, why: &str) {
     }
 }
 
-/// The commit's files: the mirror fetched, the base's tip or the pull request's head written
-/// out read-only.
+/// The commit's files — the mirror fetched, the base's tip or the pull request's head written
+/// out read-only — and the repository's addition to the chat prompt, from the base's tip
+/// (never from a pull request's head, whose author would write the rules).
 async fn snapshot(
     hive: &Hive,
     client: &RepoClient,
@@ -180,7 +182,7 @@ async fn snapshot(
     base: &str,
     number: u64,
     head: Option<CommitSha>,
-) -> Result<Snapshot, JobError> {
+) -> Result<(Snapshot, Option<String>), JobError> {
     let token = client.token().await?;
     let (ws, repo, base) = (hive.workspace.clone(), repo.clone(), base.to_owned());
     blocking(move || {
@@ -192,7 +194,8 @@ async fn snapshot(
             }
             None => ws.remote_head(&git, &base)?,
         };
-        ws.snapshot(&git, &commit)
+        let addition = ws.read_remote_file(&git, &base, &crate::agent::prompts::repo_path(ROLE))?;
+        Ok((ws.snapshot(&git, &commit)?, addition))
     })
     .await
 }
@@ -202,6 +205,7 @@ async fn ask_model(
     hive: &Hive,
     ledger: &Ledger,
     snapshot: &Snapshot,
+    addition: Option<&str>,
     q: &Question,
     earlier: &[Question],
 ) -> Result<(String, Option<String>), JobError> {
@@ -223,13 +227,8 @@ async fn ask_model(
         act_first: true,
         interrupt: None,
     };
-    // Through the tools' resolver: a link is not followed (and the snapshot holds none).
-    let addition =
-        crate::agent::paths::resolve(snapshot.path(), &crate::agent::prompts::repo_path(ROLE))
-            .ok()
-            .and_then(|p| std::fs::read_to_string(p).ok());
     let messages = vec![
-        Message::system(hive.prompts.system(ROLE, addition.as_deref())),
+        Message::system(hive.prompts.system(ROLE, addition)),
         Message::user(task(q, earlier, &snapshot.commit)),
     ];
     let mut tools = Toolbox::new(snapshot.path().to_owned(), WriteScope::None);

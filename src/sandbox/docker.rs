@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, ResourcesUlimits};
+use bollard::models::{
+    ContainerCreateBody, HostConfig, Mount, MountType, MountVolumeOptions,
+    MountVolumeOptionsDriverConfig, ResourcesUlimits,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
 };
@@ -28,6 +31,10 @@ const LABEL_MANAGED: &str = "vibeloop.managed";
 const LABEL_INSTANCE: &str = "vibeloop.instance";
 /// The runner image's non-root user, used when the bot itself runs as root.
 const RUNNER_UID: u32 = 1000;
+/// The image's own programs the bot runs, by absolute path (Debian's coreutils, dash, procps).
+const SH: &str = "/bin/sh";
+const TIMEOUT: &str = "/usr/bin/timeout";
+const KILL: &str = "/bin/kill";
 /// Time given to a command past its timeout before the sandbox kills everything in it.
 const GRACE: Duration = Duration::from_secs(5);
 
@@ -43,6 +50,8 @@ pub struct DockerBackend {
     instance: String,
     /// `uid:gid` the commands run as.
     user: String,
+    /// Where sandboxes' writable layers over the environment live (`<data>/layers`).
+    layers: std::path::PathBuf,
     /// Set when the worktree must be handed to the runner user first (the bot runs as root).
     chown_to: Option<u32>,
     version: String,
@@ -81,6 +90,7 @@ impl DockerBackend {
             user,
             chown_to,
             version,
+            layers: data_dir.join("layers"),
         })
     }
 
@@ -126,13 +136,35 @@ impl DockerBackend {
         }
         if let Some(uid) = self.chown_to {
             chown_tree(&spec.worktree, uid)?;
+            // The worktree's link to the bot's mirror stays the bot's: git's owner check
+            // refuses a repository whose `.git` someone else owns.
+            let dot_git = spec.worktree.join(".git");
+            if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
+                // SAFETY: geteuid has no preconditions.
+                let me = unsafe { libc::geteuid() };
+                std::os::unix::fs::lchown(&dot_git, Some(me), Some(me))?;
+            }
         }
         let mut mounts = vec![bind(&spec.worktree, super::WORK_MOUNT, false)];
+        // git's link from the worktree to the bot's mirror: read-only, so nothing in the
+        // container can point the bot's git elsewhere (the bot checks it too, for the local
+        // backend).
+        let dot_git = spec.worktree.join(".git");
+        if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
+            mounts.push(bind(&dot_git, &format!("{}/.git", super::WORK_MOUNT), true));
+        }
+        let mut layer = None;
         if let Some(cache) = &spec.cache {
-            if let Some(uid) = self.chown_to {
-                std::os::unix::fs::chown(cache, Some(uid), Some(uid))?;
+            if spec.cache_writable {
+                if let Some(uid) = self.chown_to {
+                    std::os::unix::fs::chown(cache, Some(uid), Some(uid))?;
+                }
+                mounts.push(bind(cache, super::CACHE_MOUNT, false));
+            } else {
+                let l = Layer::new(&self.layers, self.chown_to)?;
+                mounts.push(l.mount(cache)?);
+                layer = Some(l);
             }
-            mounts.push(bind(cache, super::CACHE_MOUNT, false));
         }
         if let Some(ca) = &spec.ca_bundle {
             mounts.push(bind(ca, super::CA_MOUNT, true));
@@ -221,7 +253,11 @@ impl DockerBackend {
             name,
             oom_kills: Mutex::new(0),
             worktree: spec.worktree.clone(),
-            cache: spec.cache.clone(),
+            writable_cache: match &layer {
+                Some(l) => Some(l.upper()),
+                None => spec.cache.clone(),
+            },
+            _layer: layer,
             disk_mb: spec.disk_mb,
         };
         if let Err(e) = self.docker.start_container(&sandbox.id, None).await {
@@ -240,11 +276,19 @@ impl DockerBackend {
         let _ = self.docker.remove_container(name, Some(options)).await;
     }
 
-    /// Removes every container of this instance (left by a crash); returns how many.
+    /// Removes every container of this instance (left by a crash), then their writable
+    /// layers; returns how many containers.
     pub async fn remove_leftovers(&self) -> Result<usize, SandboxError> {
         let list = self.containers().await?;
         for (id, _) in &list {
             self.remove(id).await;
+        }
+        for entry in std::fs::read_dir(&self.layers)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            drop(Layer { dir: entry.path() });
         }
         Ok(list.len())
     }
@@ -360,6 +404,89 @@ fn mount_refused(message: &str, mounts: &[Mount]) -> Option<SandboxError> {
     })
 }
 
+/// A sandbox's own writable layer over the environment: the environment is overlayfs's lower
+/// layer, never written; what the sandbox writes to [`super::CACHE_MOUNT`] lands in `upper`
+/// and goes away with the sandbox. The engine mounts it (a `local` volume of type `overlay`),
+/// so the bot needs no privilege for it.
+struct Layer {
+    dir: std::path::PathBuf,
+}
+
+impl Layer {
+    fn new(parent: &Path, owner: Option<u32>) -> std::io::Result<Self> {
+        std::fs::create_dir_all(parent)?;
+        let dir = tempfile::Builder::new()
+            .prefix("layer-")
+            .tempdir_in(parent)?
+            .keep();
+        let layer = Self { dir };
+        for d in [layer.upper(), layer.work()] {
+            std::fs::create_dir(&d)?;
+            if let Some(uid) = owner {
+                std::os::unix::fs::chown(&d, Some(uid), Some(uid))?;
+            }
+        }
+        Ok(layer)
+    }
+
+    fn upper(&self) -> std::path::PathBuf {
+        self.dir.join("upper")
+    }
+
+    fn work(&self) -> std::path::PathBuf {
+        self.dir.join("work")
+    }
+
+    /// The mount of `lower` (the environment) at `/cache` with this layer over it.
+    fn mount(&self, lower: &Path) -> Result<Mount, SandboxError> {
+        let paths = [lower.to_path_buf(), self.upper(), self.work()];
+        if let Some(bad) = paths
+            .iter()
+            .find(|p| p.to_string_lossy().contains([',', ':']))
+        {
+            return Err(SandboxError::BadMount {
+                path: bad.display().to_string(),
+                why: "overlayfs cannot take a path with ',' or ':': move the data directory".into(),
+            });
+        }
+        let options = HashMap::from([
+            ("type".to_owned(), "overlay".to_owned()),
+            ("device".to_owned(), "overlay".to_owned()),
+            (
+                "o".to_owned(),
+                format!(
+                    "lowerdir={},upperdir={},workdir={}",
+                    paths[0].display(),
+                    paths[1].display(),
+                    paths[2].display()
+                ),
+            ),
+        ]);
+        Ok(Mount {
+            target: Some(super::CACHE_MOUNT.to_owned()),
+            typ: Some(MountType::VOLUME),
+            volume_options: Some(MountVolumeOptions {
+                no_copy: Some(true),
+                driver_config: Some(MountVolumeOptionsDriverConfig {
+                    name: Some("local".into()),
+                    options: Some(options),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+}
+
+impl Drop for Layer {
+    fn drop(&mut self) {
+        // overlayfs leaves `work/work` empty, owned by root and closed to others: removed by
+        // name first, which needs only the right to write in `work`.
+        let _ = std::fs::remove_dir(self.work().join("work"));
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 fn bind(source: &Path, target: &str, read_only: bool) -> Mount {
     Mount {
         target: Some(target.to_owned()),
@@ -392,11 +519,14 @@ pub struct DockerSandbox {
     name: String,
     /// The cgroup's OOM-kill count after the last command: a rise means the kernel killed one.
     oom_kills: Mutex<u64>,
-    /// The worktree and the environment's cache on the host, and what one command may write
-    /// there (MiB).
+    /// The worktree and where the environment's cache is written on the host (setup's own,
+    /// or this sandbox's layer over it), and what one command may write there (MiB).
     worktree: std::path::PathBuf,
-    cache: Option<std::path::PathBuf>,
+    writable_cache: Option<std::path::PathBuf>,
     disk_mb: u64,
+    /// This sandbox's writable layer over the environment: dropped with the sandbox, after
+    /// its container (and the overlay the engine mounted) is gone.
+    _layer: Option<Layer>,
 }
 
 impl DockerSandbox {
@@ -415,7 +545,7 @@ impl DockerSandbox {
     /// Where on the host's disk its commands can write (`/tmp` is in memory).
     pub fn writable(&self) -> Vec<std::path::PathBuf> {
         std::iter::once(self.worktree.clone())
-            .chain(self.cache.clone())
+            .chain(self.writable_cache.clone())
             .collect()
     }
 
@@ -430,15 +560,17 @@ impl DockerSandbox {
     ) -> Result<CommandOutput, SandboxError> {
         let started = Instant::now();
         let secs = timeout.as_secs().max(1).to_string();
-        // `timeout` kills the command's whole process group at the limit.
-        let cmd = vec!["timeout", "-s", "KILL", secs.as_str(), "sh", "-c", script];
+        // `timeout` kills the command's whole process group at the limit. The bot's own
+        // programs by their absolute paths in the image: never found through the `PATH` the
+        // environment sets, which a ticket's code may have planted a program in.
+        let cmd = vec![TIMEOUT, "-s", "KILL", secs.as_str(), SH, "-c", script];
         let (mut buf, finished, killed) = self.run(cmd, cap, timeout + GRACE, stop).await?;
         if finished.is_none() {
             // Past the grace period, or stopped: end every process in the container but its
             // init.
             let _ = self
                 .run(
-                    vec!["kill", "-9", "-1"],
+                    vec![KILL, "-9", "-1"],
                     1024,
                     Duration::from_secs(10),
                     std::future::pending(),
@@ -542,7 +674,7 @@ impl DockerSandbox {
             "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null";
         match self
             .run(
-                vec!["sh", "-c", script],
+                vec![SH, "-c", script],
                 4096,
                 Duration::from_secs(10),
                 std::future::pending(),

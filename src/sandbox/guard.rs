@@ -9,6 +9,11 @@
 //! walk of the writable roots summing the blocks of the files changed since the command
 //! started. Other writers on the same disk — another ticket's build, a test suite next door —
 //! therefore never stop a command; only its own writes do.
+//!
+//! Files count as well as bytes: a million empty files take no block but every inode of the
+//! bot's disk. A command may make as many files as its disk limit holds 4 KiB blocks
+//! ([`files_limit`]); free inodes are read as cheaply as free space, and a drop past that wakes
+//! the same walk.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -23,14 +28,37 @@ const NOISE: u64 = 16 << 20;
 /// The least time between two walks while someone else's writes keep the trigger on.
 const WALK_GAP: Duration = Duration::from_millis(500);
 
+/// Free inodes the guard keeps for the bot.
+const INODE_RESERVE: u64 = 20_000;
+
+/// The files a command may make for a disk limit of `limit_mb` MiB: one per 4 KiB.
+pub fn files_limit(limit_mb: u64) -> u64 {
+    limit_mb.saturating_mul(256)
+}
+
+/// Free space on a file system: bytes, and inodes.
+#[derive(Debug, Clone, Copy)]
+struct Free {
+    bytes: u64,
+    inodes: u64,
+}
+
 /// Watches one command's disk use.
 pub struct DiskGuard {
     roots: Vec<PathBuf>,
     limit: u64,
+    files: u64,
     /// When the command started: files changed since are its writes.
     since: SystemTime,
-    /// Free bytes on each root's file system when it started.
-    free_at_start: Vec<u64>,
+    /// Free bytes and inodes on each root's file system when it started.
+    free_at_start: Vec<Free>,
+}
+
+/// What the walk found the command wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Written {
+    bytes: u64,
+    files: u64,
 }
 
 impl DiskGuard {
@@ -44,6 +72,7 @@ impl DiskGuard {
         Some(Self {
             roots,
             limit: limit_mb.saturating_mul(1 << 20),
+            files: files_limit(limit_mb),
             // File times come from a coarse clock (a tick or so behind this one).
             since: SystemTime::now() - Duration::from_millis(20),
             free_at_start,
@@ -58,7 +87,10 @@ impl DiskGuard {
             let Some((dropped, least_free)) = self.free_space() else {
                 continue;
             };
-            let suspect = dropped > self.limit || (least_free < RESERVE && dropped > NOISE);
+            let suspect = dropped.bytes > self.limit
+                || dropped.inodes > self.files
+                || (least_free.bytes < RESERVE && dropped.bytes > NOISE)
+                || (least_free.inodes < INODE_RESERVE && dropped.inodes > INODE_RESERVE / 4);
             if !suspect || Instant::now() < next_walk {
                 continue;
             }
@@ -66,7 +98,7 @@ impl DiskGuard {
             let walked = Instant::now();
             let written = tokio::task::spawn_blocking(move || written_since(&roots, since))
                 .await
-                .unwrap_or(0);
+                .unwrap_or_default();
             if let Some(why) = self.verdict(written, least_free) {
                 return why;
             }
@@ -75,42 +107,62 @@ impl DiskGuard {
         }
     }
 
-    /// The largest drop of free space on the roots' file systems since the start, and the
-    /// least free space left on them.
-    fn free_space(&self) -> Option<(u64, u64)> {
-        let mut dropped = 0;
-        let mut least = u64::MAX;
+    /// The largest drops of free space and inodes on the roots' file systems since the
+    /// start, and the least of each left on them.
+    fn free_space(&self) -> Option<(Free, Free)> {
+        let mut dropped = Free {
+            bytes: 0,
+            inodes: 0,
+        };
+        let mut least = Free {
+            bytes: u64::MAX,
+            inodes: u64::MAX,
+        };
         for (root, start) in self.roots.iter().zip(&self.free_at_start) {
             let now = available(root)?;
-            dropped = dropped.max(start.saturating_sub(now));
-            least = least.min(now);
+            dropped.bytes = dropped.bytes.max(start.bytes.saturating_sub(now.bytes));
+            dropped.inodes = dropped.inodes.max(start.inodes.saturating_sub(now.inodes));
+            least.bytes = least.bytes.min(now.bytes);
+            least.inodes = least.inodes.min(now.inodes);
         }
         Some((dropped, least))
     }
 
-    /// Why a command that has `written` bytes, with `available` bytes left, must stop, if it
-    /// must.
-    fn verdict(&self, written: u64, available: u64) -> Option<String> {
-        if written > self.limit {
+    /// Why a command that has `written` this much, with `left` free, must stop, if it must.
+    fn verdict(&self, written: Written, left: Free) -> Option<String> {
+        if written.bytes > self.limit {
             return Some(format!(
                 "it wrote more than {} MiB to disk (limits.disk_mb)",
                 self.limit >> 20
             ));
         }
-        (available < RESERVE && written > NOISE).then(|| {
-            format!(
+        if written.files > self.files {
+            return Some(format!(
+                "it made more than {} files (one per 4 KiB of limits.disk_mb)",
+                self.files
+            ));
+        }
+        if left.bytes < RESERVE && written.bytes > NOISE {
+            return Some(format!(
                 "the bot's disk is nearly full ({} MiB left) and it kept writing",
-                available >> 20
+                left.bytes >> 20
+            ));
+        }
+        (left.inodes < INODE_RESERVE && written.files > INODE_RESERVE / 4).then(|| {
+            format!(
+                "the bot's disk is nearly out of inodes ({} left) and it kept making files",
+                left.inodes
             )
         })
     }
 }
 
-/// Bytes on disk of the files under `roots` changed at or after `since` (symbolic links are
-/// not followed; what cannot be read counts nothing).
-fn written_since(roots: &[PathBuf], since: SystemTime) -> u64 {
+/// Bytes on disk of the files under `roots` changed at or after `since`, and how many entries
+/// (files, directories, links) were changed or made since (symbolic links are not followed;
+/// what cannot be read counts nothing).
+fn written_since(roots: &[PathBuf], since: SystemTime) -> Written {
     use std::os::unix::fs::MetadataExt as _;
-    let mut total = 0u64;
+    let mut total = Written::default();
     let mut stack: Vec<PathBuf> = roots.to_vec();
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -120,24 +172,33 @@ fn written_since(roots: &[PathBuf], since: SystemTime) -> u64 {
             let Ok(meta) = entry.metadata() else {
                 continue;
             };
+            let new = meta.modified().is_ok_and(|m| m >= since);
+            if new {
+                total.files += 1;
+            }
             if meta.is_dir() {
                 stack.push(entry.path());
-            } else if meta.is_file() && meta.modified().is_ok_and(|m| m >= since) {
-                total = total.saturating_add(meta.blocks().saturating_mul(512));
+            } else if meta.is_file() && new {
+                total.bytes = total
+                    .bytes
+                    .saturating_add(meta.blocks().saturating_mul(512));
             }
         }
     }
     total
 }
 
-/// Bytes an unprivileged process may still write on the file system of `path`.
-fn available(path: &Path) -> Option<u64> {
+/// Bytes and inodes an unprivileged process may still take on the file system of `path`.
+fn available(path: &Path) -> Option<Free> {
     use std::os::unix::ffi::OsStrExt as _;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: `c` is a valid NUL-terminated path and `stat` a properly sized out-parameter.
     let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::statvfs(c.as_ptr(), &mut stat) };
-    (rc == 0).then(|| (stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
+    (rc == 0).then(|| Free {
+        bytes: (stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64),
+        inodes: stat.f_favail as u64,
+    })
 }
 
 #[cfg(test)]
@@ -147,13 +208,26 @@ mod tests {
     #[test]
     fn it_trips_past_the_limit_or_when_writing_to_a_nearly_full_disk() {
         let g = DiskGuard::new(vec![PathBuf::from("/")], 100).unwrap();
-        assert_eq!(g.verdict(50 << 20, 10_000 << 20), None);
-        let why = g.verdict(101 << 20, 10_000 << 20).unwrap();
+        let w = |bytes: u64, files: u64| Written { bytes, files };
+        let left = |bytes: u64, inodes: u64| Free { bytes, inodes };
+        let roomy = left(10_000 << 20, 1 << 30);
+        assert_eq!(g.verdict(w(50 << 20, 10), roomy), None);
+        let why = g.verdict(w(101 << 20, 10), roomy).unwrap();
         assert!(why.contains("more than 100 MiB"), "{why}");
         // Nearly full, but the command wrote next to nothing: it goes on.
-        assert_eq!(g.verdict(1 << 20, 100 << 20), None);
-        let why = g.verdict(50 << 20, 100 << 20).unwrap();
+        assert_eq!(g.verdict(w(1 << 20, 10), left(100 << 20, 1 << 30)), None);
+        let why = g
+            .verdict(w(50 << 20, 10), left(100 << 20, 1 << 30))
+            .unwrap();
         assert!(why.contains("nearly full (100 MiB left)"), "{why}");
+        // Empty files take no byte, but every inode.
+        let why = g.verdict(w(0, 25_601), roomy).unwrap();
+        assert_eq!(
+            why,
+            "it made more than 25600 files (one per 4 KiB of limits.disk_mb)"
+        );
+        let why = g.verdict(w(0, 10_000), left(1 << 30, 1_000)).unwrap();
+        assert!(why.contains("nearly out of inodes (1000 left)"), "{why}");
     }
 
     #[test]
@@ -169,9 +243,11 @@ mod tests {
         std::os::unix::fs::symlink("/usr", dir.path().join("link")).unwrap();
         let written = written_since(&[dir.path().to_owned()], since);
         assert!(
-            (2 << 20..3 << 20).contains(&written),
-            "{written} bytes counted"
+            (2 << 20..3 << 20).contains(&written.bytes),
+            "{written:?} counted"
         );
+        // `sub` (its content changed), `sub/new.bin` and the link were made or changed since.
+        assert_eq!(written.files, 3, "{written:?}");
     }
 
     fn write_mib(path: &Path, mib: usize) {

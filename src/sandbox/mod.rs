@@ -10,6 +10,7 @@ pub mod docker;
 pub mod guard;
 pub mod local;
 mod output;
+pub mod untrusted;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -41,6 +42,10 @@ pub struct SandboxSpec {
     /// A directory on the host seen as [`CACHE_MOUNT`] inside: the repository's set-up
     /// environment (packages, build caches), shared by its sandboxes.
     pub cache: Option<PathBuf>,
+    /// Setup, making the environment: `cache` is its own, written in place. Every other
+    /// sandbox sees `cache` read-only under a writable layer of its own that goes with it
+    /// (Docker: overlayfs), so no ticket's commands change what the next ticket runs with.
+    pub cache_writable: bool,
     /// A CA bundle on the host seen as [`CA_MOUNT`] inside (read-only), for setup's downloads
     /// through a network that re-signs TLS.
     pub ca_bundle: Option<PathBuf>,
@@ -75,6 +80,7 @@ impl SandboxSpec {
             pids: config.limits.pids,
             disk_mb: config.limits.disk_mb,
             cache: None,
+            cache_writable: false,
             ca_bundle: None,
             env: vec![(NAMING_TESTS.0.into(), NAMING_TESTS.1.into())],
         }

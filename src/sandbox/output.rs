@@ -22,10 +22,10 @@ pub struct CommandOutput {
     pub duration: Duration,
 }
 
-#[cfg(test)]
 impl CommandOutput {
-    /// A command that exited by itself with `code` after printing `text` (for tests).
-    pub(crate) fn exited(code: i32, text: &str) -> Self {
+    /// A command that exited by itself with `code` after printing `text`: what the bot says
+    /// in a command's place when it refused to run one, and what tests make.
+    pub fn exited(code: i32, text: &str) -> Self {
         Self {
             exit_code: Some(code),
             timed_out: false,

@@ -3,6 +3,7 @@
 //! base as one commit (the hive's "rebase"), reporting conflicts with both sides' contents; and
 //! the commits in a change that someone other than the bot wrote.
 
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 
 use git2::{Repository, Signature};
@@ -115,6 +116,8 @@ impl Workspace {
     }
 
     /// Writes `paths` as they are in `commit` into the worktree (deleting those absent there).
+    /// Nothing is written through a link: a directory on the way that is a symbolic link, or a
+    /// committed link that leads out of the repository, is [`WorkspaceError::Tampered`].
     pub fn copy_paths(
         &self,
         git: &Repository,
@@ -124,19 +127,36 @@ impl Workspace {
     ) -> Result<(), WorkspaceError> {
         let tree = git.find_commit(commit)?.tree()?;
         for p in paths {
-            let target = wt.path.join(p);
-            match tree.get_path(Path::new(p)) {
-                Ok(entry) => {
-                    let blob = entry.to_object(git)?.peel_to_blob()?;
-                    if let Some(parent) = target.parent() {
-                        std::fs::create_dir_all(parent)?;
-                    }
-                    std::fs::write(&target, blob.content())?;
-                }
-                Err(_) => {
-                    let _ = std::fs::remove_file(&target);
-                }
+            let target = safe_parent(&wt.path, p)?;
+            if std::fs::symlink_metadata(&target).is_ok_and(|m| !m.is_dir()) {
+                std::fs::remove_file(&target)?;
             }
+            let Ok(entry) = tree.get_path(Path::new(p)) else {
+                continue;
+            };
+            let blob = entry.to_object(git)?.peel_to_blob()?;
+            if entry.filemode() == 0o120000 {
+                let to = String::from_utf8_lossy(blob.content()).into_owned();
+                if super::link_leaves(p, &to) {
+                    return Err(WorkspaceError::Tampered(format!(
+                        "{p} is a symbolic link to {to}, out of the repository: not copied"
+                    )));
+                }
+                std::os::unix::fs::symlink(&to, &target)?;
+                continue;
+            }
+            let mode = if entry.filemode() == 0o100755 {
+                0o755
+            } else {
+                0o644
+            };
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&target)?;
+            std::io::Write::write_all(&mut file, blob.content())?;
         }
         Ok(())
     }
@@ -149,7 +169,7 @@ impl Workspace {
         message: &str,
         author: &Author,
     ) -> Result<Merged, WorkspaceError> {
-        let git = Repository::open(&wt.path)?;
+        let git = wt.open()?;
         let head = git.head()?.peel_to_commit()?;
         let theirs = git.find_commit(other)?;
         if git.graph_descendant_of(head.id(), other)? || head.id() == other {
@@ -329,4 +349,32 @@ impl Workspace {
         }
         Ok(out)
     }
+}
+
+/// `root/rel` with its directories made, none of them a symbolic link (one already there is
+/// [`WorkspaceError::Tampered`]); `rel` must be a plain relative path.
+fn safe_parent(root: &Path, rel: &str) -> Result<std::path::PathBuf, WorkspaceError> {
+    let refuse = |why: &str| WorkspaceError::Tampered(format!("{rel}: {why}; not written"));
+    let parts: Vec<_> = Path::new(rel).components().collect();
+    if parts.is_empty()
+        || !parts
+            .iter()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    {
+        return Err(refuse("not a plain path inside the repository"));
+    }
+    let mut at = root.to_path_buf();
+    for part in &parts[..parts.len() - 1] {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(refuse("a directory on its way is a symbolic link"));
+            }
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => std::fs::remove_file(&at).and_then(|()| std::fs::create_dir(&at))?,
+            Err(_) => std::fs::create_dir(&at)?,
+        }
+    }
+    at.push(parts[parts.len() - 1]);
+    Ok(at)
 }

@@ -48,6 +48,10 @@ pub enum WorkspaceError {
         expected: String,
         found: String,
     },
+    /// Something in the sandbox changed what the bot's git relies on (the worktree's `.git`),
+    /// or wrote what must not be committed (a link out of the repository).
+    #[error("{0}")]
+    Tampered(String),
 }
 
 /// Who commits: the app's bot account.
@@ -93,6 +97,52 @@ pub struct Worktree {
     pub branch: String,
     /// The commit the branch was made from.
     pub base: CommitSha,
+    /// git's administrative directory of the worktree, in the mirror
+    /// (`<mirror>/worktrees/<name>`): what the bot opens it through.
+    pub admin: PathBuf,
+}
+
+impl Worktree {
+    /// The repository of this worktree, opened through the mirror: the administrative
+    /// directory the bot made, with no discovery and no configuration read from the worktree,
+    /// and the work directory set to the path the bot chose. Never through the worktree's
+    /// `.git`, which code in a sandbox could point at a git directory of its own (whose
+    /// `core.worktree` or `commondir` names any directory of the host); that file is checked to
+    /// be what git wrote, and a changed one is [`WorkspaceError::Tampered`].
+    pub fn open(&self) -> Result<Repository, WorkspaceError> {
+        self.check_dot_git()?;
+        let git = Repository::open_ext(
+            &self.admin,
+            git2::RepositoryOpenFlags::NO_SEARCH | git2::RepositoryOpenFlags::BARE,
+            std::iter::empty::<&std::ffi::OsStr>(),
+        )?;
+        git.set_workdir(&self.path, false)?;
+        Ok(git)
+    }
+
+    /// The worktree's `.git` is the one-line file git wrote (`gitdir: <admin>`), and no link.
+    pub fn check_dot_git(&self) -> Result<(), WorkspaceError> {
+        let expected = format!("gitdir: {}", self.admin.display());
+        let expected = expected.trim_end_matches('/');
+        let found = crate::sandbox::untrusted::read(&self.path, ".git", 4096);
+        let same =
+            |b: &[u8]| String::from_utf8_lossy(b).trim_end().trim_end_matches('/') == expected;
+        match found {
+            Ok(bytes) if same(&bytes) => Ok(()),
+            Ok(bytes) => {
+                let said: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
+                Err(self.tampered(&format!("it now says {:?}", said.trim_end())))
+            }
+            Err(e) => Err(self.tampered(&e.to_string())),
+        }
+    }
+
+    fn tampered(&self, why: &str) -> WorkspaceError {
+        WorkspaceError::Tampered(format!(
+            "{}/.git was changed by what ran in the sandbox ({why}); the bot's git will not follow it",
+            self.path.display()
+        ))
+    }
 }
 
 fn callbacks(token: Option<&SecretString>) -> RemoteCallbacks<'_> {
@@ -111,16 +161,49 @@ fn callbacks(token: Option<&SecretString>) -> RemoteCallbacks<'_> {
     cb
 }
 
+/// Every symbolic link staged in `index` stays inside the repository: its target is relative
+/// and never climbs above the repository's root.
+fn refuse_links_out(git: &Repository, index: &git2::Index) -> Result<(), WorkspaceError> {
+    for entry in index.iter() {
+        if entry.mode != 0o120000 {
+            continue;
+        }
+        let blob = git.find_blob(entry.id)?;
+        let target = String::from_utf8_lossy(blob.content()).into_owned();
+        let path = String::from_utf8_lossy(&entry.path).into_owned();
+        if link_leaves(&path, &target) {
+            return Err(WorkspaceError::Tampered(format!(
+                "{path} is a symbolic link to {target}, out of the repository: not committed"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a link at `path` (repository-relative) to `target` leads out of the repository.
+fn link_leaves(path: &str, target: &str) -> bool {
+    if target.starts_with('/') {
+        return true;
+    }
+    let mut depth: i64 = path.matches('/').count() as i64;
+    for part in target.split('/') {
+        match part {
+            ".." => depth -= 1,
+            "" | "." => {}
+            _ => depth += 1,
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
+}
+
 impl Workspace {
     /// `root` is the data directory; `git_url` the base for `https://host/owner/name.git`.
+    /// Repositories keep libgit2's owner validation: the bot opens its worktrees through the
+    /// mirror it owns ([`Worktree::open`]), whoever owns their files.
     pub fn new(root: &Path, git_url: &url::Url) -> Self {
-        static OWNER_CHECK: std::sync::Once = std::sync::Once::new();
-        // Worktrees are handed to the sandbox's user, so their owner differs from the bot's;
-        // the bot opens only repositories it made itself.
-        // SAFETY: set once, before any repository is opened by this process's git2 calls.
-        OWNER_CHECK.call_once(|| unsafe {
-            let _ = git2::opts::set_verify_owner_validation(false);
-        });
         Self {
             root: root.to_owned(),
             git_url: git_url.clone(),
@@ -318,6 +401,7 @@ impl Workspace {
             path,
             branch: branch.to_owned(),
             base: commit.id().into(),
+            admin: git.path().join("worktrees").join(&name),
         })
     }
 
@@ -379,7 +463,7 @@ impl Workspace {
         message: &str,
         author: &Author,
     ) -> Result<Option<CommitSha>, WorkspaceError> {
-        let git = Repository::open(&wt.path)?;
+        let git = wt.open()?;
         let mut index = git.index()?;
         index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
         Self::commit_index(&git, index, message, author)
@@ -395,11 +479,15 @@ impl Workspace {
         author: &Author,
         written: &[String],
     ) -> Result<Option<CommitSha>, WorkspaceError> {
-        let git = Repository::open(&wt.path)?;
+        let git = wt.open()?;
         let mut index = git.index()?;
         for rel in written {
             let path = Path::new(rel);
-            let is_file = std::fs::symlink_metadata(wt.path.join(path))
+            // Reached through no link: libgit2 would read a file behind a linked directory.
+            let Ok(Some(at)) = crate::sandbox::untrusted::resolve(&wt.path, rel) else {
+                continue;
+            };
+            let is_file = std::fs::symlink_metadata(at)
                 .is_ok_and(|m| m.is_file() || m.file_type().is_symlink());
             if is_file && !git.is_path_ignored(path)? {
                 index.add_path(path)?;
@@ -408,7 +496,8 @@ impl Workspace {
         Self::commit_index(&git, index, message, author)
     }
 
-    /// Stages changes and deletions of tracked files on top of `index`, then commits it.
+    /// Stages changes and deletions of tracked files on top of `index`, then commits it; a
+    /// symbolic link that leads out of the repository is refused.
     fn commit_index(
         git: &Repository,
         mut index: git2::Index,
@@ -416,6 +505,7 @@ impl Workspace {
         author: &Author,
     ) -> Result<Option<CommitSha>, WorkspaceError> {
         index.update_all(["*"], None)?;
+        refuse_links_out(git, &index)?;
         index.write()?;
         let tree_id = index.write_tree()?;
         let head = git.head()?.peel_to_commit()?;

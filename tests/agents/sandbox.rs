@@ -21,6 +21,7 @@ fn spec(worktree: &Path, read_only: &[&str]) -> SandboxSpec {
         pids: 256,
         disk_mb: 1024,
         cache: None,
+        cache_writable: false,
         ca_bundle: None,
         env: vec![],
     }

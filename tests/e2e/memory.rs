@@ -141,7 +141,7 @@ async fn the_next_ticket_is_told_what_a_merged_one_established_and_not_what_a_fa
     let memory = told(&first);
     for fact in [
         "- T-1 (Make add() add): add(a, b) returns the sum a + b\n",
-        "- T-1 added the tests test_negative in `test_add_more.py`\n",
+        "- T-1 added the tests test_add_more.AddMore.test_negative in `test_add_more.py`\n",
         "- `calc.py` is source (T-1 changed it)\n",
         "- `python3 -m unittest -v` is this repository's test command\n",
     ] {
@@ -194,9 +194,9 @@ async fn the_next_ticket_is_told_what_a_merged_one_established_and_not_what_a_fa
     let third = architect_task(&w, "(third ticket)").await;
     let memory = told(&third);
     for fact in [
-        "- T-1 added the tests test_negative in `test_add_more.py`\n",
+        "- T-1 added the tests test_add_more.AddMore.test_negative in `test_add_more.py`\n",
         "- T-2 (Make mul() multiply (second try)): mul(a, b) returns the product a * b\n",
-        "- T-2 added the tests test_mul_twelve in `test_mul.py`\n",
+        "- T-2 added the tests test_mul.Mul.test_mul_twelve in `test_mul.py`\n",
         "- `calc.py` is source (T-2 changed it)\n",
         "- `python3 -m unittest -v` is this repository's test command\n",
     ] {

@@ -181,7 +181,8 @@ async fn a_goal_becomes_a_tested_reviewed_merged_change_and_nothing_is_pushed() 
         "approved for you (--approve)",
         "✓ snapshot",
         "T-1 completed",
-        "proof:    holds: 2 of 2 tests fail on the base",
+        // The Breaker's one test fails; the other failing test failed before any change.
+        "proof:    holds: 1 of 2 tests fail on the base",
         "tests:    test/T-1 at",
         "2 file(s), +9 -1 with the tests; the Builder wrote calc.py",
         "gates:    ✓ test (passed (2 tests))",

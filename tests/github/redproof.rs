@@ -41,6 +41,7 @@ async fn verdict_planned(tests: &str, plan: &str) -> (Verdict, vibeloop::sandbox
         pids: 256,
         disk_mb: 1024,
         cache: None,
+        cache_writable: false,
         ca_bundle: None,
         env: vec![],
     };

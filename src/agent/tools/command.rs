@@ -127,6 +127,7 @@ mod tests {
             pids: 64,
             disk_mb: 256,
             cache: None,
+            cache_writable: false,
             ca_bundle: None,
             env: vec![],
         };

@@ -18,7 +18,7 @@ const WITHIN: Duration = Duration::from_secs(10);
 pub(super) async fn check(data_dir: &Path, force: Option<Kind>) -> (Check, Check) {
     if force == Some(Kind::Local) {
         let engine = Check::pass(ENGINE, "not used (VIBELOOP_SANDBOX=local)").warn(
-            "gates run as local processes, which cannot isolate untrusted code: install Docker and unset VIBELOOP_SANDBOX",
+            "NO ISOLATION: the agents' and gates' commands — code a model wrote — run as plain processes on this host, with its network and files; install Docker and unset VIBELOOP_SANDBOX",
         );
         return (
             engine,
@@ -57,7 +57,7 @@ pub(super) async fn check(data_dir: &Path, force: Option<Kind>) -> (Check, Check
             Check::fail(
                 ENGINE,
                 format!(
-                    "no Docker engine at {at} ({e}); gates would run as local processes (VIBELOOP_SANDBOX=local), which cannot isolate untrusted code"
+                    "no Docker engine at {at} ({e}): serve will not start (it runs the agents' and gates' commands only in containers, unless VIBELOOP_SANDBOX=local says otherwise)"
                 ),
                 "install Docker (or start it, or point DOCKER_HOST at it)",
             ),

@@ -295,6 +295,7 @@ mod tests {
             created: now,
             used: now,
             setup_seconds: 12.0,
+            tree: String::new(),
         };
         envs.keep(scratch, &record).unwrap();
         let line = environments(data.path()).to_string();

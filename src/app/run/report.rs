@@ -202,19 +202,34 @@ impl Report {
     }
 }
 
-/// `text` in lines of at most `width` characters, broken between words (a longer word stands
-/// alone on its line).
+/// `text` in lines of at most `width` characters, broken between words and never inside a
+/// `code span` (a longer word or span stands alone on its line), so what a person copies or
+/// searches for stays whole.
 fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = vec![String::new()];
+    let mut units: Vec<String> = Vec::new();
+    let mut in_code = false;
     for word in text.split_whitespace() {
+        match units.last_mut() {
+            Some(open) if in_code => {
+                open.push(' ');
+                open.push_str(word);
+            }
+            _ => units.push(word.to_owned()),
+        }
+        if word.matches('`').count() % 2 == 1 {
+            in_code = !in_code;
+        }
+    }
+    let mut lines = vec![String::new()];
+    for unit in units {
         let line = lines.last_mut().expect("never empty");
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(word.to_owned());
+        if !line.is_empty() && line.chars().count() + 1 + unit.chars().count() > width {
+            lines.push(unit);
         } else {
             if !line.is_empty() {
                 line.push(' ');
             }
-            line.push_str(word);
+            line.push_str(&unit);
         }
     }
     lines

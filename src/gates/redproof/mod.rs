@@ -17,7 +17,7 @@ use super::GateError;
 use super::expect::Wanted;
 use super::report::code_block;
 use super::results::{Case, Outcome, TestRun, Unloaded};
-use crate::sandbox::{CommandOutput, Sandbox};
+use crate::sandbox::{CommandOutput, Sandbox, untrusted};
 
 /// What running the new tests on the base showed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -268,7 +268,10 @@ fn wanted(
             .iter()
             .filter(|f| **f == u.unit || u.why.iter().any(|l| names_file(l, f)));
         for f in files {
-            let text = std::fs::read_to_string(p.root.join(f)).unwrap_or_default();
+            let text = untrusted::read_text(p.root, f, untrusted::DEFAULT_CAP)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
             for name in declared::tests(f, &text) {
                 out.push(Wanted::test(&name, None).at_base(&could_not_load(u)));
             }

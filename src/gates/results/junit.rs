@@ -41,13 +41,9 @@ pub(super) fn read(xml: &str) -> Option<TestRun> {
 /// The JUnit XML report the test command wrote at `rel` in the worktree (never through a
 /// link, at most 64 MiB).
 pub(super) fn read_file(worktree: &Path, rel: &str) -> Result<TestRun, String> {
-    let path = crate::sandbox::contained_path(worktree, rel)
+    use crate::sandbox::untrusted;
+    let text = untrusted::read_text(worktree, rel, 64 << 20)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("{rel} was not written by the test command"))?;
-    let meta = std::fs::metadata(&path).map_err(|e| format!("{rel}: {e}"))?;
-    if meta.len() > 64 << 20 {
-        return Err(format!("{rel} is larger than 64 MiB; not read"));
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{rel}: {e}"))?;
     read(&text).ok_or_else(|| format!("{rel} is not a JUnit XML report"))
 }

@@ -210,28 +210,41 @@ const FAILED_IMPORT: &str = "unittest.loader._FailedTest.";
 
 pub(super) fn unittest(lines: &[&str]) -> Option<TestRun> {
     let mut run = TestRun::default();
+    // A name on a line of its own (a docstring follows), and a test whose result comes on a
+    // later line (what it printed to stderr came between).
     let mut pending: Option<String> = None;
+    let mut awaiting: Option<String> = None;
     for line in lines {
         let line = line.trim_end();
-        if let Some((left, result)) = line.rsplit_once(" ... ")
-            && let Some((outcome, why)) = unittest_outcome(result)
-        {
-            let Some(id) = unittest_id(left).or_else(|| pending.take()) else {
-                continue;
-            };
-            pending = None;
-            if let Some(module) = id.strip_prefix(FAILED_IMPORT) {
-                let unit = format!("{}.py", module.replace('.', "/"));
-                let why = failure_block(lines, module);
-                run.unloaded.push(Unloaded { unit, why });
+        let said = line
+            .rsplit_once(" ... ")
+            .map(|(left, result)| (Some(left), result))
+            .unwrap_or((None, line));
+        let outcome = unittest_outcome(said.1);
+        let id = match (said.0, outcome) {
+            (Some(left), Some(_)) => unittest_id(left).or_else(|| pending.take()),
+            (None, Some(_)) if said.1 == line => awaiting.take(),
+            (Some(left), None) => {
+                awaiting = unittest_id(left).or_else(|| pending.take());
                 continue;
             }
-            let unit = unittest_unit(&id);
-            run.cases
-                .push(Case::new(&id, unit.as_deref(), outcome).because(why));
-        } else {
+            _ => None,
+        };
+        let (Some(id), Some((outcome, why))) = (id, outcome) else {
             pending = unittest_id(line);
+            continue;
+        };
+        pending = None;
+        awaiting = None;
+        if let Some(module) = id.strip_prefix(FAILED_IMPORT) {
+            let unit = format!("{}.py", module.replace('.', "/"));
+            let why = failure_block(lines, module);
+            run.unloaded.push(Unloaded { unit, why });
+            continue;
         }
+        let unit = unittest_unit(&id);
+        run.cases
+            .push(Case::new(&id, unit.as_deref(), outcome).because(why));
     }
     // Without -v only failures are named, in their blocks.
     if run.cases.is_empty() {

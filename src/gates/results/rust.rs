@@ -10,8 +10,18 @@ pub(super) fn libtest(lines: &[&str]) -> Option<TestRun> {
     let mut counts = TestCounts::default();
     let mut seen = false;
     let mut unit: Option<String> = None;
+    // A test whose result comes on a later line (what it printed came between).
+    let mut awaiting: Option<String> = None;
     for l in lines {
         let l = l.trim();
+        if let Some(name) = awaiting.as_deref()
+            && let Some((outcome, why)) = libtest_outcome(l)
+        {
+            run.cases
+                .push(Case::new(name, unit.as_deref(), outcome).because(why));
+            awaiting = None;
+            continue;
+        }
         if let Some(rest) = l.strip_prefix("Running ") {
             // `Running unittests src/lib.rs (target/…)`, `Running tests/a.rs (target/…)`.
             let rest = rest.strip_prefix("unittests ").unwrap_or(rest);
@@ -23,26 +33,14 @@ pub(super) fn libtest(lines: &[&str]) -> Option<TestRun> {
             let body = rest.split_once(". ").map(|(_, b)| b).unwrap_or(rest);
             counts.add(&TestCounts::from_parts(body.split(';')));
         } else if let Some(rest) = l.strip_prefix("test ")
-            && let Some((name, result)) = rest.rsplit_once(" ... ")
+            && let Some((name, result)) = rest.split_once(" ... ")
         {
-            let (outcome, why) = match result.trim() {
-                "ok" => (Outcome::Passed, ""),
-                "FAILED" => (Outcome::Failed, ""),
-                r if r.starts_with("ignored") => (
-                    Outcome::Skipped,
-                    r.trim_start_matches("ignored")
-                        .trim_start_matches(',')
-                        .trim(),
-                ),
-                _ => continue,
-            };
-            let why = if why.is_empty() && outcome == Outcome::Skipped {
-                "ignored"
-            } else {
-                why
-            };
-            run.cases
-                .push(Case::new(name, unit.as_deref(), outcome).because(why));
+            match libtest_outcome(result.trim()) {
+                Some((outcome, why)) => run
+                    .cases
+                    .push(Case::new(name, unit.as_deref(), outcome).because(why)),
+                None => awaiting = Some(name.to_owned()),
+            }
         }
     }
     if !seen && run.cases.is_empty() {
@@ -53,6 +51,25 @@ pub(super) fn libtest(lines: &[&str]) -> Option<TestRun> {
         run.counts = counts;
     }
     Some(run)
+}
+
+/// How libtest ends a test's line: `ok`, `FAILED`, `ignored` (with its reason).
+fn libtest_outcome(result: &str) -> Option<(Outcome, &str)> {
+    Some(match result {
+        "ok" => (Outcome::Passed, ""),
+        "FAILED" => (Outcome::Failed, ""),
+        r if r.starts_with("ignored") => {
+            let why = r
+                .trim_start_matches("ignored")
+                .trim_start_matches(',')
+                .trim();
+            (
+                Outcome::Skipped,
+                if why.is_empty() { "ignored" } else { why },
+            )
+        }
+        _ => return None,
+    })
 }
 
 /// rustc's errors, by the file they point at: each such file's target did not compile, so

@@ -148,6 +148,10 @@ fn unittest_verbose_names_each_test_and_modules_it_could_not_import() {
         import.unloaded[0].why,
         ["ImportError: cannot import name 'new_function' from 'pkg.calc' (/work/pkg/calc.py)"]
     );
+    // What a test printed to stderr comes between its name and its result.
+    let warned = "test_b (t.T.test_b) ... /work/t.py:7: ResourceWarning: unclosed file\n  text = open('r').read()\nResourceWarning: Enable tracemalloc\nok\n\n----\nRan 1 test in 0.001s\n\nOK";
+    let r = TestRun::read(warned).unwrap();
+    assert_eq!(cases(&r), [("t.T.test_b", Some("t.py"), Passed)]);
     // Without -v, the failures alone are named; older Pythons name the class only.
     let out =
         "FAIL: test_add (test_calc.CalcTest)\n----\nRan 3 tests in 0.001s\n\nFAILED (failures=1)";
@@ -172,6 +176,10 @@ fn libtest_names_tests_by_target_and_rustc_errors_unload_theirs() {
     );
     assert_eq!(run.counts, counts(4, 1, 0, 1));
     assert_eq!(run.failing, ["a_fails"]);
+    // What a test printed (under --nocapture) comes between its name and its result.
+    let printed = "running 1 test\ntest talks ... hello from the test\nok\n\ntest result: ok. 1 passed; 0 failed;";
+    let r = TestRun::read(printed).unwrap();
+    assert_eq!(cases(&r), [("talks", None, Passed)]);
     for (name, error) in [
         (
             fixture!("cargo-compile-e0425"),

@@ -1,10 +1,12 @@
 //! Policy: banned calls and banned imports in Python, found with Python's own parser. The
 //! checker is `policy.py` (embedded here; its docstring states what it resolves), run by the
-//! gate pipeline in the sandbox, in the worktree root at `head`, as
-//! `python3 -I -S -c '<script>' '<json>'`: `-I` keeps the repository's directory (and
-//! `PYTHON*` variables, user site-packages) off `sys.path`, so a planted `ast.py` or `json.py`
-//! cannot replace the standard library; `-S` skips `site`, so no `.pth` file or
-//! `sitecustomize` left in site-packages by an earlier command runs before the check.
+//! gate pipeline in a fresh sandbox over the changed files as `head` has them in git (written
+//! out of the commit's blobs, not read from a worktree the change's own code ran in), as
+//! `<the image's python3> -I -S -c '<script>' '<json>'`: the interpreter by its path in the
+//! image, never through a `PATH` an environment sets; `-I` keeps the repository's directory
+//! (and `PYTHON*` variables, user site-packages) off `sys.path`, so a planted `ast.py` or
+//! `json.py` cannot replace the standard library; `-S` skips `site`, so no `.pth` file or
+//! `sitecustomize` runs before the check.
 //!
 //! Flow: [`changed_python_files`] → [`policy_commands`] (or [`policy_command`]) → run each
 //! in the sandbox → [`policy_result`] on each output (or [`parse_policy_output`] for the bare
@@ -33,8 +35,19 @@ pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// Where images keep their own Python (Debian's, the official images'), looked for in order.
+const PYTHONS: [&str; 2] = ["/usr/bin/python3", "/usr/local/bin/python3"];
+
 fn prefix() -> String {
-    format!("exec python3 -I -S -c {} ", quote(SCRIPT))
+    let tries: Vec<String> = PYTHONS
+        .iter()
+        .map(|p| format!("[ -x {p} ] && exec {p} -I -S -c {} \"$@\"", quote(SCRIPT)))
+        .collect();
+    format!(
+        "{}; echo 'vibeloop: the image has no python3 at {}' >&2; exit 127",
+        tries.join("; "),
+        PYTHONS.join(" or ")
+    )
 }
 
 /// The shell command that runs the policy check over `files` (relative .py paths) in the
@@ -51,7 +64,12 @@ pub fn policy_command(
         "banned_calls": banned_calls,
         "banned_imports": banned_imports,
     });
-    format!("{}{}", prefix(), quote(&arg.to_string()))
+    // The JSON argument as "$1" of the script around the tries (`sh -c 'script' sh '<json>'`).
+    format!(
+        "/bin/sh -c {} sh {}",
+        quote(&prefix()),
+        quote(&arg.to_string())
+    )
 }
 
 /// [`policy_command`] over `files` in as many commands as needed to keep each below
@@ -79,6 +97,37 @@ pub fn policy_commands(
         commands.push(policy_command(&chunk, banned_calls, banned_imports));
     }
     commands
+}
+
+/// Writes `files` as commit `commit` has them into `dir` (directories made; a path that is
+/// not plain, or not a file in the commit, is left out).
+pub fn write_blobs(
+    repo: &Repository,
+    commit: Oid,
+    files: &[String],
+    dir: &std::path::Path,
+) -> Result<(), git2::Error> {
+    let tree = repo.find_commit(commit)?.tree()?;
+    for f in files {
+        let path = std::path::Path::new(f);
+        let plain = path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let Ok(entry) = tree.get_path(path) else {
+            continue;
+        };
+        if !plain || entry.kind() != Some(git2::ObjectType::Blob) || entry.filemode() == 0o120000 {
+            continue;
+        }
+        let blob = repo.find_blob(entry.id())?;
+        let at = dir.join(path);
+        let io = |e: std::io::Error| git2::Error::from_str(&format!("{f}: {e}"));
+        if let Some(parent) = at.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        std::fs::write(&at, blob.content()).map_err(io)?;
+    }
+    Ok(())
 }
 
 /// One finding of the script.

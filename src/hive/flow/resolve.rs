@@ -58,9 +58,9 @@ pub(super) async fn with_model(
     let resolved = match r {
         Ok(_) => {
             let markers = conflicts.iter().any(|c| {
-                crate::agent::paths::resolve(&wt.path, &c.path)
+                crate::sandbox::untrusted::read_text(&wt.path, &c.path, 16 << 20)
                     .ok()
-                    .and_then(|p| std::fs::read_to_string(p).ok())
+                    .flatten()
                     .is_some_and(|t| t.contains("<<<<<<<") || t.contains(">>>>>>>"))
             });
             if markers {
