@@ -34,6 +34,8 @@ pub struct HiveConfig {
     /// Installs what the gates need (dependencies, a virtual environment…); runs once per
     /// environment, with network, before any gate (`crate::env`).
     pub setup: Option<String>,
+    /// How a change to the dependency files is set up (see [`ChangedDependencies`]).
+    pub changed_dependencies: ChangedDependencies,
     pub gates: Gates,
     pub policy: Policy,
     pub limits: Limits,
@@ -137,9 +139,28 @@ impl Default for HiveConfig {
             knowledge: Knowledge::default(),
             acceptance: Acceptance::default(),
             setup: None,
+            changed_dependencies: ChangedDependencies::default(),
             explicit: Default::default(),
         }
     }
+}
+
+/// How a change to the dependency files (manifests, lockfiles) is set up. Setup with network
+/// runs the repository's own setup only on the base's files: a change's `setup.py`, build
+/// script or install script is code a model may have written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangedDependencies {
+    /// Downloads with network over the dependency files alone (`cargo fetch`, binary wheels
+    /// by `pip download`, `npm ci --ignore-scripts`, `go mod download`: no project code
+    /// runs), then setup without network.
+    #[default]
+    Fetch,
+    /// Setup without network only.
+    Offline,
+    /// Setup with network on the change's files, as on the base's: for repositories whose
+    /// every change is trusted.
+    Network,
 }
 
 /// Shell commands of the quality gates; a gate without a command is skipped.

@@ -79,6 +79,9 @@ pub struct Record {
     /// environment is set up again).
     #[serde(default)]
     pub tree: String,
+    /// Which of a change's files made it and how it was set up; `None` for the base's.
+    #[serde(default)]
+    pub how: Option<String>,
 }
 
 /// An environment as `vibeloop doctor` lists it.
@@ -369,6 +372,7 @@ mod tests {
             used,
             setup_seconds: 1.0,
             tree: String::new(),
+            how: None,
         }
     }
 

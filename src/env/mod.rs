@@ -11,6 +11,7 @@ pub mod cache;
 pub mod coverage;
 pub mod detect;
 pub mod devcontainer;
+pub mod fetch;
 pub mod manifests;
 pub mod resolve;
 pub mod setup;

@@ -22,6 +22,13 @@ pub struct Resolved {
     pub origins: Vec<Origin>,
     /// Files whose content decides the environment (manifests, lockfiles, the devcontainer).
     pub inputs: Vec<String>,
+    /// Those files as the base has them (`None`: absent there): only these are set up with
+    /// network by the repository's own setup command.
+    pub base_inputs: Vec<(String, Option<Vec<u8>>)>,
+    /// The setup command is the detected ecosystems' own (not the repository's or its
+    /// devcontainer's): a change to the dependency files can be set up in two phases
+    /// ([`super::fetch`]).
+    pub setup_detected: bool,
     /// Environment of every command of the repository (caches, `PATH`, `containerEnv`).
     pub env: Vec<(String, String)>,
     /// Directories of the worktree kept in the environment (`node_modules`).
@@ -47,6 +54,8 @@ impl Resolved {
             devcontainer: None,
             origins: vec![],
             inputs: vec![],
+            base_inputs: vec![],
+            setup_detected: false,
             env: vec![],
             links: vec![],
             problems: vec![],
@@ -104,6 +113,11 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
     });
 
     // setup
+    let setup_detected = !config.is_set("setup")
+        && devcontainer
+            .as_ref()
+            .and_then(|d| d.setup.as_ref())
+            .is_none();
     let from = if config.is_set("setup") {
         yaml_from()
     } else if let Some(setup) = devcontainer.as_ref().and_then(|d| d.setup.clone()) {
@@ -213,12 +227,18 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
     }
     naming_tests(&mut env);
     let links = found.iter().flat_map(|f| f.links.clone()).collect();
+    let base_inputs = inputs
+        .iter()
+        .map(|p| (p.clone(), files.read(p).map(String::into_bytes)))
+        .collect();
     Resolved {
         config,
         found,
         devcontainer,
         origins,
         inputs,
+        base_inputs,
+        setup_detected,
         env,
         links,
         problems,

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::cache::{EnvKey, Envs, Record, Retention, now};
 use super::resolve::Resolved;
+use crate::config::repo::ChangedDependencies;
 use crate::sandbox::{
     Backend, CA_MOUNT, CACHE_MOUNT, CommandOutput, Kind, SandboxError, SandboxSpec, WORK_MOUNT,
     untrusted,
@@ -103,6 +104,8 @@ pub struct Ready {
     /// Setup's output, when it ran now.
     pub output: Option<CommandOutput>,
     pub setup_seconds: f64,
+    /// Which of the change's files made it and how it was set up; `None` for the base's.
+    pub how: Option<String>,
     env: Vec<(String, String)>,
     links: Vec<String>,
 }
@@ -112,11 +115,7 @@ impl Ready {
     pub fn apply(&self, spec: &mut SandboxSpec) {
         spec.cache = Some(self.dir.clone());
         spec.env.extend(self.env.iter().cloned());
-        spec.env.extend(
-            OFFLINE
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        );
+        spec.env.extend(offline_env());
     }
 
     /// Links the environment's directories (`node_modules`) into `worktree`, where the
@@ -215,7 +214,9 @@ pub struct Maker<'a> {
 
 impl Maker<'_> {
     /// The environment for the worktree of `spec` (a sandbox of it, without network): found by
-    /// its key, or set up now. `None` when the repository has no setup.
+    /// its key, or set up now — with network when the worktree's dependency files are the
+    /// base's, else as `changed_dependencies` says ([`How`]). `None` when the repository has
+    /// no setup.
     pub async fn prepare(
         &self,
         r: &Resolved,
@@ -232,41 +233,27 @@ impl Maker<'_> {
             None => r.config.image.clone(),
         };
         let key = EnvKey::new(&image, &setup, &r.env, &inputs);
-        let ready = |dir, reused, output, setup_seconds| Ready {
+        let ready = |dir, reused, output, setup_seconds, how| Ready {
             key: key.clone(),
             dir,
             reused,
             output,
             setup_seconds,
+            how,
             env: r.env.clone(),
             links: r.links.clone(),
         };
         if let Some((dir, record)) = self.envs.find(&spec.repo, &key) {
-            let ready = ready(dir, true, None, record.setup_seconds);
+            let ready = ready(dir, true, None, record.setup_seconds, record.how);
             ready.link(&spec.worktree, self.backend.kind())?;
             return Ok(Some(ready));
         }
+        let how = How::of(r, &inputs);
         let scratch = self.envs.scratch(&spec.repo)?;
-        let mut s = spec.clone();
-        s.role = "setup".into();
-        s.network = true;
-        s.cache = Some(scratch.path().to_owned());
-        s.cache_writable = true;
-        s.ca_bundle = self.network.ca_bundle.clone();
-        s.env.extend(r.env.iter().cloned());
-        s.env.extend(self.network.env());
         let started = Instant::now();
-        let sandbox = self.backend.start(&s).await?;
-        let timeout = Duration::from_secs(r.config.limits.setup_timeout_seconds);
-        let output = sandbox.exec(&setup, timeout).await;
-        sandbox.stop().await;
-        let output = output?;
-        if !output.success() {
-            return Err(SetupError::Failed {
-                command: setup,
-                output,
-            });
-        }
+        let output = self
+            .run_setup(r, spec, &setup, scratch.path(), &how, &inputs)
+            .await?;
         // What setup made in the worktree that belongs to the environment moves into it.
         for l in &r.links {
             let made = spec.worktree.join(l);
@@ -289,15 +276,185 @@ impl Maker<'_> {
             used: now(),
             setup_seconds: seconds,
             tree: String::new(),
+            how: how.describe(),
         };
         let dir = self.envs.keep(scratch, &record)?;
         for gone in self.envs.evict(self.retention, Some(&key)) {
             tracing::info!(env = %gone.record.key, repo = %gone.record.repo, bytes = gone.bytes, "old environment removed");
         }
-        let ready = ready(dir, false, Some(output), seconds);
+        let ready = ready(dir, false, Some(output), seconds, how.describe());
         ready.link(&spec.worktree, self.backend.kind())?;
         Ok(Some(ready))
     }
+
+    /// Runs setup into `cache` for the worktree of `spec`, as `how` says.
+    async fn run_setup(
+        &self,
+        r: &Resolved,
+        spec: &SandboxSpec,
+        setup: &str,
+        cache: &Path,
+        how: &How,
+        inputs: &[Input],
+    ) -> Result<CommandOutput, SetupError> {
+        let mut s = spec.clone();
+        s.role = "setup".into();
+        s.network = true;
+        s.cache = Some(cache.to_owned());
+        s.cache_writable = true;
+        s.ca_bundle = self.network.ca_bundle.clone();
+        s.env.extend(r.env.iter().cloned());
+        let online_env = s.env.clone();
+        s.env.extend(self.network.env());
+        let timeout = Duration::from_secs(r.config.limits.setup_timeout_seconds);
+        let offline = |mut s: SandboxSpec, more: &[(String, String)]| {
+            s.network = false;
+            s.env = online_env.clone();
+            s.env.extend(offline_env());
+            s.env.extend(more.iter().cloned());
+            s
+        };
+        match how {
+            How::Base | How::Network(_) => self.run(&s, setup, timeout).await,
+            How::Offline(_) => self.run(&offline(s, &[]), setup, timeout).await,
+            How::Fetch(plan, _) => {
+                let dir = self.envs.scratch(&spec.repo)?;
+                write_fetch_dir(dir.path(), inputs, &plan.files)?;
+                let mut f = s.clone();
+                f.role = "fetch".into();
+                f.worktree = dir.path().to_owned();
+                f.read_only = vec![];
+                self.run(&f, &plan.command, timeout).await?;
+                self.run(&offline(s, &plan.env), setup, timeout).await
+            }
+        }
+    }
+
+    /// `command` in a sandbox of `spec`; a failure is [`SetupError::Failed`].
+    async fn run(
+        &self,
+        spec: &SandboxSpec,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<CommandOutput, SetupError> {
+        let sandbox = self.backend.start(spec).await?;
+        let output = sandbox.exec(command, timeout).await;
+        sandbox.stop().await;
+        let output = output?;
+        if !output.success() {
+            return Err(SetupError::Failed {
+                command: command.to_owned(),
+                output,
+            });
+        }
+        Ok(output)
+    }
+}
+
+/// How an environment is set up for a worktree's dependency files.
+#[derive(Debug, Clone, PartialEq)]
+pub enum How {
+    /// They are the base's: the repository's setup, with network.
+    Base,
+    /// They changed (these files): downloads first, then setup without network.
+    Fetch(super::fetch::Plan, Vec<String>),
+    /// They changed: setup without network.
+    Offline(Vec<String>),
+    /// They changed, and the repository lets its changes set up with network.
+    Network(Vec<String>),
+}
+
+impl How {
+    /// How the worktree whose dependency files are `inputs` is set up for `r`.
+    pub fn of(r: &Resolved, inputs: &[Input]) -> Self {
+        let changed: Vec<String> = inputs
+            .iter()
+            .filter(|(p, content)| {
+                let base = r
+                    .base_inputs
+                    .iter()
+                    .find(|(b, _)| b == p)
+                    .and_then(|(_, c)| c.as_ref());
+                base != content.as_ref()
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        if changed.is_empty() {
+            return How::Base;
+        }
+        match r.config.changed_dependencies {
+            ChangedDependencies::Network => How::Network(changed),
+            ChangedDependencies::Offline => How::Offline(changed),
+            ChangedDependencies::Fetch => match super::fetch::plan(&r.found, inputs) {
+                Some(plan) if r.setup_detected => How::Fetch(plan, changed),
+                _ => How::Offline(changed),
+            },
+        }
+    }
+
+    /// For the pull request and the status: which files changed the environment and how it
+    /// was set up; `None` for the base's.
+    pub fn describe(&self) -> Option<String> {
+        let files = |c: &[String]| {
+            c.iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Some(match self {
+            How::Base => return None,
+            How::Fetch(plan, c) => format!(
+                "the change edits {}: set up in two phases, downloads with network over the dependency files alone (`{}`, no project code run), then setup without network",
+                files(c),
+                plan.command
+            ),
+            How::Offline(c) => format!(
+                "the change edits {}: set up without network (`changed_dependencies: offline`, or a setup command that cannot be split)",
+                files(c)
+            ),
+            How::Network(c) => format!(
+                "the change edits {}: set up with network, its own code included (`changed_dependencies: network`)",
+                files(c)
+            ),
+        })
+    }
+}
+
+/// Package managers told to stay offline, and no proxy.
+fn offline_env() -> Vec<(String, String)> {
+    OFFLINE
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// The dependency files (`inputs`) and the plan's own files, written into `dir`: all the
+/// download phase sees of the repository.
+fn write_fetch_dir(
+    dir: &Path,
+    inputs: &[Input],
+    extra: &[(String, String)],
+) -> std::io::Result<()> {
+    let files = inputs
+        .iter()
+        .filter_map(|(p, c)| Some((p.as_str(), c.as_deref()?)))
+        .chain(extra.iter().map(|(p, t)| (p.as_str(), t.as_bytes())));
+    for (rel, content) in files {
+        let plain = Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain {
+            continue;
+        }
+        let at = dir.join(rel);
+        if let Some(parent) = at.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        if !at.exists() {
+            std::fs::write(&at, content)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -175,6 +175,9 @@ pub fn status_section(f: &Flow) -> String {
                 cells.join(" | ")
             ));
         }
+        if let Some(env) = f.attempts.last().and_then(|a| a.environment.as_ref()) {
+            s.push_str(&format!("\nDependencies: {env}.\n"));
+        }
     }
     if !f.people.is_empty() {
         let who: Vec<String> = f

@@ -65,16 +65,30 @@ pub(in crate::hive) async fn sandbox_spec(
     role: &str,
     lock_tests: bool,
 ) -> Result<SandboxSpec, SetupError> {
+    Ok(prepared(run, env, worktree, role, lock_tests).await?.0)
+}
+
+/// [`sandbox_spec`], and how the environment was set up when the worktree's dependency files
+/// are not the base's (for the gates' summaries and the pull request).
+async fn prepared(
+    run: &TicketRun<'_>,
+    env: &Resolved,
+    worktree: &Worktree,
+    role: &str,
+    lock_tests: bool,
+) -> Result<(SandboxSpec, Option<String>), SetupError> {
     let mut spec = bare_spec(run, &env.config, worktree, role, lock_tests);
     let maker = run.hive.environments.maker(&run.hive.sandbox);
+    let mut how = None;
     if let Some(ready) = maker.prepare(env, &spec).await? {
         if !ready.reused {
-            let data = serde_json::json!({ "key": ready.key.as_str(), "seconds": ready.setup_seconds, "role": role });
+            let data = serde_json::json!({ "key": ready.key.as_str(), "seconds": ready.setup_seconds, "role": role, "how": ready.how });
             run.event("env_setup", data).await;
         }
         ready.apply(&mut spec);
+        how = ready.how;
     }
-    Ok(spec)
+    Ok((spec, how))
 }
 
 /// The sandbox of `role` without the repository's environment.
@@ -93,6 +107,9 @@ pub(in crate::hive) fn bare_spec(
     let (repo, ticket) = (run.ticket.repo.to_string(), run.ticket.id.to_string());
     SandboxSpec::from_config(config, &worktree.path, (&repo, &ticket, role), &tests)
 }
+
+/// How a gate's note that says how the environment was set up starts.
+pub(crate) const ENVIRONMENT: &str = "Environment: ";
 
 /// What to verify.
 pub(super) struct Verification<'a> {
@@ -123,8 +140,8 @@ pub(super) async fn run_gates(
     v: Verification<'_>,
 ) -> Result<Vec<GateResult>, JobError> {
     let config = &env.config;
-    let spec = match sandbox_spec(run, env, v.worktree, v.role, true).await {
-        Ok(spec) => spec,
+    let (spec, how) = match prepared(run, env, v.worktree, v.role, true).await {
+        Ok(prepared) => prepared,
         // The base's setup worked (the baseline), so this commit's dependency files broke it:
         // a failed gate for whoever changed them, not a stopped ticket.
         Err(SetupError::Failed { command, output }) => {
@@ -149,10 +166,13 @@ pub(super) async fn run_gates(
         base: v.base,
         head: v.head,
         tests: v.tests,
-        notes: run
-            .spent
-            .map(|s| format!("Budget spent so far: {}", s.describe()))
+        notes: how
+            .map(|h| format!("{ENVIRONMENT}{h}."))
             .into_iter()
+            .chain(
+                run.spent
+                    .map(|s| format!("Budget spent so far: {}", s.describe())),
+            )
             .collect(),
         known_failures: v.known_failures,
         expect: v.expect,

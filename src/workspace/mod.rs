@@ -161,11 +161,17 @@ fn callbacks(token: Option<&SecretString>) -> RemoteCallbacks<'_> {
     cb
 }
 
-/// Every symbolic link staged in `index` stays inside the repository: its target is relative
-/// and never climbs above the repository's root.
+/// Every symbolic link `index` adds or changes (against `HEAD`) stays inside the repository:
+/// its target is relative and never climbs above the repository's root. Links the branch had
+/// already are people's, and stay.
 fn refuse_links_out(git: &Repository, index: &git2::Index) -> Result<(), WorkspaceError> {
+    let head = git.head()?.peel_to_tree()?;
     for entry in index.iter() {
         if entry.mode != 0o120000 {
+            continue;
+        }
+        let path = Path::new(std::str::from_utf8(&entry.path).unwrap_or_default());
+        if head.get_path(path).is_ok_and(|e| e.id() == entry.id) {
             continue;
         }
         let blob = git.find_blob(entry.id)?;

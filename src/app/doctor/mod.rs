@@ -296,6 +296,7 @@ mod tests {
             used: now,
             setup_seconds: 12.0,
             tree: String::new(),
+            how: None,
         };
         envs.keep(scratch, &record).unwrap();
         let line = environments(data.path()).to_string();

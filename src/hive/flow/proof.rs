@@ -397,6 +397,7 @@ async fn failed(
         signature: crate::agent::heal::report(&findings),
         tree: tree.to_owned(),
         verdicts: vec![],
+        environment: None,
     });
     let stalled = cx.flow.attempts.last().filter(|prev| {
         prev.signature == attempt.signature

@@ -120,6 +120,9 @@ fn pull_body(cx: &Ctx<'_, '_>, head: &CommitSha, files: &[String], steering: &[S
         }
     }
     s.push_str(&steering_note(steering));
+    if let Some(env) = f.attempts.last().and_then(|a| a.environment.as_ref()) {
+        s.push_str(&format!("\n**Dependencies:** {env}.\n"));
+    }
     s.push_str(&format!(
         "\nAttempts of the Builder: {}.",
         f.attempts.len().max(1)

@@ -97,6 +97,9 @@ pub struct Attempt {
     /// The Breaker's tests with their verdicts on the base and on this attempt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verdicts: Vec<TestVerdict>,
+    /// Which of the change's dependency files made its environment, and how it was set up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
 }
 
 impl Attempt {
@@ -130,6 +133,11 @@ impl Attempt {
             signature: failing.join("\n"),
             tree: tree.to_owned(),
             verdicts: gates.iter().flat_map(|g| g.verdicts.clone()).collect(),
+            environment: gates
+                .iter()
+                .flat_map(|g| g.notes.iter())
+                .find_map(|n| n.strip_prefix(crate::hive::verify::ENVIRONMENT))
+                .map(|n| n.trim_end_matches('.').to_owned()),
         }
     }
 
