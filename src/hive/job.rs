@@ -109,7 +109,10 @@ impl From<LlmError> for JobError {
 impl From<WorkspaceError> for JobError {
     fn from(e: WorkspaceError) -> Self {
         match e {
-            WorkspaceError::MissingBranch(_) => JobError::Permanent(e.into()),
+            // What ran in a sandbox tried to steer the bot's git: no retry makes that right.
+            WorkspaceError::MissingBranch(_) | WorkspaceError::Tampered(_) => {
+                JobError::Permanent(e.into())
+            }
             _ => JobError::Transient(e.into()),
         }
     }

@@ -32,4 +32,5 @@ mod reviews;
 mod run_local;
 mod scale_out;
 mod sweep;
+mod trust_boundary;
 mod verdicts;
