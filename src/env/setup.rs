@@ -46,7 +46,8 @@ const OFFLINE: [(&str, &str); 4] = [
 ];
 
 impl Network {
-    /// The bot's proxy variables and `VIBELOOP_SANDBOX_CA_BUNDLE`.
+    /// The bot's proxy variables (without the credentials a proxy URL may carry: those never
+    /// enter a container) and `VIBELOOP_SANDBOX_CA_BUNDLE`.
     pub fn from_env() -> Self {
         let proxy = [
             "HTTP_PROXY",
@@ -59,6 +60,7 @@ impl Network {
         .iter()
         .filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)))
         .filter(|(_, v)| !v.is_empty())
+        .filter_map(|(k, v)| Some((k.clone(), without_credentials(&k, &v)?)))
         .collect();
         let ca_bundle = std::env::var_os("VIBELOOP_SANDBOX_CA_BUNDLE")
             .filter(|v| !v.is_empty())
@@ -77,6 +79,26 @@ impl Network {
         }
         env
     }
+}
+
+/// A proxy URL without its user and password; `NO_PROXY` as it is; `None` for a proxy
+/// variable that is not a URL (it might be credentials in another form).
+fn without_credentials(key: &str, value: &str) -> Option<String> {
+    if key.eq_ignore_ascii_case("no_proxy") {
+        return Some(value.to_owned());
+    }
+    let with_scheme = if value.contains("://") {
+        value.to_owned()
+    } else {
+        format!("http://{value}")
+    };
+    let mut url = url::Url::parse(&with_scheme).ok()?;
+    if url.username().is_empty() && url.password().is_none() {
+        return Some(value.to_owned());
+    }
+    url.set_username("").ok()?;
+    url.set_password(None).ok()?;
+    Some(url.to_string())
 }
 
 /// Why an environment could not be made.
@@ -460,6 +482,26 @@ fn write_fetch_dir(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_proxys_credentials_never_reach_a_container() {
+        assert_eq!(
+            without_credentials("HTTPS_PROXY", "http://me:s3cret@proxy.corp:3128").as_deref(),
+            Some("http://proxy.corp:3128/")
+        );
+        assert_eq!(
+            without_credentials("http_proxy", "me:s3cret@proxy.corp:3128").as_deref(),
+            Some("http://proxy.corp:3128/")
+        );
+        assert_eq!(
+            without_credentials("HTTP_PROXY", "http://proxy.corp:3128").as_deref(),
+            Some("http://proxy.corp:3128")
+        );
+        assert_eq!(
+            without_credentials("NO_PROXY", "localhost,.corp").as_deref(),
+            Some("localhost,.corp")
+        );
+    }
 
     #[test]
     fn links_out_of_a_kept_directory_lead_to_the_worktree_in_the_container() {

@@ -84,7 +84,10 @@ fn script_on(file: &str, test: (&str, &str), builder: Vec<Step>, marker: Option<
 /// Writes `files`, runs the test gate in its own sandbox, and is done.
 fn builder_running(files: &[(&str, &str)]) -> Vec<Step> {
     let mut steps = writing(files);
-    steps.insert(steps.len() - 1, Step::tool("run_command", json!({ "name": "test" })));
+    steps.insert(
+        steps.len() - 1,
+        Step::tool("run_command", json!({ "name": "test" })),
+    );
     steps
 }
 
@@ -149,15 +152,26 @@ async fn a_git_directory_the_sandbox_makes_never_steers_the_bots_git() {
             .unwrap()
             .to_string();
         let stores = holds_object(w.dir.path(), &id);
-        assert!(stores.is_empty(), "{sandbox}: the canary was hashed into {stores:?}");
+        assert!(
+            stores.is_empty(),
+            "{sandbox}: the canary was hashed into {stores:?}"
+        );
         for role in ["architect", "breaker", "builder", "critic"] {
             for r in w.llm.requests(role) {
-                assert!(!r.to_string().contains(CANARY), "{sandbox}: the canary reached the {role}");
+                assert!(
+                    !r.to_string().contains(CANARY),
+                    "{sandbox}: the canary reached the {role}"
+                );
             }
         }
         match sandbox {
             // The container could not write `.git` (mounted read-only): nothing changed.
-            "docker" => assert_eq!(state, TaskState::AwaitingVerification, "{}", w.status_comment()),
+            "docker" => assert_eq!(
+                state,
+                TaskState::AwaitingVerification,
+                "{}",
+                w.status_comment()
+            ),
             // A local process could: the bot saw it, and stopped.
             _ => {
                 assert_eq!(state, TaskState::Failed, "{}", w.status_comment());
@@ -176,7 +190,10 @@ async fn a_git_directory_the_sandbox_makes_never_steers_the_bots_git() {
 /// this repository).
 fn registry_host() -> String {
     let out = std::process::Command::new("python3")
-        .args(["-c", "from pip._internal.models.index import PyPI; print(PyPI.netloc)"])
+        .args([
+            "-c",
+            "from pip._internal.models.index import PyPI; print(PyPI.netloc)",
+        ])
         .output()
         .expect("python3 runs");
     let host = String::from_utf8_lossy(&out.stdout).trim().to_owned();
@@ -201,14 +218,13 @@ async fn a_build_script_the_builder_writes_reaches_no_network_while_it_is_set_up
     let w = World::start_with(script, &package(&[]), docker()).await;
     w.label().await;
     settled(&w).await;
-    let tests = w
-        .gh
-        .check_runs(REPO)
-        .into_iter()
-        .filter(|c| c.name == "hive/test")
-        .filter_map(|c| c.summary)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let tests =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .filter(|c| c.name == "hive/test")
+            .filter_map(|c| c.summary)
+            .collect::<Vec<_>>()
+            .join("\n");
     assert!(tests.contains("PROBE: no connection"), "{tests}");
     assert!(!tests.contains("PROBE: connected"), "{tests}");
 }
@@ -226,20 +242,29 @@ async fn a_pth_file_planted_in_the_environment_never_runs_in_a_later_ticket() {
     );
     let second = OPS_FIXED.replace("a + b", "b + a");
     script.extend(self::script(
-        ("tests/test_twice.py", "from calc.ops import add\n\n\ndef test_twice():\n    assert add(add(1, 1), 1) == 3\n"),
+        (
+            "tests/test_twice.py",
+            "from calc.ops import add\n\n\ndef test_twice():\n    assert add(add(1, 1), 1) == 3\n",
+        ),
         writing(&[("calc/ops.py", &second)]),
         Some("(second)"),
     ));
     let mut files = package(&[]);
     files.retain(|(p, _)| *p != ".github/hive.yml");
     let w = World::start_with(script, &files, docker()).await;
-    w.gh.edit_issue(REPO, w.issue, "add() subtracts", "`add(2, 3)` is -1 (first).")
-        .await;
+    w.gh.edit_issue(
+        REPO,
+        w.issue,
+        "add() subtracts",
+        "`add(2, 3)` is -1 (first).",
+    )
+    .await;
     w.label().await;
     w.waiting_for_approval().await;
     let before = w.gh.check_runs(REPO).len();
 
-    let next = w.gh.add_issue(REPO, "add() again", "Check add once more (second).");
+    let next =
+        w.gh.add_issue(REPO, "add() again", "Check add once more (second).");
     assert_eq!(w.gh.label_issue(REPO, next, "hive").await.status, 202);
     w.bot
         .wait_until("the second ticket's gates", WAIT, || async {
@@ -260,25 +285,26 @@ async fn a_pth_file_planted_in_the_environment_never_runs_in_a_later_ticket() {
 async fn a_policy_finding_is_found_though_the_changes_own_code_tried_to_hide_it() {
     // The change calls eval (banned by default), and its tests, run in the Builder's sandbox,
     // put a `python3` in the environment that reports every policy check clean.
-    let hide = format!(
-        "import os\n\nfake = '/cache/venv/bin/python3'\ntry:\n    os.remove(fake)\n    with open(fake, 'w') as f:\n        f.write('#!/bin/sh\\necho \\'{{\"done\": 1}}\\'\\n')\n    os.chmod(fake, 0o755)\nexcept OSError as e:\n    print('hide refused:', e)\n\n\ndef add(a, b):\n    return eval('a + b')\n"
-    );
+    let hide = "import os\n\nfake = '/cache/venv/bin/python3'\ntry:\n    os.remove(fake)\n    with open(fake, 'w') as f:\n        f.write('#!/bin/sh\\necho \\'{\"done\": 1}\\'\\n')\n    os.chmod(fake, 0o755)\nexcept OSError as e:\n    print('hide refused:', e)\n\n\ndef add(a, b):\n    return eval('a + b')\n";
     let script = script(
         ("tests/test_more.py", OPS_MORE),
-        builder_running(&[("calc/ops.py", &hide)]),
+        builder_running(&[("calc/ops.py", hide)]),
         None,
     );
     let w = World::start_with(script, &package(&[]), docker()).await;
     w.label().await;
     let state = settled(&w).await;
     assert_eq!(state, TaskState::HumanNeeded, "{}", w.status_comment());
-    let security = w
-        .gh
-        .check_runs(REPO)
-        .into_iter()
-        .find(|c| c.name == "hive/security")
-        .expect("a security check");
-    assert_eq!(security.conclusion.as_deref(), Some("failure"), "{security:?}");
+    let security =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .find(|c| c.name == "hive/security")
+            .expect("a security check");
+    assert_eq!(
+        security.conclusion.as_deref(),
+        Some("failure"),
+        "{security:?}"
+    );
     let summary = security.summary.unwrap_or_default();
     assert!(summary.contains("1 finding(s)"), "{summary}");
     assert!(
@@ -305,7 +331,9 @@ async fn a_dependency_file_linked_to_dev_zero_is_refused_with_its_path() {
     assert_eq!(state, TaskState::Failed, "{}", w.status_comment());
     let status = w.status_comment();
     assert!(
-        status.contains("requirements.txt is a symbolic link to /dev/zero, out of the repository: not committed"),
+        status.contains(
+            "requirements.txt is a symbolic link to /dev/zero, out of the repository: not committed"
+        ),
         "{status}"
     );
 }
