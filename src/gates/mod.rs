@@ -28,6 +28,10 @@ use crate::annotation::Annotation;
 use crate::sandbox::{CommandOutput, SandboxError};
 use report::TestCounts;
 
+/// How a gate's note starts that says which of a change's dependency files made its
+/// environment, and how it was set up.
+pub const ENVIRONMENT_NOTE: &str = "Environment: ";
+
 /// The gates, in pipeline order.
 pub const ORDER: [&str; 5] = ["test", "lint", "typecheck", "build", "security"];
 

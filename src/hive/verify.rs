@@ -108,9 +108,6 @@ pub(in crate::hive) fn bare_spec(
     SandboxSpec::from_config(config, &worktree.path, (&repo, &ticket, role), &tests)
 }
 
-/// How a gate's note that says how the environment was set up starts.
-pub(crate) const ENVIRONMENT: &str = "Environment: ";
-
 /// What to verify.
 pub(super) struct Verification<'a> {
     /// The worktree holding `head` checked out.
@@ -167,7 +164,7 @@ pub(super) async fn run_gates(
         head: v.head,
         tests: v.tests,
         notes: how
-            .map(|h| format!("{ENVIRONMENT}{h}."))
+            .map(|h| format!("{}{h}.", crate::gates::ENVIRONMENT_NOTE))
             .into_iter()
             .chain(
                 run.spent

@@ -136,7 +136,7 @@ impl Attempt {
             environment: gates
                 .iter()
                 .flat_map(|g| g.notes.iter())
-                .find_map(|n| n.strip_prefix(crate::hive::verify::ENVIRONMENT))
+                .find_map(|n| n.strip_prefix(crate::gates::ENVIRONMENT_NOTE))
                 .map(|n| n.trim_end_matches('.').to_owned()),
         }
     }
