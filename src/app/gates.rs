@@ -16,8 +16,20 @@ use crate::gates::{GateResult, ORDER, acceptance, is_check};
 use crate::ids::CommitSha;
 use crate::sandbox::{Backend, SandboxSpec};
 
-/// Runs the command; returns the process exit code.
+/// Runs the command; returns the process exit code. With `--json` every outcome is JSON on
+/// standard output: the results, or an object with the error.
 pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
+    match gates(args).await {
+        Err(e) if args.json => {
+            let said = serde_json::json!({ "error": format!("{e:#}") });
+            println!("{}", serde_json::to_string_pretty(&said)?);
+            Ok(1)
+        }
+        other => other,
+    }
+}
+
+async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
     for g in &args.gates {
         if !is_check(g) {
             bail!(
@@ -84,11 +96,24 @@ pub async fn run(args: &GatesArgs) -> anyhow::Result<i32> {
         }
         Ok(None) => {}
         Err(crate::env::SetupError::Failed { command, output }) => {
-            eprintln!(
-                "error: setup failed ({}): `{command}`\n{}\nFix the command (`setup:` in {CONFIG_PATH}) or the dependency manifests; `vibeloop gates --explain` shows where it comes from.",
-                output.describe(),
-                output.tail(30)
-            );
+            let fix = crate::env::setup::certificate_hint(&output.output, &settings.network)
+                .unwrap_or_else(|| format!("Fix the command (`setup:` in {CONFIG_PATH}) or the dependency manifests; `vibeloop gates --explain` shows where it comes from."));
+            if args.json {
+                let said = serde_json::json!({
+                    "error": "setup failed",
+                    "command": command,
+                    "ended": output.describe(),
+                    "output": output.tail(30),
+                    "fix": fix,
+                });
+                println!("{}", serde_json::to_string_pretty(&said)?);
+            } else {
+                eprintln!(
+                    "error: setup failed ({}): `{command}`\n{}\n{fix}",
+                    output.describe(),
+                    output.tail(30)
+                );
+            }
             return Ok(1);
         }
         Err(e) => return Err(e.into()),

@@ -101,6 +101,39 @@ fn without_credentials(key: &str, value: &str) -> Option<String> {
     Some(url.to_string())
 }
 
+/// What TLS clients print when a certificate is not one they trust (pip, cargo, npm, go, curl).
+const CERTIFICATE_ERRORS: [&str; 9] = [
+    "CERTIFICATE_VERIFY_FAILED",
+    "certificate verify failed",
+    "SSL certificate problem",
+    "unable to get local issuer certificate",
+    "self-signed certificate in certificate chain",
+    "self signed certificate in certificate chain",
+    "x509: certificate signed by unknown authority",
+    "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+    "SELF_SIGNED_CERT_IN_CHAIN",
+];
+
+/// When setup's `output` shows a certificate nobody trusts (a network that re-signs TLS), what
+/// to do: give the sandbox the host's CA bundle, or, when one is given, check it is the one
+/// the network needs.
+pub fn certificate_hint(output: &str, network: &Network) -> Option<String> {
+    let line = output
+        .lines()
+        .find(|l| CERTIFICATE_ERRORS.iter().any(|m| l.contains(m)))?
+        .trim();
+    let line: String = line.chars().take(200).collect();
+    Some(match &network.ca_bundle {
+        None => format!(
+            "Setup could not verify a registry's TLS certificate (`{line}`): this network re-signs TLS. Give the sandbox the host's CA bundle: VIBELOOP_SANDBOX_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt (`vibeloop doctor` checks it)."
+        ),
+        Some(ca) => format!(
+            "Setup could not verify a registry's TLS certificate (`{line}`) though VIBELOOP_SANDBOX_CA_BUNDLE={} is given: check that bundle holds the certificate this network signs with.",
+            ca.display()
+        ),
+    })
+}
+
 /// Why an environment could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -482,6 +515,28 @@ fn write_fetch_dir(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_certificate_nobody_trusts_names_the_setting_that_fixes_it() {
+        let pip = "WARNING: Retrying ... SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in certificate chain (_ssl.c:1000)'))\nERROR: Could not find a version that satisfies the requirement pytest";
+        let none = Network::default();
+        let hint = certificate_hint(pip, &none).unwrap();
+        assert!(
+            hint.contains("VIBELOOP_SANDBOX_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt"),
+            "{hint}"
+        );
+        let cargo = "error: failed to download from `https://x/y`\nCaused by:\n  [60] SSL peer certificate or SSH remote key was not OK (SSL certificate problem: unable to get local issuer certificate)";
+        let given = Network {
+            ca_bundle: Some("/etc/my-ca.pem".into()),
+            ..Network::default()
+        };
+        let hint = certificate_hint(cargo, &given).unwrap();
+        assert!(
+            hint.contains("though VIBELOOP_SANDBOX_CA_BUNDLE=/etc/my-ca.pem is given"),
+            "{hint}"
+        );
+        assert_eq!(certificate_hint("npm ERR! 404 Not Found", &none), None);
+    }
 
     #[test]
     fn a_proxys_credentials_never_reach_a_container() {

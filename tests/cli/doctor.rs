@@ -246,8 +246,8 @@ async fn a_broken_setup_says_what_to_fix_and_prints_no_secret() {
         '✗',
         &[
             NO_DOCKER,
+            "serve will not start",
             "VIBELOOP_SANDBOX=local",
-            "cannot isolate",
             "— install Docker",
         ],
     );

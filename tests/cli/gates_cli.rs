@@ -167,3 +167,36 @@ fn without_a_test_command_nothing_was_tested_and_the_exit_code_says_so() {
     let (code, out) = gates(dir.path(), &["--sandbox", "local", "--gate", "lint"]);
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn json_is_printed_in_every_case_a_failed_setup_and_an_error_too() {
+    // A setup that fails: the object says so, with the command and the output's tail.
+    let dir = checkout_with(
+        "setup: \"echo fetching; exit 3\"\ngates: { test: \"python3 -m unittest -v\" }\n",
+    );
+    let envs = tempfile::tempdir().unwrap();
+    let env_dir = envs.path().to_str().unwrap();
+    let (code, out) = gates(
+        dir.path(),
+        &["--sandbox", "local", "--json", "--env-dir", env_dir],
+    );
+    assert_eq!(code, 1, "{out}");
+    let start = out.find('{').unwrap_or_else(|| panic!("no JSON in {out}"));
+    let end = out.rfind('}').unwrap() + 1;
+    let said: Value = serde_json::from_str(&out[start..end]).unwrap();
+    assert_eq!(said["error"], "setup failed", "{said}");
+    assert_eq!(said["command"], "echo fetching; exit 3");
+    assert_eq!(said["ended"], "exit code 3");
+    assert!(
+        said["output"].as_str().unwrap().contains("fetching"),
+        "{said}"
+    );
+    // Any other error: an object with it.
+    let (code, out) = gates(dir.path(), &["--json", "--base", "no-such-branch"]);
+    assert_eq!(code, 1, "{out}");
+    let said: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        said["error"].as_str().unwrap().contains("no-such-branch"),
+        "{said}"
+    );
+}

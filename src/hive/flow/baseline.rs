@@ -37,10 +37,15 @@ pub(super) async fn baseline(
     let output = match result {
         Ok(output) => output,
         Err(SetupError::Failed { command, output }) => {
+            let network = &cx.run.hive.environments.network;
+            let fix = crate::env::setup::certificate_hint(&output.output, network)
+                .map(|hint| format!("{hint} Then `/hive retry`."))
+                .unwrap_or_else(|| format!(
+                    "Fix the setup (`setup:` in `{CONFIG_PATH}`; `vibeloop gates --explain` shows where the one in use comes from) \
+                     or the dependency manifests, then `/hive retry`."
+                ));
             let why = format!(
-                "Setup fails on `{branch}` before any change, so no model was asked: `{}` (`{command}`, {}).\n\n\
-                 Fix the setup (`setup:` in `{CONFIG_PATH}`; `vibeloop gates --explain` shows where the one in use comes from) \
-                 or the dependency manifests, then `/hive retry`.\n\n{}",
+                "Setup fails on `{branch}` before any change, so no model was asked: `{}` (`{command}`, {}).\n\n{fix}\n\n{}",
                 diagnose(&output.output),
                 output.describe(),
                 code_block(&output.tail(15))
