@@ -223,8 +223,7 @@ mod tests {
             Judgement::Broken("# Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /work/test/dep.test.mjs".into())
         );
         // One test passed: the tests run; the failure is recorded.
-        let some =
-            include_str!("../../tests/fixtures/tool-output/runners/node-cannot-find-module.txt");
+        let some = runner_output!("node-cannot-find-module");
         let Judgement::Ran(run) = judge_(&out(1, some)) else {
             panic!("not ran")
         };

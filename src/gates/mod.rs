@@ -6,6 +6,20 @@
 //! the repository sets any. [`redproof`] checks that the Breaker's tests fail on the base.
 //! Only what the bot observed is reported; who hears it (check runs on GitHub) is the caller's.
 
+/// The output a runner printed, captured in our images (`tests/fixtures/tool-output/runners/`):
+/// what the readers of test results are tested on.
+#[cfg(test)]
+macro_rules! runner_output {
+    ($name:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tool-output/runners/",
+            $name,
+            ".txt"
+        ))
+    };
+}
+
 pub mod acceptance;
 pub mod baseline;
 pub mod changes;

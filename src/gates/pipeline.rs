@@ -177,8 +177,15 @@ async fn abandon<R: Reporter>(reporter: &mut R, e: GateError) -> RunError<R::Err
     RunError::Gate(e)
 }
 
-/// The files `base..head` changes that steer which tests run (git2, off the async threads).
-async fn steering_of(inputs: &Inputs<'_>) -> Result<Vec<Steer>, GateError> {
+/// `check` over the repository and the change's `base` and `head`, on a blocking thread (git2
+/// blocks); `what` names it should it panic.
+async fn on_git<T: Send + 'static>(
+    inputs: &Inputs<'_>,
+    what: &'static str,
+    check: impl FnOnce(&git2::Repository, git2::Oid, git2::Oid) -> Result<T, git2::Error>
+    + Send
+    + 'static,
+) -> Result<T, GateError> {
     let git_dir = inputs.git_dir.to_owned();
     let (base, head) = (
         git2::Oid::from_str(inputs.base.as_str())?,
@@ -186,11 +193,16 @@ async fn steering_of(inputs: &Inputs<'_>) -> Result<Vec<Steer>, GateError> {
     );
     let found = tokio::task::spawn_blocking(move || {
         let repo = git2::Repository::open(&git_dir)?;
-        super::steering::changed(&repo, base, head)
+        check(&repo, base, head)
     })
     .await
-    .map_err(|e| git2::Error::from_str(&format!("steering check panicked: {e}")))??;
+    .map_err(|e| git2::Error::from_str(&format!("{what} panicked: {e}")))??;
     Ok(found)
+}
+
+/// The files `base..head` changes that steer which tests run.
+async fn steering_of(inputs: &Inputs<'_>) -> Result<Vec<Steer>, GateError> {
+    on_git(inputs, "the steering check", super::steering::changed).await
 }
 
 async fn command_gate(
@@ -389,10 +401,6 @@ async fn policy_check(inputs: &Inputs<'_>, files: &[String]) -> Result<PolicyChe
     Ok(checked)
 }
 
-/// The built-in security gate: test lock and secret scan (git2, in this process, on the
-/// commits themselves) with the banned-calls check of Rust, JavaScript/TypeScript and Go
-/// (tree-sitter, in this process), then the Python policy check (in the sandbox, with Python's
-/// own parser).
 /// The lint gate with the cyclomatic complexity of the functions the change touches, when
 /// `policy.complexity_limit` (or the ticket's) sets a limit: each function above it is a
 /// finding and fails the gate, with or without a lint command.
@@ -403,17 +411,10 @@ async fn with_complexity(
     let Some(limit) = inputs.config.policy.complexity_limit else {
         return Ok(result);
     };
-    let git_dir = inputs.git_dir.to_owned();
-    let (base, head) = (
-        git2::Oid::from_str(inputs.base.as_str())?,
-        git2::Oid::from_str(inputs.head.as_str())?,
-    );
-    let found = tokio::task::spawn_blocking(move || {
-        let repo = git2::Repository::open(&git_dir)?;
-        super::complexity::check(&repo, base, head, limit)
+    let found = on_git(inputs, "the complexity check", move |repo, base, head| {
+        super::complexity::check(repo, base, head, limit)
     })
-    .await
-    .map_err(|e| git2::Error::from_str(&format!("complexity check panicked: {e}")))??;
+    .await?;
     if found.is_empty() {
         result.notes.push(format!(
             "Complexity: no function the change touches is above {limit}."
@@ -429,6 +430,10 @@ async fn with_complexity(
     Ok(result)
 }
 
+/// The built-in security gate: test lock and secret scan (git2, in this process, on the
+/// commits themselves) with the banned-calls check of Rust, JavaScript/TypeScript and Go
+/// (tree-sitter, in this process), then the Python policy check (Python's own parser, in a
+/// fresh sandbox over the change's files as git has them).
 async fn security_gate(inputs: &Inputs<'_>, steering: &[Steer]) -> Result<GateResult, GateError> {
     if inputs.config.gates.security == SecurityGate::Off {
         return Ok(GateResult::skipped(
@@ -437,22 +442,18 @@ async fn security_gate(inputs: &Inputs<'_>, steering: &[Steer]) -> Result<GateRe
         ));
     }
     let started = Instant::now();
-    let (git_dir, config) = (inputs.git_dir.to_owned(), inputs.config.clone());
-    let oid = |sha: &CommitSha| git2::Oid::from_str(sha.as_str());
-    let (base, head, tests) = (
-        oid(inputs.base)?,
-        oid(inputs.head)?,
-        inputs.tests.map(oid).transpose()?,
-    );
-    let (tree, banned, python) = tokio::task::spawn_blocking(move || {
-        let repo = git2::Repository::open(&git_dir)?;
-        let tree = security::check_tree(&repo, base, head, tests, &config)?;
-        let banned = security::banned::check(&repo, base, head, &config.policy)?;
-        let python = security::policy::changed_python_files(&repo, base, head)?;
-        Ok::<_, git2::Error>((tree, banned, python))
+    let config = inputs.config.clone();
+    let tests = inputs
+        .tests
+        .map(|sha: &CommitSha| git2::Oid::from_str(sha.as_str()))
+        .transpose()?;
+    let (tree, banned, python) = on_git(inputs, "the security check", move |repo, base, head| {
+        let tree = security::check_tree(repo, base, head, tests, &config)?;
+        let banned = security::banned::check(repo, base, head, &config.policy)?;
+        let python = security::policy::changed_python_files(repo, base, head)?;
+        Ok((tree, banned, python))
     })
-    .await
-    .map_err(|e| git2::Error::from_str(&format!("security check panicked: {e}")))??;
+    .await?;
     let mut annotations = tree.annotations();
     annotations.extend(banned.annotations());
     annotations.extend(python.unnamed.iter().cloned());

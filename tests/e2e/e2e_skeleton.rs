@@ -29,12 +29,7 @@ async fn labelled_issue_becomes_a_tested_pull_request() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
     w.label().await;
 
-    let pr = w
-        .bot
-        .wait_until("a pull request from feat/T-1", WAIT, || async {
-            w.gh.pulls(REPO).into_iter().find(|p| p.head == "feat/T-1")
-        })
-        .await;
+    let pr = w.first_pull().await;
     assert_eq!(pr.title, "T-1: add() subtracts");
     assert_eq!(pr.base, "main");
     assert!(

@@ -15,12 +15,7 @@ async fn serve_on_its_default_relative_data_directory_opens_a_pull_request_with_
     .await;
     w.label().await;
 
-    let pr = w
-        .bot
-        .wait_until("a pull request from feat/T-1", WAIT, || async {
-            w.gh.pulls(REPO).into_iter().find(|p| p.head == "feat/T-1")
-        })
-        .await;
+    let pr = w.first_pull().await;
     assert!(pr.body.contains("passed (2 tests)"), "{}", pr.body);
     // The state stayed where the user started the bot, and the gates ran in containers.
     let home = w.dir.path().join("home");

@@ -343,6 +343,18 @@ impl World {
             .collect()
     }
 
+    /// Waits until the bot opened its pull request from `feat/T-1`.
+    pub async fn first_pull(&self) -> super::fake_github::Pull {
+        self.bot
+            .wait_until("a pull request from feat/T-1", WAIT, || async {
+                self.gh
+                    .pulls(REPO)
+                    .into_iter()
+                    .find(|p| p.head == "feat/T-1")
+            })
+            .await
+    }
+
     /// Waits until the Critic approved and the ticket asks a person to approve the merge.
     pub async fn waiting_for_approval(&self) -> vibeloop::store::tickets::Ticket {
         self.bot

@@ -342,16 +342,6 @@ fn wanted_list(wanted: &[Wanted]) -> String {
 mod tests {
     use super::*;
 
-    macro_rules! fixture {
-        ($name:literal) => {
-            include_str!(concat!(
-                "../../../tests/fixtures/tool-output/runners/",
-                $name,
-                ".txt"
-            ))
-        };
-    }
-
     fn out(code: i32, text: &str) -> CommandOutput {
         CommandOutput::exited(code, text)
     }
@@ -447,7 +437,7 @@ mod tests {
     #[test]
     fn failures_as_tests_hold_and_are_wanted_by_name() {
         let v = verdict(
-            fixture!("pytest-attribute-new-name"),
+            runner_output!("pytest-attribute-new-name"),
             1,
             &["tests/test_new.py"],
             "",
@@ -473,7 +463,12 @@ mod tests {
             ]
         );
         // Node names a passing test by its title alone: its file is never wanted whole.
-        let node = verdict(fixture!("node-mixed-tap"), 1, &["test/calc.test.js"], "");
+        let node = verdict(
+            runner_output!("node-mixed-tap"),
+            1,
+            &["test/calc.test.js"],
+            "",
+        );
         assert_eq!(
             bare(&node),
             [
@@ -482,14 +477,19 @@ mod tests {
             ]
         );
         // A test that errors (not fails) proves nothing.
-        let v = verdict(fixture!("unittest-mixed-v"), 1, &["tests/test_calc.py"], "");
+        let v = verdict(
+            runner_output!("unittest-mixed-v"),
+            1,
+            &["tests/test_calc.py"],
+            "",
+        );
         assert!(matches!(v, Verdict::Broken { .. }), "{v:?}");
     }
 
     #[test]
     fn a_test_of_a_name_the_plan_adds_is_red_in_every_language() {
         let py = verdict(
-            fixture!("pytest-import-new-name"),
+            runner_output!("pytest-import-new-name"),
             2,
             &["tests/test_new.py"],
             PLAN,
@@ -504,7 +504,7 @@ mod tests {
             Some("could not load: `new_function` is not in pkg.calc")
         );
         let unittest = verdict(
-            fixture!("unittest-import-error-v"),
+            runner_output!("unittest-import-error-v"),
             1,
             &["tests/test_new.py"],
             PLAN,
@@ -514,17 +514,17 @@ mod tests {
             [Wanted::every_test_of("tests/test_new.py")]
         );
         let rust = verdict(
-            fixture!("cargo-compile-e0425"),
+            runner_output!("cargo-compile-e0425"),
             101,
             &["tests/new.rs"],
             PLAN,
         );
         assert_eq!(bare(&rust), [Wanted::every_test_of("tests/new.rs")]);
         // Go and Node cannot say which file a passing test is in: the file's tests by name.
-        let go = verdict(fixture!("go-undefined"), 1, &["calc_test.go"], PLAN);
+        let go = verdict(runner_output!("go-undefined"), 1, &["calc_test.go"], PLAN);
         assert_eq!(bare(&go), [Wanted::test("TestNewThing", None)], "{go:?}");
         let node = verdict(
-            fixture!("node-missing-export-esm"),
+            runner_output!("node-missing-export-esm"),
             1,
             &["test/new.test.mjs"],
             PLAN,
@@ -545,7 +545,7 @@ mod tests {
     #[test]
     fn a_name_the_plan_never_mentions_or_a_broken_test_proves_nothing() {
         let v = verdict(
-            fixture!("pytest-import-new-name"),
+            runner_output!("pytest-import-new-name"),
             2,
             &["tests/test_new.py"],
             "Fix add.",
@@ -560,21 +560,29 @@ mod tests {
             "{reason}"
         );
         for (text, code, file) in [
-            (fixture!("pytest-syntax-error"), 2, "tests/test_broken.py"),
             (
-                fixture!("pytest-missing-third-party"),
+                runner_output!("pytest-syntax-error"),
+                2,
+                "tests/test_broken.py",
+            ),
+            (
+                runner_output!("pytest-missing-third-party"),
                 2,
                 "tests/test_props.py",
             ),
-            (fixture!("pytest-fixture-error"), 1, "tests/test_fix.py"),
-            (fixture!("pytest-os-exit"), 0, "tests/test_new.py"),
+            (
+                runner_output!("pytest-fixture-error"),
+                1,
+                "tests/test_fix.py",
+            ),
+            (runner_output!("pytest-os-exit"), 0, "tests/test_new.py"),
             ("sh: 1: pytest: not found", 127, "tests/test_new.py"),
         ] {
             let v = verdict(text, code, &[file], PLAN);
             assert!(matches!(v, Verdict::Broken { .. }), "{file}: {v:?}");
         }
         let fixture = verdict(
-            fixture!("pytest-fixture-error"),
+            runner_output!("pytest-fixture-error"),
             1,
             &["tests/test_fix.py"],
             PLAN,

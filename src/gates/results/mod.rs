@@ -242,6 +242,20 @@ impl TestRun {
         run
     }
 
+    /// What a reader found: `None` when it found nothing of its runner (no counts, no case,
+    /// nothing unloaded); else counted from the cases, with the runner's own `counts` where
+    /// it printed them.
+    fn found(mut self, counts: Option<TestCounts>) -> Option<Self> {
+        if counts.is_none() && self.cases.is_empty() && self.unloaded.is_empty() {
+            return None;
+        }
+        self.count_cases();
+        if let Some(c) = counts {
+            self.counts = c;
+        }
+        Some(self)
+    }
+
     /// Counts and failing names from the cases (for runners that print no summary).
     fn count_cases(&mut self) {
         let mut counts = TestCounts::default();

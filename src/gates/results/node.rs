@@ -37,19 +37,12 @@ fn telling(line: &str) -> bool {
 pub(super) fn node_test(lines: &[&str]) -> Option<TestRun> {
     let counts = node_counts(lines);
     let tap = lines.iter().any(|l| l.trim() == "TAP version 13");
-    let mut run = if tap {
+    let run = if tap {
         tap_cases(lines)
     } else {
         spec_cases(lines)
     };
-    if counts.is_none() && run.cases.is_empty() && run.unloaded.is_empty() {
-        return None;
-    }
-    run.count_cases();
-    if let Some(c) = counts {
-        run.counts = c;
-    }
-    Some(run)
+    run.found(counts)
 }
 
 /// `# tests 2` / `# pass 1` (TAP) or `ℹ pass 1` (spec).

@@ -51,14 +51,7 @@ pub(super) fn pytest(lines: &[&str]) -> Option<TestRun> {
             });
         }
     }
-    if counts.is_none() && run.cases.is_empty() && run.unloaded.is_empty() {
-        return None;
-    }
-    run.count_cases();
-    if let Some(c) = counts {
-        run.counts = c;
-    }
-    Some(run)
+    run.found(counts)
 }
 
 /// `== 2 passed, 1 failed in 0.1s ==` (or without the rules, under `-q`).
@@ -263,14 +256,7 @@ pub(super) fn unittest(lines: &[&str]) -> Option<TestRun> {
         }
     }
     let counts = unittest_counts(lines);
-    if counts.is_none() && run.cases.is_empty() && run.unloaded.is_empty() {
-        return None;
-    }
-    run.count_cases();
-    if let Some(c) = counts {
-        run.counts = c;
-    }
-    Some(run)
+    run.found(counts)
 }
 
 /// The last `SomethingError: …` line of the `ERROR: <module> (…)` block.

@@ -3,16 +3,6 @@
 
 use super::*;
 
-macro_rules! fixture {
-    ($name:literal) => {
-        include_str!(concat!(
-            "../../../tests/fixtures/tool-output/runners/",
-            $name,
-            ".txt"
-        ))
-    };
-}
-
 fn counts(passed: u64, failed: u64, errors: u64, skipped: u64) -> TestCounts {
     TestCounts {
         passed,
@@ -42,7 +32,7 @@ fn pytest_names_every_test_with_ra_and_with_v() {
         ("tests/test_calc.py::test_sub_fails", Failed),
         ("tests/test_calc.py::test_add_param[2-2-5]", Failed),
     ];
-    let ra = TestRun::read(fixture!("pytest-mixed-rA")).unwrap();
+    let ra = TestRun::read(runner_output!("pytest-mixed-rA")).unwrap();
     assert_eq!(ra.counts, counts(3, 2, 0, 2));
     for (name, outcome) in want {
         let c = ra.named(name).next().unwrap_or_else(|| panic!("{name}"));
@@ -61,7 +51,7 @@ fn pytest_names_every_test_with_ra_and_with_v() {
             "tests/test_calc.py::test_add_param[2-2-5]"
         ]
     );
-    let v = TestRun::read(fixture!("pytest-mixed-v")).unwrap();
+    let v = TestRun::read(runner_output!("pytest-mixed-v")).unwrap();
     assert_eq!(v.cases.len(), 7, "{:?}", cases(&v));
     let skipped = v.named("tests/test_calc.py::test_skipped").next().unwrap();
     assert_eq!(
@@ -73,7 +63,7 @@ fn pytest_names_every_test_with_ra_and_with_v() {
 
 #[test]
 fn pytest_modules_that_cannot_be_collected_are_unloaded_with_their_reason() {
-    let run = TestRun::read(fixture!("pytest-import-new-name")).unwrap();
+    let run = TestRun::read(runner_output!("pytest-import-new-name")).unwrap();
     assert!(run.cases.is_empty());
     assert_eq!(run.unloaded.len(), 1);
     assert_eq!(run.unloaded[0].unit, "tests/test_new.py");
@@ -82,7 +72,7 @@ fn pytest_modules_that_cannot_be_collected_are_unloaded_with_their_reason() {
         ["ImportError: cannot import name 'new_function' from 'pkg.calc' (/work/pkg/calc.py)"]
     );
     assert_eq!(run.counts.errors, 1);
-    let syntax = TestRun::read(fixture!("pytest-syntax-error")).unwrap();
+    let syntax = TestRun::read(runner_output!("pytest-syntax-error")).unwrap();
     assert_eq!(syntax.unloaded[0].unit, "tests/test_broken.py");
     assert!(
         syntax.unloaded[0]
@@ -90,7 +80,7 @@ fn pytest_modules_that_cannot_be_collected_are_unloaded_with_their_reason() {
             .iter()
             .any(|l| l == "SyntaxError: invalid syntax")
     );
-    let fixture = TestRun::read(fixture!("pytest-fixture-error")).unwrap();
+    let fixture = TestRun::read(runner_output!("pytest-fixture-error")).unwrap();
     let c = fixture
         .named("tests/test_fix.py::test_uses_db")
         .next()
@@ -101,12 +91,12 @@ fn pytest_modules_that_cannot_be_collected_are_unloaded_with_their_reason() {
 
 #[test]
 fn pytest_runs_that_skip_deselect_or_exit_early_name_nothing_they_hid() {
-    let skipped = TestRun::read(fixture!("pytest-conftest-skip-all")).unwrap();
+    let skipped = TestRun::read(runner_output!("pytest-conftest-skip-all")).unwrap();
     assert!(skipped.cases.is_empty());
     assert_eq!(skipped.counts, counts(0, 0, 0, 2));
     assert_eq!(skipped.skips[0].place, "tests/test_calc.py");
     assert_eq!(skipped.skips[0].why, "skipped by conftest");
-    let deselected = TestRun::read(fixture!("pytest-deselect")).unwrap();
+    let deselected = TestRun::read(runner_output!("pytest-deselect")).unwrap();
     assert_eq!(
         cases(&deselected).iter().map(|c| c.0).collect::<Vec<_>>(),
         [
@@ -114,12 +104,12 @@ fn pytest_runs_that_skip_deselect_or_exit_early_name_nothing_they_hid() {
             "tests/test_new.py::test_other"
         ]
     );
-    assert_eq!(TestRun::read(fixture!("pytest-os-exit")), None);
+    assert_eq!(TestRun::read(runner_output!("pytest-os-exit")), None);
 }
 
 #[test]
 fn unittest_verbose_names_each_test_and_modules_it_could_not_import() {
-    let run = TestRun::read(fixture!("unittest-mixed-v")).unwrap();
+    let run = TestRun::read(runner_output!("unittest-mixed-v")).unwrap();
     let unit = Some("tests/test_calc.py");
     assert_eq!(
         cases(&run),
@@ -142,7 +132,7 @@ fn unittest_verbose_names_each_test_and_modules_it_could_not_import() {
         ]
     );
     assert_eq!(run.counts, counts(2, 2, 1, 2));
-    let import = TestRun::read(fixture!("unittest-import-error-v")).unwrap();
+    let import = TestRun::read(runner_output!("unittest-import-error-v")).unwrap();
     assert_eq!(import.unloaded[0].unit, "tests/test_new.py");
     assert_eq!(
         import.unloaded[0].why,
@@ -162,7 +152,7 @@ fn unittest_verbose_names_each_test_and_modules_it_could_not_import() {
 
 #[test]
 fn libtest_names_tests_by_target_and_rustc_errors_unload_theirs() {
-    let run = TestRun::read(fixture!("cargo-no-fail-fast")).unwrap();
+    let run = TestRun::read(runner_output!("cargo-no-fail-fast")).unwrap();
     assert_eq!(
         cases(&run),
         [
@@ -182,23 +172,23 @@ fn libtest_names_tests_by_target_and_rustc_errors_unload_theirs() {
     assert_eq!(cases(&r), [("talks", None, Passed)]);
     for (name, error) in [
         (
-            fixture!("cargo-compile-e0425"),
+            runner_output!("cargo-compile-e0425"),
             "error[E0425]: cannot find function `new_function` in crate `calc` (tests/new.rs:3:22)",
         ),
         (
-            fixture!("cargo-compile-e0599"),
+            runner_output!("cargo-compile-e0599"),
             "error[E0599]: no method named `missing` found for struct `Thing` in the current scope (tests/new.rs:3:35)",
         ),
         (
-            fixture!("cargo-compile-e0432"),
+            runner_output!("cargo-compile-e0432"),
             "error[E0432]: unresolved import `calc::missing_item` (tests/new.rs:1:5)",
         ),
         (
-            fixture!("cargo-compile-e0433"),
+            runner_output!("cargo-compile-e0433"),
             "error[E0433]: failed to resolve: could not find `missing_mod` in `calc` (tests/new.rs:3:22)",
         ),
         (
-            fixture!("cargo-compile-e0412"),
+            runner_output!("cargo-compile-e0412"),
             "error[E0412]: cannot find type `MissingType` in crate `calc` (tests/new.rs:3:18)",
         ),
     ] {
@@ -212,7 +202,7 @@ fn libtest_names_tests_by_target_and_rustc_errors_unload_theirs() {
 
 #[test]
 fn go_names_tests_by_package_and_unloads_packages_that_do_not_build() {
-    let run = TestRun::read(fixture!("go-mixed-v")).unwrap();
+    let run = TestRun::read(runner_output!("go-mixed-v")).unwrap();
     let (root, sub) = (Some("example.com/calc"), Some("example.com/calc/sub"));
     assert_eq!(
         cases(&run),
@@ -231,7 +221,7 @@ fn go_names_tests_by_package_and_unloads_packages_that_do_not_build() {
         run.named("TestSkipped").next().unwrap().why.as_deref(),
         Some("calc_test.go:18: later")
     );
-    let undefined = TestRun::read(fixture!("go-undefined")).unwrap();
+    let undefined = TestRun::read(runner_output!("go-undefined")).unwrap();
     assert_eq!(cases(&undefined), [("TestMul", sub, Passed)]);
     assert_eq!(undefined.unloaded.len(), 1);
     assert_eq!(undefined.unloaded[0].unit, "example.com/calc");
@@ -239,7 +229,7 @@ fn go_names_tests_by_package_and_unloads_packages_that_do_not_build() {
         undefined.unloaded[0].why,
         ["./calc_test.go:6:8: undefined: NewThing"]
     );
-    let method = TestRun::read(fixture!("go-undefined-method")).unwrap();
+    let method = TestRun::read(runner_output!("go-undefined-method")).unwrap();
     assert_eq!(
         method.unloaded[0].why,
         ["./calc_test.go:7:8: th.Triple undefined (type Thing has no field or method Triple)"]
@@ -258,9 +248,9 @@ fn node_tap_and_spec_name_tests_under_their_suites() {
         ("adds zero", Passed),
     ];
     for text in [
-        fixture!("node-mixed-default"),
-        fixture!("node-mixed-tap"),
-        fixture!("node-mixed-spec"),
+        runner_output!("node-mixed-default"),
+        runner_output!("node-mixed-tap"),
+        runner_output!("node-mixed-spec"),
     ] {
         let run = TestRun::read(text).unwrap();
         let got: Vec<(&str, Outcome)> = run
@@ -271,30 +261,30 @@ fn node_tap_and_spec_name_tests_under_their_suites() {
         assert_eq!(got, want, "{text}");
         assert_eq!(run.counts, counts(3, 2, 0, 2));
     }
-    let tap = TestRun::read(fixture!("node-mixed-tap")).unwrap();
+    let tap = TestRun::read(runner_output!("node-mixed-tap")).unwrap();
     let splits = tap.named("splits").next().unwrap();
     assert_eq!(splits.unit.as_deref(), Some("test/calc.test.js"));
 }
 
 #[test]
 fn node_files_that_cannot_load_are_unloaded_with_their_reason() {
-    let esm = TestRun::read(fixture!("node-missing-export-esm")).unwrap();
+    let esm = TestRun::read(runner_output!("node-missing-export-esm")).unwrap();
     assert_eq!(cases(&esm), [("adds", None, Passed)]);
     assert_eq!(esm.unloaded[0].unit, "test/new.test.mjs");
     assert_eq!(
         esm.unloaded[0].why,
         ["SyntaxError: The requested module '../calc.mjs' does not provide an export named 'mul'"]
     );
-    let spec = TestRun::read(fixture!("node-missing-export-esm-spec")).unwrap();
+    let spec = TestRun::read(runner_output!("node-missing-export-esm-spec")).unwrap();
     assert_eq!(spec.unloaded[0].unit, "test/new.test.mjs");
-    let cjs = TestRun::read(fixture!("node-not-a-function-cjs")).unwrap();
+    let cjs = TestRun::read(runner_output!("node-not-a-function-cjs")).unwrap();
     let mul = cjs.named("mul").next().unwrap();
     assert_eq!(mul.outcome, Failed);
     assert_eq!(
         mul.why.as_deref(),
         Some("require(...).mul is not a function")
     );
-    let missing = TestRun::read(fixture!("node-cannot-find-module")).unwrap();
+    let missing = TestRun::read(runner_output!("node-cannot-find-module")).unwrap();
     assert_eq!(missing.unloaded[0].unit, "test/dep.test.js");
     assert_eq!(missing.unloaded[0].why, ["Error: Cannot find module 'zod'"]);
 }
