@@ -19,9 +19,12 @@ use secrecy::{ExposeSecret as _, SecretString};
 
 mod changes;
 mod snapshot;
+mod worktree;
 
 pub use changes::{Conflict, Merged, PersonCommit, Squashed};
 pub use snapshot::Snapshot;
+pub use worktree::Worktree;
+use worktree::{link_leaves, refuse_links_out};
 
 use crate::ids::{CommitSha, RepoName};
 
@@ -90,61 +93,6 @@ impl MirrorGuard {
     }
 }
 
-/// A checked-out branch.
-#[derive(Debug, Clone)]
-pub struct Worktree {
-    pub path: PathBuf,
-    pub branch: String,
-    /// The commit the branch was made from.
-    pub base: CommitSha,
-    /// git's administrative directory of the worktree, in the mirror
-    /// (`<mirror>/worktrees/<name>`): what the bot opens it through.
-    pub admin: PathBuf,
-}
-
-impl Worktree {
-    /// The repository of this worktree, opened through the mirror: the administrative
-    /// directory the bot made, with no discovery and no configuration read from the worktree,
-    /// and the work directory set to the path the bot chose. Never through the worktree's
-    /// `.git`, which code in a sandbox could point at a git directory of its own (whose
-    /// `core.worktree` or `commondir` names any directory of the host); that file is checked to
-    /// be what git wrote, and a changed one is [`WorkspaceError::Tampered`].
-    pub fn open(&self) -> Result<Repository, WorkspaceError> {
-        self.check_dot_git()?;
-        let git = Repository::open_ext(
-            &self.admin,
-            git2::RepositoryOpenFlags::NO_SEARCH | git2::RepositoryOpenFlags::BARE,
-            std::iter::empty::<&std::ffi::OsStr>(),
-        )?;
-        git.set_workdir(&self.path, false)?;
-        Ok(git)
-    }
-
-    /// The worktree's `.git` is the one-line file git wrote (`gitdir: <admin>`), and no link.
-    pub fn check_dot_git(&self) -> Result<(), WorkspaceError> {
-        let expected = format!("gitdir: {}", self.admin.display());
-        let expected = expected.trim_end_matches('/');
-        let found = crate::sandbox::untrusted::read(&self.path, ".git", 4096);
-        let same =
-            |b: &[u8]| String::from_utf8_lossy(b).trim_end().trim_end_matches('/') == expected;
-        match found {
-            Ok(bytes) if same(&bytes) => Ok(()),
-            Ok(bytes) => {
-                let said: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
-                Err(self.tampered(&format!("it now says {:?}", said.trim_end())))
-            }
-            Err(e) => Err(self.tampered(&e.to_string())),
-        }
-    }
-
-    fn tampered(&self, why: &str) -> WorkspaceError {
-        WorkspaceError::Tampered(format!(
-            "{}/.git was changed by what ran in the sandbox ({why}); the bot's git will not follow it",
-            self.path.display()
-        ))
-    }
-}
-
 fn callbacks(token: Option<&SecretString>) -> RemoteCallbacks<'_> {
     let mut cb = RemoteCallbacks::new();
     let tries = Cell::new(0);
@@ -159,50 +107,6 @@ fn callbacks(token: Option<&SecretString>) -> RemoteCallbacks<'_> {
         }
     });
     cb
-}
-
-/// Every symbolic link `index` adds or changes (against `HEAD`) stays inside the repository:
-/// its target is relative and never climbs above the repository's root. Links the branch had
-/// already are people's, and stay.
-fn refuse_links_out(git: &Repository, index: &git2::Index) -> Result<(), WorkspaceError> {
-    let head = git.head()?.peel_to_tree()?;
-    for entry in index.iter() {
-        if entry.mode != 0o120000 {
-            continue;
-        }
-        let path = Path::new(std::str::from_utf8(&entry.path).unwrap_or_default());
-        if head.get_path(path).is_ok_and(|e| e.id() == entry.id) {
-            continue;
-        }
-        let blob = git.find_blob(entry.id)?;
-        let target = String::from_utf8_lossy(blob.content()).into_owned();
-        let path = String::from_utf8_lossy(&entry.path).into_owned();
-        if link_leaves(&path, &target) {
-            return Err(WorkspaceError::Tampered(format!(
-                "{path} is a symbolic link to {target}, out of the repository: not committed"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Whether a link at `path` (repository-relative) to `target` leads out of the repository.
-fn link_leaves(path: &str, target: &str) -> bool {
-    if target.starts_with('/') {
-        return true;
-    }
-    let mut depth: i64 = path.matches('/').count() as i64;
-    for part in target.split('/') {
-        match part {
-            ".." => depth -= 1,
-            "" | "." => {}
-            _ => depth += 1,
-        }
-        if depth < 0 {
-            return true;
-        }
-    }
-    false
 }
 
 impl Workspace {

@@ -318,3 +318,73 @@ async fn a_lock_left_by_a_killed_run_is_cleared_and_the_branch_can_be_written_ag
     .await
     .unwrap();
 }
+
+/// What a sandbox wrote never steers the bot's git: a `.git` pointed elsewhere stops the next
+/// git step, a link the change adds that leaves the repository is never committed (one the
+/// branch already had stays), and nothing is copied into a worktree through a linked directory.
+#[tokio::test]
+async fn what_a_sandbox_wrote_never_steers_the_bots_git() {
+    let (_dir, gh, ws, repo) = setup().await;
+    let token = SecretString::from(gh.mint_token(7));
+    tokio::task::spawn_blocking(move || {
+        let git = ws.sync_mirror(&repo, &token).unwrap();
+        let author = Author::default();
+
+        // `.git` rewritten to a git directory of the sandbox's own.
+        let wt = ws.fresh_worktree(&repo, &git, "feat/T-3", "main").unwrap();
+        wt.check_dot_git().unwrap();
+        std::fs::write(wt.path.join(".git"), "gitdir: evil\n").unwrap();
+        let refused = ws.commit_all(&wt, "T-3", &author).unwrap_err();
+        assert!(matches!(refused, WorkspaceError::Tampered(_)), "{refused}");
+        assert!(
+            refused.to_string().contains(
+                "/.git was changed by what ran in the sandbox (it now says \"gitdir: evil\")"
+            ),
+            "{refused}"
+        );
+        // A link instead of the file: the same.
+        std::fs::remove_file(wt.path.join(".git")).unwrap();
+        std::os::unix::fs::symlink("/etc", wt.path.join(".git")).unwrap();
+        assert!(matches!(wt.open(), Err(WorkspaceError::Tampered(_))));
+
+        // A link out of the repository is not committed; a link inside is.
+        let wt = ws.fresh_worktree(&repo, &git, "feat/T-4", "main").unwrap();
+        std::os::unix::fs::symlink("README.md", wt.path.join("readme-link")).unwrap();
+        ws.commit_all(&wt, "T-4: a link inside", &author)
+            .unwrap()
+            .expect("a commit");
+        std::os::unix::fs::symlink("/etc/passwd", wt.path.join("passwd")).unwrap();
+        let refused = ws.commit_all(&wt, "T-4: a link out", &author).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "passwd is a symbolic link to /etc/passwd, out of the repository: not committed"
+        );
+        std::fs::remove_file(wt.path.join("passwd")).unwrap();
+        std::os::unix::fs::symlink("../../outside", wt.path.join("src/up")).unwrap();
+        assert!(ws.commit_all(&wt, "T-4: up and out", &author).is_err());
+
+        // Copying the Breaker's files never goes through a linked directory.
+        let scratch = ws
+            .fresh_worktree(&repo, &git, "vibeloop/copy", "main")
+            .unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::remove_dir_all(scratch.path.join("src")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), scratch.path.join("src")).unwrap();
+        let head = git
+            .revparse_single("refs/remotes/origin/main")
+            .unwrap()
+            .id();
+        let refused = ws
+            .copy_paths(&git, head, &["src/lib.py".into()], &scratch)
+            .unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("a directory on its way is a symbolic link"),
+            "{refused}"
+        );
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+    })
+    .await
+    .unwrap();
+}
