@@ -46,6 +46,7 @@ fn spec(worktree: &Path, n: usize) -> SandboxSpec {
         cache_writable: false,
         ca_bundle: None,
         env: vec![],
+        prepare: None,
     }
 }
 

@@ -78,6 +78,9 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
         ("local/checkout", "preview", &role),
         &[],
     );
+    // The scratch checkout has no git: tools that take the version from tags are told it.
+    let version = crate::workspace::version_at(&repo, git2::Oid::from_str(base.as_str())?);
+    spec.env.extend(crate::env::version_env(&version));
     let settings = crate::env::Settings {
         envs: crate::env::Envs::new(env_dir(args)?),
         ..crate::env::Settings::new(scratch.path())
@@ -96,7 +99,7 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
         }
         Ok(None) => {}
         Err(crate::env::SetupError::Failed { command, output }) => {
-            let fix = crate::env::setup::certificate_hint(&output.output, &settings.network)
+            let fix = crate::env::setup::setup_hint(&output.output, &settings.network)
                 .unwrap_or_else(|| format!("Fix the command (`setup:` in {CONFIG_PATH}) or the dependency manifests; `vibeloop gates --explain` shows where it comes from."));
             if args.json {
                 let said = serde_json::json!({

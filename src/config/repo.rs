@@ -34,6 +34,11 @@ pub struct HiveConfig {
     /// Installs what the gates need (dependencies, a virtual environment…); runs once per
     /// environment, with network, before any gate (`crate::env`).
     pub setup: Option<String>,
+    /// Runs at the start of every sandbox, offline, on the set-up environment: builds the
+    /// project itself in that worktree (a version file, a compiled extension the install
+    /// writes into the source tree), which the environment, shared by every worktree, cannot
+    /// hold. Detected for installable Python projects.
+    pub prepare: Option<String>,
     /// How a change to the dependency files is set up (see [`ChangedDependencies`]).
     pub changed_dependencies: ChangedDependencies,
     pub gates: Gates,
@@ -139,6 +144,7 @@ impl Default for HiveConfig {
             knowledge: Knowledge::default(),
             acceptance: Acceptance::default(),
             setup: None,
+            prepare: None,
             changed_dependencies: ChangedDependencies::default(),
             explicit: Default::default(),
         }
@@ -175,6 +181,10 @@ pub struct Gates {
     /// A JUnit XML report the test command writes (relative to the repository root): read
     /// for counts and failures when the runner's own output is not understood.
     pub test_report: Option<String>,
+    /// Why a gate the repository's files point at has no command (filled by detection, not
+    /// read from the file): what a skipped gate says.
+    #[serde(skip)]
+    pub left_out: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for Gates {
@@ -185,6 +195,7 @@ impl Default for Gates {
             typecheck: None,
             build: None,
             test_report: None,
+            left_out: Default::default(),
             security: SecurityGate::Builtin,
         }
     }

@@ -72,6 +72,8 @@ pub struct Found {
     pub coverage: Option<String>,
     /// What setup adds when coverage is measured (coverage.py in Python's environment).
     pub coverage_setup: Option<String>,
+    /// Builds the project in a sandbox's own worktree, offline (`HiveConfig::prepare`).
+    pub prepare: Option<String>,
     pub test_paths: Vec<String>,
     pub format: TestFormat,
     /// Files whose content decides what setup installs (manifests and lockfiles): the
@@ -84,6 +86,9 @@ pub struct Found {
     /// Directories setup makes in the worktree that belong to the environment
     /// (`node_modules`): kept in its cache, and linked into every worktree.
     pub links: Vec<String>,
+    /// Gates the project's files point at but that cannot run here, each with why and the
+    /// setting that enables it (`lint`: "the project configures ruff but does not depend on it…").
+    pub left_out: Vec<(String, String)>,
 }
 
 /// Every ecosystem found at the repository's root, in a stable order (Rust, Python, Node, Go).
@@ -146,6 +151,7 @@ fn rust(files: &dyn Files) -> Found {
         build: Some(format!("cargo build --offline{all}")),
         coverage: Some(super::coverage::rust(all)),
         coverage_setup: None,
+        prepare: None,
         test_paths: vec!["tests/".into(), "**/tests/".into()],
         format: TestFormat::Libtest,
         inputs,
@@ -153,33 +159,17 @@ fn rust(files: &dyn Files) -> Found {
             ("CARGO_HOME", format!("{CACHE}/cargo")),
             ("CARGO_TARGET_DIR", format!("{CACHE}/target")),
             ("CARGO_TERM_COLOR", "never".into()),
+            // Without a lockfile, dependencies resolve to versions the image's Rust can build
+            // (cargo's MSRV-aware resolver), not to the newest.
+            (
+                "CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS",
+                "fallback".into(),
+            ),
         ]),
         path: vec![format!("{CACHE}/cargo/bin")],
         links: vec![],
+        left_out: vec![],
     }
-}
-
-/// The optional-dependency groups of a `pyproject.toml` that hold test tools.
-fn test_extras(pyproject: &str) -> Vec<String> {
-    let mut in_extras = false;
-    let mut extras = Vec::new();
-    for line in pyproject.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            in_extras = t == "[project.optional-dependencies]";
-            continue;
-        }
-        if !in_extras {
-            continue;
-        }
-        if let Some((name, _)) = t.split_once('=') {
-            let name = name.trim().trim_matches('"');
-            if ["test", "tests", "testing", "dev"].contains(&name) {
-                extras.push(name.to_owned());
-            }
-        }
-    }
-    extras
 }
 
 fn python(files: &dyn Files) -> Option<Found> {
@@ -207,8 +197,17 @@ fn python(files: &dyn Files) -> Option<Found> {
     let pip = "pip install --quiet";
     let mut steps = vec!["python3 -m venv \"$VIRTUAL_ENV\"".to_owned()];
     let mut why = Vec::new();
+    let setup_cfg = files.read("setup.cfg").unwrap_or_default();
+    let (extras, groups) = super::pyproject::test_groups(&pyproject, &setup_cfg);
     if installable {
-        let extras = test_extras(&pyproject);
+        // What builds the project, in the environment too: each sandbox builds it again
+        // offline and without isolation (`prepare`).
+        let build = super::pyproject::build_requires(&pyproject);
+        steps.push(format!("{pip} {}", build.join(" ")));
+        steps.push(format!(
+            "python -c {}",
+            crate::sandbox::quote(super::pyproject::EDITABLE_REQUIRES)
+        ));
         let target = if extras.is_empty() {
             ".".to_owned()
         } else {
@@ -230,20 +229,47 @@ fn python(files: &dyn Files) -> Option<Found> {
     if !requirements.is_empty() {
         why.push(format!("{} installed", requirements.join(", ")));
     }
+    // PEP 735 groups: pip reads them from ./pyproject.toml (pip 25.1 and later).
+    for g in &groups {
+        steps.push(format!("{pip} --group {g}"));
+    }
+    if !groups.is_empty() {
+        why.push(format!("the {} dependency group(s)", groups.join(", ")));
+    }
     // pytest runs unittest suites too; installed when nothing above brings it.
     steps.push(format!(
         "(python -c 'import pytest' 2>/dev/null || {pip} pytest)"
     ));
-    let tool =
-        |section: &str, file: &str| pyproject.contains(section) || paths.iter().any(|p| p == file);
-    let lint = if tool("[tool.ruff", "ruff.toml") {
-        Some("ruff check .".to_owned())
-    } else if tool("[tool.flake8", ".flake8") {
-        Some("flake8 .".to_owned())
-    } else {
+    // A lint or typecheck tool the project configures is a gate only where the project also
+    // depends on it (setup installs it); else the gate is skipped with why.
+    let declared = super::pyproject::declared_python(files, &pyproject, &requirements);
+    let mut left_out = Vec::new();
+    let mut gate = |gate: &str, tools: &[(&str, &str, &str, &str)]| {
+        for (name, section, file, command) in tools {
+            if !(pyproject.contains(section) || paths.iter().any(|p| p == file)) {
+                continue;
+            }
+            if declared.iter().any(|d| d == name) {
+                return Some((*command).to_owned());
+            }
+            left_out.push((
+                gate.to_owned(),
+                format!(
+                    "the project configures {name} but does not depend on it, so it is not installed: add {name} to a test dependency group or requirements file, or pin `gates.{gate}`"
+                ),
+            ));
+            return None;
+        }
         None
     };
-    let typecheck = tool("[tool.mypy", "mypy.ini").then(|| "mypy .".to_owned());
+    let lint = gate(
+        "lint",
+        &[
+            ("ruff", "[tool.ruff", "ruff.toml", "ruff check ."),
+            ("flake8", "[tool.flake8", ".flake8", "flake8 ."),
+        ],
+    );
+    let typecheck = gate("typecheck", &[("mypy", "[tool.mypy", "mypy.ini", "mypy .")]);
     let manifest = markers
         .first()
         .cloned()
@@ -268,6 +294,11 @@ fn python(files: &dyn Files) -> Option<Found> {
         build: None,
         coverage: Some(super::coverage::python()),
         coverage_setup: Some(super::coverage::python_setup()),
+        // The project itself, again in each sandbox's worktree: what its install writes into
+        // the source tree is there too. Offline, without dependencies (the environment has
+        // them) and with the build tools setup installed.
+        prepare: installable
+            .then(|| format!("{pip} --no-deps --no-build-isolation --no-index -e .")),
         test_paths: vec![
             "tests/".into(),
             "**/test_*.py".into(),
@@ -282,6 +313,7 @@ fn python(files: &dyn Files) -> Option<Found> {
         ]),
         path: vec![format!("{CACHE}/venv/bin")],
         links: vec![],
+        left_out,
     })
 }
 
@@ -336,6 +368,7 @@ fn node(files: &dyn Files) -> Found {
             dev,
         ),
         coverage_setup: None,
+        prepare: None,
         test_paths: vec![
             "test/".into(),
             "tests/".into(),
@@ -353,6 +386,7 @@ fn node(files: &dyn Files) -> Found {
         ]),
         path: vec![],
         links: vec!["node_modules".into()],
+        left_out: vec![],
     }
 }
 
@@ -373,6 +407,7 @@ fn go(files: &dyn Files) -> Found {
         build: Some("go build ./...".into()),
         coverage: Some(super::coverage::go()),
         coverage_setup: None,
+        prepare: None,
         test_paths: vec!["**/*_test.go".into()],
         format: TestFormat::GoTest,
         inputs,
@@ -385,6 +420,7 @@ fn go(files: &dyn Files) -> Found {
         ]),
         path: vec![format!("{CACHE}/go/bin")],
         links: vec![],
+        left_out: vec![],
     }
 }
 
@@ -425,7 +461,7 @@ mod tests {
     fn a_python_package_installs_its_test_extra() {
         let t = Tree::of(&[(
             "pyproject.toml",
-            "[project]\nname = \"x\"\ndependencies = [\"wcwidth\"]\n\n[project.optional-dependencies]\ntests = [\"pytest\"]\n\n[tool.ruff]\n",
+            "[project]\nname = \"x\"\ndependencies = [\"wcwidth\"]\n\n[project.optional-dependencies]\ntests = [\"pytest\", \"ruff>=0.4\"]\n\n[tool.ruff]\n\n[tool.mypy]\n",
         )]);
         let f = &detect(&t)[0];
         assert_eq!(f.ecosystem, Ecosystem::Python);
@@ -433,6 +469,26 @@ mod tests {
         assert!(setup.contains("-e '.[tests]'"), "{setup}");
         assert_eq!(f.lint.as_deref(), Some("ruff check ."));
         assert!(f.why.contains("tests extra"), "{}", f.why);
+        // mypy is configured but nothing installs it: no gate, and why.
+        assert_eq!(f.typecheck, None);
+        assert_eq!(f.left_out.len(), 1);
+        assert_eq!(f.left_out[0].0, "typecheck");
+        assert!(
+            f.left_out[0]
+                .1
+                .contains("configures mypy but does not depend on it"),
+            "{:?}",
+            f.left_out
+        );
+        // Extras as dotted keys, and PEP 735 dependency groups.
+        let t = Tree::of(&[(
+            "pyproject.toml",
+            "[project]\nname = \"x\"\noptional-dependencies.testing = [\"pytest\"]\n\n[dependency-groups]\ntest = [\"hypothesis\"]\ndocs = [\"sphinx\"]\n",
+        )]);
+        let setup = detect(&t)[0].setup.clone().unwrap();
+        assert!(setup.contains("-e '.[testing]'"), "{setup}");
+        assert!(setup.contains("--group test"), "{setup}");
+        assert!(!setup.contains("docs"), "{setup}");
         // Requirements files alone are Python too.
         let t = Tree::of(&[("requirements-dev.txt", "pytest\n"), ("app.py", "")]);
         let f = &detect(&t)[0];

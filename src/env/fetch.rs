@@ -115,14 +115,14 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
             .and_then(|e| e.as_table())
         {
             for (name, list) in extras {
-                if TEST_GROUPS.contains(&name.as_str()) {
+                if super::pyproject::TEST_GROUPS.contains(&name.as_str()) {
                     wanted.extend(strings(Some(list)));
                 }
             }
         }
         if let Some(groups) = py.get("dependency-groups").and_then(|g| g.as_table()) {
             for (name, list) in groups {
-                if TEST_GROUPS.contains(&name.as_str()) {
+                if super::pyproject::TEST_GROUPS.contains(&name.as_str()) {
                     wanted.extend(strings(Some(list)));
                 }
             }
@@ -130,10 +130,11 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
         let build = strings(py.get("build-system").and_then(|b| b.get("requires")));
         wanted.extend(build);
     }
-    // A build without a declared backend uses setuptools.
-    wanted.extend(["setuptools".to_owned(), "wheel".to_owned()]);
+    // A build without a declared backend uses setuptools; hatchling's editable builds need
+    // `editables` (what the backend asks for at setup, offline then).
+    wanted.extend(["setuptools", "wheel", "editables"].map(str::to_owned));
     if let Some(cfg) = text("setup.cfg") {
-        wanted.extend(setup_cfg_requires(&cfg));
+        wanted.extend(super::pyproject::setup_cfg_requires(&cfg));
     }
     for r in inputs.iter().filter(|p| p.ends_with(".txt")) {
         wanted.extend(
@@ -149,42 +150,10 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
     wanted
 }
 
-/// Dependency groups and extras that hold test tools.
-const TEST_GROUPS: [&str; 4] = ["test", "tests", "testing", "dev"];
-
 /// A requirements file's line as a requirement, or `None` for options, includes and comments.
 fn requirement(line: &str) -> Option<String> {
     let line = line.split(" #").next().unwrap_or(line).trim();
     (!line.is_empty() && !line.starts_with('#') && !line.starts_with('-')).then(|| line.to_owned())
-}
-
-/// `[options] install_requires` of a `setup.cfg`.
-fn setup_cfg_requires(cfg: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut section = "";
-    let mut in_key = false;
-    for line in cfg.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            section = t;
-            in_key = false;
-            continue;
-        }
-        if section != "[options]" {
-            continue;
-        }
-        if let Some((k, v)) = t.split_once('=')
-            && !line.starts_with([' ', '\t'])
-        {
-            in_key = k.trim() == "install_requires";
-            if in_key && !v.trim().is_empty() {
-                out.push(v.trim().to_owned());
-            }
-        } else if in_key && line.starts_with([' ', '\t']) && !t.is_empty() {
-            out.push(t.to_owned());
-        }
-    }
-    out
 }
 
 /// A specifier pip resolves from an index (`requests>=2`, `pytest[testing]; python_version>"3"`),
@@ -225,6 +194,7 @@ mod tests {
         assert_eq!(
             python_requirements(&paths, &text),
             [
+                "editables",
                 "flask",
                 "hatchling",
                 "hypothesis",
@@ -236,12 +206,6 @@ mod tests {
                 "wheel"
             ]
         );
-    }
-
-    #[test]
-    fn setup_cfg_install_requires_are_read() {
-        let cfg = "[metadata]\nname = x\n\n[options]\npackages = find:\ninstall_requires =\n    click>=8\n    rich\n\n[options.extras_require]\ntest = pytest\n";
-        assert_eq!(setup_cfg_requires(cfg), ["click>=8", "rich"]);
     }
 
     #[test]

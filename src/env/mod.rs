@@ -13,6 +13,7 @@ pub mod detect;
 pub mod devcontainer;
 pub mod fetch;
 pub mod manifests;
+pub mod pyproject;
 pub mod resolve;
 pub mod setup;
 pub mod tree;
@@ -20,6 +21,21 @@ pub mod tree;
 pub use cache::{EnvInfo, EnvKey, Envs, Retention};
 pub use resolve::{Resolved, resolve};
 pub use setup::{Maker, Network, Ready, SetupError};
+
+/// The variables that give a build the project's `version` (from the bot's git, which a
+/// sandbox cannot read) for the tools that take it from git tags: setuptools-scm and
+/// hatch-vcs, pbr, and poetry-dynamic-versioning. Never part of an environment's key: every
+/// commit has its own version.
+pub fn version_env(version: &str) -> Vec<(String, String)> {
+    [
+        "SETUPTOOLS_SCM_PRETEND_VERSION",
+        "PBR_VERSION",
+        "POETRY_DYNAMIC_VERSIONING_BYPASS",
+    ]
+    .iter()
+    .map(|k| ((*k).to_owned(), version.to_owned()))
+    .collect()
+}
 
 /// Where a bot keeps environments, how many, and what setup may use of the host's network.
 #[derive(Debug, Clone)]

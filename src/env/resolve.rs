@@ -144,6 +144,20 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
         from,
     });
 
+    // prepare: with a detected setup only (it builds on what that setup installs)
+    let from = if config.is_set("prepare") {
+        yaml_from()
+    } else if setup_detected {
+        fill(&mut config.prepare, &found, |f| f.prepare.clone(), detected)
+    } else {
+        "not detected with a setup of the repository's own".into()
+    };
+    origins.push(Origin {
+        key: "prepare",
+        value: config.prepare.clone(),
+        from,
+    });
+
     // the gates' commands
     type Pick = fn(&Found) -> Option<String>;
     let gates: [(&'static str, Pick); 4] = [
@@ -165,6 +179,16 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
         } else {
             fill(slot, &found, pick, detected)
         };
+        let gate = key.trim_start_matches("gates.");
+        if !set && slot.is_none() {
+            let why = found
+                .iter()
+                .flat_map(|f| f.left_out.iter())
+                .find(|(g, _)| g == gate);
+            if let Some((g, why)) = why {
+                config.gates.left_out.insert(g.clone(), why.clone());
+            }
+        }
         origins.push(Origin {
             key,
             value: slot.clone(),

@@ -134,6 +134,44 @@ pub fn certificate_hint(output: &str, network: &Network) -> Option<String> {
     })
 }
 
+/// When setup's `output` shows a toolchain older (or newer) than the project or a dependency
+/// needs, which versions, and what to change.
+pub fn toolchain_hint(output: &str) -> Option<String> {
+    const SAYS: [(&str, &str); 4] = [
+        // cargo: `rustc 1.85.1 is not supported by the following package: x@1 requires rustc 1.88`
+        ("is not supported by the following package", "Rust"),
+        // pip: `Package 'x' requires a different Python: 3.13.5 not in '<3.12'`
+        ("requires a different Python", "Python"),
+        // go: `go.mod requires go >= 1.25 (running go 1.24.4; GOTOOLCHAIN=local)`
+        ("(running go ", "Go"),
+        // npm: `npm WARN EBADENGINE Unsupported engine`, `engine "node" is incompatible`
+        ("is incompatible with this module", "Node"),
+    ];
+    let lines: Vec<&str> = output.lines().collect();
+    let (at, what) = lines.iter().enumerate().find_map(|(i, l)| {
+        SAYS.iter()
+            .find(|(m, _)| l.contains(m))
+            .map(|(_, w)| (i, *w))
+    })?;
+    let said: Vec<&str> = lines[at..]
+        .iter()
+        .take(2)
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let said: String = said.join(" ").chars().take(240).collect();
+    Some(format!(
+        "The project (or a dependency it resolves to) needs another {what} than the image has (`{said}`): \
+         set `image:` in .github/hive.yml to one with that {what}, or pin the dependency to a version the image's {what} supports (a lockfile does)."
+    ))
+}
+
+/// What to do about a failed setup, when its output says: a certificate nobody trusts, or a
+/// toolchain the project cannot use.
+pub fn setup_hint(output: &str, network: &Network) -> Option<String> {
+    certificate_hint(output, network).or_else(|| toolchain_hint(output))
+}
+
 /// Why an environment could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -163,12 +201,15 @@ pub struct Ready {
     pub how: Option<String>,
     env: Vec<(String, String)>,
     links: Vec<String>,
+    prepare: Option<String>,
 }
 
 impl Ready {
-    /// Gives `spec` the environment: mounted at `/cache`, its variables, offline settings.
+    /// Gives `spec` the environment: mounted at `/cache`, its variables, offline settings,
+    /// and the project's own build at start (`prepare`).
     pub fn apply(&self, spec: &mut SandboxSpec) {
         spec.cache = Some(self.dir.clone());
+        spec.prepare = self.prepare.clone();
         spec.env.extend(self.env.iter().cloned());
         spec.env.extend(offline_env());
     }
@@ -297,6 +338,7 @@ impl Maker<'_> {
             how,
             env: r.env.clone(),
             links: r.links.clone(),
+            prepare: r.config.prepare.clone(),
         };
         if let Some((dir, record)) = self.envs.find(&spec.repo, &key) {
             let ready = ready(dir, true, None, record.setup_seconds, record.how);
@@ -536,6 +578,25 @@ mod tests {
             "{hint}"
         );
         assert_eq!(certificate_hint("npm ERR! 404 Not Found", &none), None);
+    }
+
+    #[test]
+    fn a_toolchain_the_project_cannot_use_is_named() {
+        let cargo = "error: rustc 1.85.1 is not supported by the following package:\n  bitflags@2.9.0 requires rustc 1.88\nEither upgrade rustc or select compatible dependency versions with";
+        let hint = toolchain_hint(cargo).unwrap();
+        assert!(
+            hint.contains("needs another Rust than the image has"),
+            "{hint}"
+        );
+        assert!(
+            hint.contains("bitflags@2.9.0 requires rustc 1.88"),
+            "{hint}"
+        );
+        let go = "go: go.mod requires go >= 1.25 (running go 1.24.4; GOTOOLCHAIN=local)";
+        assert!(toolchain_hint(go).unwrap().contains("another Go"));
+        let pip = "ERROR: Package 'calc' requires a different Python: 3.13.5 not in '<3.12'";
+        assert!(toolchain_hint(pip).unwrap().contains("another Python"));
+        assert_eq!(toolchain_hint("error: could not compile `x`"), None);
     }
 
     #[test]

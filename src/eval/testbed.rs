@@ -84,10 +84,13 @@ impl Testbed {
     ) -> Result<TestRun, TestbedError> {
         let dir = tempfile::tempdir_in(self.scratch.path())?;
         let worktree = dir.path().join("work");
-        let env = {
+        let (env, version) = {
             let git = Repository::open(repo)?;
             checkout(&git, commit, patch, reset.then_some(config_at), &worktree)?;
-            resolve_at(&git, config_at)?
+            (
+                resolve_at(&git, config_at)?,
+                crate::workspace::version_at(&git, commit),
+            )
         };
         let command = test_command(&env).ok_or(TestbedError::NoTestCommand)?;
         // Containers are named by repository, ticket and role, and a start removes one of the
@@ -98,6 +101,7 @@ impl Testbed {
         let ticket = format!("eval-{}-{n}", std::process::id());
         let mut spec =
             SandboxSpec::from_config(&env.config, &worktree, ("eval/task", &ticket, "eval"), &[]);
+        spec.env.extend(crate::env::version_env(&version));
         let settings = crate::env::Settings {
             envs: crate::env::Envs::new(self.envs.clone()),
             ..crate::env::Settings::new(self.scratch.path())

@@ -217,10 +217,13 @@ async fn command_gate(
         .find(|(g, _)| *g == gate)
         .map(|(_, c)| c.to_owned());
     let Some(command) = command else {
-        return Ok(GateResult::skipped(
-            gate,
-            &format!("No `gates.{gate}` command: none in .github/hive.yml, none detected."),
-        ));
+        let why = match inputs.config.gates.left_out.get(gate) {
+            Some(why) => format!("Not run: {why}."),
+            None => {
+                format!("No `gates.{gate}` command: none in .github/hive.yml, none detected.")
+            }
+        };
+        return Ok(GateResult::skipped(gate, &why));
     };
     let timeout = Duration::from_secs(inputs.config.limits.timeout_seconds);
     let output = inputs.sandbox.exec(&command, timeout).await?;
@@ -241,10 +244,13 @@ async fn command_gate(
         status,
         counts,
         failing,
-        notes,
+        mut notes,
         verdicts,
         misses,
     } = judged;
+    if let Some(failed) = inputs.sandbox.prepare_failed().filter(|_| gate == "test") {
+        notes.insert(0, failed.note());
+    }
     Ok(GateResult {
         gate,
         status,
@@ -363,6 +369,7 @@ async fn policy_check(inputs: &Inputs<'_>, files: &[String]) -> Result<PolicyChe
         cache: None,
         ca_bundle: None,
         env: vec![],
+        prepare: None,
         ..inputs.spec.clone()
     };
     let sandbox = inputs.backend.start(&spec).await?;

@@ -78,6 +78,7 @@ async fn prepared(
     lock_tests: bool,
 ) -> Result<(SandboxSpec, Option<String>), SetupError> {
     let mut spec = bare_spec(run, &env.config, worktree, role, lock_tests);
+    spec.env.extend(version_env(run, &worktree.base).await);
     let maker = run.hive.environments.maker(&run.hive.sandbox);
     let mut how = None;
     if let Some(ready) = maker.prepare(env, &spec).await? {
@@ -89,6 +90,25 @@ async fn prepared(
         how = ready.how;
     }
     Ok((spec, how))
+}
+
+/// The project's version at `commit` for the tools that take it from git tags, which cannot
+/// read the bot's git from a sandbox: setuptools-scm and hatch-vcs, pbr, and
+/// poetry-dynamic-versioning, each told by its own variable. Not part of the environment's
+/// key: every commit has its own.
+async fn version_env(run: &TicketRun<'_>, commit: &crate::ids::CommitSha) -> Vec<(String, String)> {
+    let (ws, repo, oid) = (
+        run.hive.workspace.clone(),
+        run.ticket.repo.clone(),
+        commit.oid(),
+    );
+    let version = super::job::blocking(move || {
+        let git = git2::Repository::open_bare(ws.mirror_path(&repo))?;
+        Ok(crate::workspace::version_at(&git, oid))
+    })
+    .await
+    .unwrap_or_else(|_| "0.0.0".into());
+    crate::env::version_env(&version)
 }
 
 /// The sandbox of `role` without the repository's environment.

@@ -53,6 +53,10 @@ pub struct SandboxSpec {
     /// [`CACHE_MOUNT`] or is [`CA_MOUNT`] names those mounts; the local backend, which has no
     /// mounts, points it at the host's path instead.
     pub env: Vec<(String, String)>,
+    /// Run once when the sandbox starts, offline, after the environment: builds the project
+    /// itself in this worktree (what an install writes into the source tree: a version file,
+    /// a compiled extension), so that every sandbox sees the project as the baseline did.
+    pub prepare: Option<String>,
 }
 
 impl SandboxSpec {
@@ -83,6 +87,7 @@ impl SandboxSpec {
             cache_writable: false,
             ca_bundle: None,
             env: vec![(NAMING_TESTS.0.into(), NAMING_TESTS.1.into())],
+            prepare: None,
         }
     }
 }
@@ -91,6 +96,16 @@ impl SandboxSpec {
 /// its outcome, whatever runs pytest (a pinned command, a Makefile, tox): the gates judge tests
 /// by name. The environment's own `PYTEST_ADDOPTS` keeps it (`env::resolve`).
 pub const NAMING_TESTS: (&str, &str) = ("PYTEST_ADDOPTS", "-rA");
+
+/// `s` as one POSIX shell word: in single quotes, each `'` written as `'\''`. Nothing inside
+/// single quotes is special to `sh` (`$`, backticks, newlines...), so this is safe for any
+/// string without NUL.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// How long a sandbox's [`SandboxSpec::prepare`] may take.
+pub const PREPARE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Where [`SandboxSpec::cache`] is seen inside a sandbox.
 pub const CACHE_MOUNT: &str = "/cache";
@@ -141,13 +156,51 @@ pub enum SandboxError {
     Io(#[from] std::io::Error),
 }
 
-/// A started sandbox.
-pub enum Sandbox {
+/// A started sandbox, and how its [`SandboxSpec::prepare`] went.
+pub struct Sandbox {
+    runs: Runs,
+    prepared: Option<Prepared>,
+}
+
+/// What runs a sandbox's commands.
+enum Runs {
     Docker(docker::DockerSandbox),
     Local(local::LocalSandbox),
 }
 
+/// A sandbox's [`SandboxSpec::prepare`] that failed: the command and what it printed.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub command: String,
+    pub output: CommandOutput,
+}
+
+impl Prepared {
+    /// For a report: the project's own build failed in this sandbox, and its last lines.
+    pub fn note(&self) -> String {
+        format!(
+            "The project's own build in this sandbox (`{}`) failed ({}), so its tests may not import it: {}",
+            self.command,
+            self.output.describe(),
+            self.output.tail(3).replace('\n', " ⏎ ")
+        )
+    }
+}
+
 impl Sandbox {
+    /// The Docker container, when Docker runs it.
+    pub fn docker(&self) -> Option<&docker::DockerSandbox> {
+        match &self.runs {
+            Runs::Docker(d) => Some(d),
+            Runs::Local(_) => None,
+        }
+    }
+
+    /// The sandbox's [`SandboxSpec::prepare`], when it ran and failed.
+    pub fn prepare_failed(&self) -> Option<&Prepared> {
+        self.prepared.as_ref()
+    }
+
     /// Runs `script` with `sh -c` in the worktree's root, killed at `timeout`.
     pub async fn exec(
         &self,
@@ -163,9 +216,9 @@ impl Sandbox {
         timeout: Duration,
         cap: usize,
     ) -> Result<CommandOutput, SandboxError> {
-        let (writable, disk_mb) = match self {
-            Sandbox::Docker(s) => (s.writable(), s.disk_mb()),
-            Sandbox::Local(s) => (s.writable(), s.disk_mb()),
+        let (writable, disk_mb) = match &self.runs {
+            Runs::Docker(s) => (s.writable(), s.disk_mb()),
+            Runs::Local(s) => (s.writable(), s.disk_mb()),
         };
         let guard = guard::DiskGuard::new(writable, disk_mb);
         let tripped = async move {
@@ -174,9 +227,9 @@ impl Sandbox {
                 None => std::future::pending().await,
             }
         };
-        let mut out = match self {
-            Sandbox::Docker(s) => s.exec(script, timeout, cap, tripped).await,
-            Sandbox::Local(s) => s.exec(script, timeout, cap, tripped).await,
+        let mut out = match &self.runs {
+            Runs::Docker(s) => s.exec(script, timeout, cap, tripped).await,
+            Runs::Local(s) => s.exec(script, timeout, cap, tripped).await,
         }?;
         // A process killed by SIGXFSZ wrote a file past the size limit; the shell reports it
         // as 128 + the signal.
@@ -188,22 +241,22 @@ impl Sandbox {
 
     /// The worktree's root as commands inside see it (paths in their output start with it).
     pub fn root(&self) -> String {
-        match self {
-            Sandbox::Docker(_) => format!("{WORK_MOUNT}/"),
-            Sandbox::Local(s) => format!("{}/", s.worktree().display()),
+        match &self.runs {
+            Runs::Docker(_) => format!("{WORK_MOUNT}/"),
+            Runs::Local(s) => format!("{}/", s.worktree().display()),
         }
     }
 
     pub fn kind(&self) -> Kind {
-        match self {
-            Sandbox::Docker(_) => Kind::Docker,
-            Sandbox::Local(_) => Kind::Local,
+        match &self.runs {
+            Runs::Docker(_) => Kind::Docker,
+            Runs::Local(_) => Kind::Local,
         }
     }
 
     /// Stops and removes the sandbox.
     pub async fn stop(self) {
-        if let Sandbox::Docker(s) = self {
+        if let Runs::Docker(s) = self.runs {
             s.remove().await;
         }
     }
@@ -273,13 +326,30 @@ impl Backend {
         }
     }
 
+    /// Starts the sandbox of `spec` and runs its [`SandboxSpec::prepare`]; a failed prepare
+    /// is kept on the sandbox for the reports ([`Sandbox::prepare_failed`]), not an error: the
+    /// change may be what broke the build, and its tests say how.
     pub async fn start(&self, spec: &SandboxSpec) -> Result<Sandbox, SandboxError> {
-        let started = match self {
-            Backend::Docker(d) => d.start(spec).await.map(Sandbox::Docker),
-            Backend::Local => Ok(Sandbox::Local(local::LocalSandbox::new(spec))),
+        let runs = match self {
+            Backend::Docker(d) => d.start(spec).await.map(Runs::Docker),
+            Backend::Local => Ok(Runs::Local(local::LocalSandbox::new(spec))),
         };
-        crate::metrics::sandbox_started(self.name(), started.is_ok());
-        started
+        crate::metrics::sandbox_started(self.name(), runs.is_ok());
+        let mut sandbox = Sandbox {
+            runs: runs?,
+            prepared: None,
+        };
+        if let Some(command) = &spec.prepare {
+            let output = sandbox.exec(command, PREPARE_TIMEOUT).await?;
+            if !output.success() {
+                tracing::warn!(command = %command, "the project's build in a sandbox failed");
+                sandbox.prepared = Some(Prepared {
+                    command: command.clone(),
+                    output,
+                });
+            }
+        }
+        Ok(sandbox)
     }
 
     /// The sandboxes that exist now (none for local processes, which live only while a

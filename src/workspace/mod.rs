@@ -19,10 +19,12 @@ use secrecy::{ExposeSecret as _, SecretString};
 
 mod changes;
 mod snapshot;
+mod version;
 mod worktree;
 
 pub use changes::{Conflict, Merged, PersonCommit, Squashed};
 pub use snapshot::Snapshot;
+pub use version::version_at;
 pub use worktree::Worktree;
 use worktree::{link_leaves, refuse_links_out};
 

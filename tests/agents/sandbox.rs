@@ -24,6 +24,7 @@ fn spec(worktree: &Path, read_only: &[&str]) -> SandboxSpec {
         cache_writable: false,
         ca_bundle: None,
         env: vec![],
+        prepare: None,
     }
 }
 
@@ -233,9 +234,7 @@ async fn containers_left_by_a_crash_are_removed_at_the_next_start() {
     let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
     let backend = docker(data.path()).await;
     let sb = started(&backend, &spec(wt.path(), &[])).await;
-    let Sandbox::Docker(d) = &sb else {
-        unreachable!()
-    };
+    let d = sb.docker().expect("a Docker sandbox");
     let name = d.name().to_owned();
     std::mem::forget(sb); // as if the bot died without cleaning up
     let Backend::Docker(again) = docker(data.path()).await else {

@@ -63,7 +63,7 @@ fn gates(repo: &Path, envs: &Path, extra: &[&str]) -> (i32, String) {
 }
 
 /// The JSON results of `vibeloop gates --json`, and stderr.
-fn gates_json(repo: &Path, envs: &Path) -> (i32, Value, String) {
+pub(crate) fn gates_json(repo: &Path, envs: &Path) -> (i32, Value, String) {
     let (code, out) = gates(repo, envs, &["--json"]);
     let start = out
         .find("[\n")
@@ -76,7 +76,7 @@ fn gates_json(repo: &Path, envs: &Path) -> (i32, Value, String) {
     (code, json, format!("{}{}", &out[..start], &out[end..]))
 }
 
-fn gate<'a>(all: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn gate<'a>(all: &'a Value, name: &str) -> &'a Value {
     all.as_array()
         .unwrap()
         .iter()

@@ -28,6 +28,7 @@ mod memory;
 mod people;
 mod pushes;
 mod quick_start;
+mod real_projects;
 mod reviews;
 mod run_local;
 mod scale_out;

@@ -44,6 +44,7 @@ async fn verdict_planned(tests: &str, plan: &str) -> (Verdict, vibeloop::sandbox
         cache_writable: false,
         ca_bundle: None,
         env: vec![],
+        prepare: None,
     };
     let sandbox = backend.start(&spec).await.unwrap();
     let files = ["tests/test_calc.py".to_owned()];

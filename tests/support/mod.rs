@@ -21,6 +21,8 @@ pub mod leaks;
 pub mod openapi;
 pub mod payloads;
 pub mod pg;
+#[cfg(test)]
+pub mod registry;
 pub mod repos;
 
 use std::time::{Duration, Instant};

@@ -130,6 +130,7 @@ mod tests {
             cache_writable: false,
             ca_bundle: None,
             env: vec![],
+            prepare: None,
         };
         CommandRunner {
             sandbox: Arc::new(Backend::Local.start(&spec).await.unwrap()),

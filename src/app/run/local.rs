@@ -200,8 +200,8 @@ pub async fn start(
     })
 }
 
-/// Fetches `base` of the repository at `from` into a new bare repository `into`, whose HEAD
-/// then names it.
+/// Fetches `base` of the repository at `from`, and its tags (a project's version may come
+/// from them), into a new bare repository `into`, whose HEAD then names `base`.
 fn copy_branch(from: &Path, base: &str, into: &Path) -> anyhow::Result<()> {
     let git = git2::Repository::init_bare(into)
         .with_context(|| format!("cannot create {}", into.display()))?;
@@ -211,7 +211,10 @@ fn copy_branch(from: &Path, base: &str, into: &Path) -> anyhow::Result<()> {
     let mut remote = git.remote_anonymous(from)?;
     remote
         .fetch(
-            &[format!("+refs/heads/{base}:refs/heads/{base}")],
+            &[
+                format!("+refs/heads/{base}:refs/heads/{base}"),
+                "+refs/tags/*:refs/tags/*".to_owned(),
+            ],
             None,
             None,
         )

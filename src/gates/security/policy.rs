@@ -28,12 +28,7 @@ pub const SCRIPT: &str = include_str!("policy.py");
 /// Linux refuses a single argument over 128 KiB (`MAX_ARG_STRLEN`); this leaves a margin.
 pub const MAX_COMMAND_BYTES: usize = 120 * 1024;
 
-/// `s` as one POSIX shell word: in single quotes, each `'` written as `'\''`. Nothing inside
-/// single quotes is special to `sh` (`$`, backticks, newlines...), so this is safe for any
-/// string without NUL.
-pub fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
+pub use crate::sandbox::quote;
 
 /// Where images keep their own Python (Debian's, the official images'), looked for in order.
 const PYTHONS: [&str; 2] = ["/usr/bin/python3", "/usr/local/bin/python3"];

@@ -38,7 +38,7 @@ pub(super) async fn baseline(
         Ok(output) => output,
         Err(SetupError::Failed { command, output }) => {
             let network = &cx.run.hive.environments.network;
-            let fix = crate::env::setup::certificate_hint(&output.output, network)
+            let fix = crate::env::setup::setup_hint(&output.output, network)
                 .map(|hint| format!("{hint} Then `/hive retry`."))
                 .unwrap_or_else(|| format!(
                     "Fix the setup (`setup:` in `{CONFIG_PATH}`; `vibeloop gates --explain` shows where the one in use comes from) \
@@ -111,6 +111,14 @@ async fn run(
     let run = &*cx.run;
     let spec = crate::hive::verify::sandbox_spec(run, &cx.env, wt, "baseline", false).await?;
     let sandbox = run.hive.sandbox.start(&spec).await?;
+    // On the base, the project's own build failing is setup's failure: no change caused it.
+    if let Some(failed) = sandbox.prepare_failed().cloned() {
+        sandbox.stop().await;
+        return Err(SetupError::Failed {
+            command: failed.command,
+            output: failed.output,
+        });
+    }
     let timeout = Duration::from_secs(cx.env.config.limits.timeout_seconds);
     let output = sandbox.exec(test, timeout).await;
     sandbox.stop().await;

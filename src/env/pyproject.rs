@@ -1,0 +1,221 @@
+//! What a Python project's manifests say, read as data: `pyproject.toml` with a TOML parser
+//! (extras as tables or dotted keys, PEP 735 dependency groups, the build system) and
+//! `setup.cfg`'s options, for detection (what setup installs, which gates have their tool) and
+//! for the download phase of a changed dependency file.
+
+use super::detect::Files;
+
+/// The names of the packages a Python project depends on anywhere setup installs from: its
+/// dependencies, test extras and groups, its requirements files, `setup.cfg`, and pre-commit's hooks
+/// (lower-cased, without versions or extras).
+pub(super) fn declared_python(
+    files: &dyn Files,
+    pyproject: &str,
+    requirements: &[String],
+) -> Vec<String> {
+    let mut specs: Vec<String> = Vec::new();
+    if let Ok(doc) = pyproject.parse::<toml::Table>() {
+        let mut list = |v: Option<&toml::Value>| {
+            specs.extend(
+                v.and_then(|v| v.as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| s.as_str().map(str::to_owned)),
+            )
+        };
+        let project = doc.get("project");
+        list(project.and_then(|p| p.get("dependencies")));
+        for table in [
+            project.and_then(|p| p.get("optional-dependencies")),
+            doc.get("dependency-groups"),
+        ] {
+            for (_, deps) in table.and_then(|t| t.as_table()).into_iter().flatten() {
+                list(Some(deps));
+            }
+        }
+    }
+    for r in requirements {
+        specs.extend(
+            files
+                .read(r)
+                .iter()
+                .flat_map(|t| t.lines().map(str::to_owned)),
+        );
+    }
+    if let Some(cfg) = files.read("setup.cfg") {
+        specs.extend(setup_cfg_requires(&cfg));
+    }
+    let mut names: Vec<String> = specs
+        .iter()
+        .map(|s| {
+            s.trim()
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+                .next()
+                .unwrap_or_default()
+                .to_lowercase()
+        })
+        .filter(|n| !n.is_empty())
+        .collect();
+    // pre-commit pins its hooks' tools by repository.
+    if let Some(pc) = files.read(".pre-commit-config.yaml") {
+        for tool in ["ruff", "mypy", "flake8"] {
+            if pc.contains(&format!("/{tool}")) || pc.contains(&format!("id: {tool}")) {
+                names.push(tool.to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// Installs what the project's build backend says an editable build needs beyond its
+/// `requires` (hatchling: `editables`), asked of the backend itself (PEP 660's
+/// `get_requires_for_build_editable`), so that `prepare` can build without isolation.
+pub(super) const EDITABLE_REQUIRES: &str = r#"import importlib, subprocess, sys, tomllib
+try:
+    with open("pyproject.toml", "rb") as f:
+        bs = tomllib.load(f).get("build-system", {})
+except FileNotFoundError:
+    bs = {}
+sys.path[:0] = bs.get("backend-path", [])
+name, _, attr = bs.get("build-backend", "setuptools.build_meta:__legacy__").partition(":")
+backend = importlib.import_module(name)
+for a in filter(None, attr.split(".")):
+    backend = getattr(backend, a)
+hook = getattr(backend, "get_requires_for_build_editable", None)
+reqs = hook() if hook else []
+if reqs:
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", *reqs])
+"#;
+
+/// `[build-system] requires` of a `pyproject.toml`, each as a shell word; setuptools (what
+/// pip builds a project without one with) when there is none.
+pub(super) fn build_requires(pyproject: &str) -> Vec<String> {
+    let requires: Vec<String> = pyproject
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|doc| {
+            doc.get("build-system")?
+                .get("requires")?
+                .as_array()
+                .cloned()
+        })
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .filter(|r| !r.trim().is_empty() && !r.contains('\0'))
+        .collect();
+    if requires.is_empty() {
+        return vec!["setuptools".into()];
+    }
+    requires.iter().map(|r| crate::sandbox::quote(r)).collect()
+}
+
+/// Extras and dependency groups that hold test tools.
+pub(super) const TEST_GROUPS: [&str; 4] = ["test", "tests", "testing", "dev"];
+
+/// The test extras (`[project.optional-dependencies]`, dotted keys too, and `setup.cfg`'s
+/// `[options.extras_require]`) and PEP 735 dependency groups (`[dependency-groups]`) of a
+/// project, its `pyproject.toml` read as TOML.
+pub(super) fn test_groups(pyproject: &str, setup_cfg: &str) -> (Vec<String>, Vec<String>) {
+    let mut extras: Vec<String> = setup_cfg_entries(setup_cfg, "options.extras_require")
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| TEST_GROUPS.contains(&k.as_str()))
+        .collect();
+    let Ok(doc) = pyproject.parse::<toml::Table>() else {
+        return (extras, vec![]);
+    };
+    let names = |table: Option<&toml::Value>| -> Vec<String> {
+        table
+            .and_then(|t| t.as_table())
+            .map(|t| {
+                t.keys()
+                    .filter(|k| TEST_GROUPS.contains(&k.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for e in names(
+        doc.get("project")
+            .and_then(|p| p.get("optional-dependencies")),
+    ) {
+        if !extras.contains(&e) {
+            extras.push(e);
+        }
+    }
+    let groups = names(doc.get("dependency-groups"));
+    (extras, groups)
+}
+
+/// What a `setup.cfg` installs: `[options] install_requires` and the test extras of
+/// `[options.extras_require]`.
+pub(super) fn setup_cfg_requires(cfg: &str) -> Vec<String> {
+    let mut out: Vec<String> = setup_cfg_entries(cfg, "options")
+        .into_iter()
+        .filter(|(k, _)| k == "install_requires")
+        .flat_map(|(_, v)| v)
+        .collect();
+    out.extend(
+        setup_cfg_entries(cfg, "options.extras_require")
+            .into_iter()
+            .filter(|(k, _)| TEST_GROUPS.contains(&k.as_str()))
+            .flat_map(|(_, v)| v),
+    );
+    out
+}
+
+/// The keys of `[section]` in a `setup.cfg` (INI: `key = value`, continued on indented lines),
+/// each with its values one per line, comments left out.
+fn setup_cfg_entries(cfg: &str, section: &str) -> Vec<(String, Vec<String>)> {
+    let header = format!("[{section}]");
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut inside = false;
+    for line in cfg.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            inside = t == header;
+            continue;
+        }
+        if !inside || t.is_empty() || t.starts_with(['#', ';']) {
+            continue;
+        }
+        let continued = line.starts_with([' ', '\t']);
+        match t.split_once(['=', ':']) {
+            Some((k, v)) if !continued => {
+                let v = v.trim();
+                let values = if v.is_empty() {
+                    vec![]
+                } else {
+                    vec![v.to_owned()]
+                };
+                out.push((k.trim().to_owned(), values));
+            }
+            _ if continued => {
+                if let Some((_, values)) = out.last_mut() {
+                    values.push(t.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_cfg_requirements_and_test_extras_are_read() {
+        let cfg = "[metadata]\nname = x\n\n[options]\npackages = find:\ninstall_requires =\n    click>=8\n    # a comment\n    rich\n\n[options.extras_require]\ntest = pytest\ndocs =\n    sphinx\ntesting =\n    hypothesis\n    pytest-cov\n";
+        assert_eq!(
+            setup_cfg_requires(cfg),
+            ["click>=8", "rich", "pytest", "hypothesis", "pytest-cov"]
+        );
+        assert_eq!(
+            test_groups("", cfg),
+            (vec!["test".to_owned(), "testing".to_owned()], vec![])
+        );
+    }
+}

@@ -1,0 +1,82 @@
+//! Real projects, zero-config: releases fetched from the package index at test time (pinned by
+//! version and checksum, never copied into this repository), made a git repository as their
+//! maintainers' checkout looks, and driven through `vibeloop gates` and `vibeloop run`. Each
+//! has a shape that well-known projects share and that broke setup before: a version from git
+//! tags and a version file the install generates.
+
+use crate::ecosystems::{gate, gates_json};
+use crate::ecosystems_run::{plan, run};
+use crate::support::fake_llm::{Script, Step};
+use crate::support::hive::{approve_json, writes};
+use crate::support::registry::Sdist;
+
+/// hatchling with hatch-vcs: the version comes from git tags and is written by the build into
+/// `src/apipkg/_version.py` (git-ignored), which `apipkg/__init__.py` imports.
+const APIPKG: Sdist = Sdist {
+    name: "apipkg",
+    version: "3.0.2",
+    sha256: "c7aa61a4f82697fdaa667e70af1505acf1f7428b1c27b891d204ba7a8a3c5e0d",
+};
+
+/// The release ships no tests: one of ours, on the version the build took from the tag.
+const VERSION_TEST: &str = "import apipkg\n\n\ndef test_the_version_is_the_tags():\n    assert apipkg.__version__.startswith(\"3.0.2\")\n";
+
+fn apipkg() -> (tempfile::TempDir, std::path::PathBuf) {
+    APIPKG.repository(
+        &["PKG-INFO", "src/apipkg/_version.py"],
+        &[("tests/test_version.py", VERSION_TEST)],
+    )
+}
+
+#[test]
+fn a_project_whose_version_comes_from_git_tags_installs_and_tests_zero_config() {
+    let (_d, repo) = apipkg();
+    let envs = tempfile::tempdir().unwrap();
+    let (code, all, err) = gates_json(&repo, envs.path());
+    assert_eq!(code, 0, "{all}\n{err}");
+    let test = gate(&all, "test");
+    assert_eq!(test["counts"]["passed"], 1, "{test}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_file_the_install_generates_is_in_every_worktree() {
+    let (_d, repo) = apipkg();
+    let init = std::fs::read_to_string(repo.join("src/apipkg/__init__.py")).unwrap();
+    let goal = "apipkg.version_info: the version's numbers as a tuple";
+    let script = Script::from([
+        (
+            "architect".to_owned(),
+            vec![Step::say(&plan(goal, "src/apipkg/__init__.py"))],
+        ),
+        (
+            // Written in the Breaker's own worktree, where setup never ran: the version file
+            // is there only if the project is built again in each sandbox.
+            "breaker".to_owned(),
+            writes(
+                "tests/test_version_info.py",
+                "from apipkg import version_info\n\n\ndef test_version_info_is_the_numbers():\n    assert version_info[:3] == (3, 0, 2)\n",
+                "A test of version_info.",
+            ),
+        ),
+        (
+            "builder".to_owned(),
+            writes(
+                "src/apipkg/__init__.py",
+                &format!(
+                    "{init}\n\nversion_info = tuple(int(p) for p in __version__.split(\".\")[:3])\n"
+                ),
+                "version_info added.",
+            ),
+        ),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ]);
+    let (code, stdout, stderr, _) = run(script, &repo, goal).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    for line in [
+        "✓ red_proof",
+        "gate test: passed (2 tests)",
+        "T-1 completed",
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
+    }
+}
