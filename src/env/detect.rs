@@ -242,7 +242,7 @@ fn python(files: &dyn Files) -> Option<Found> {
     ));
     // A lint or typecheck tool the project configures is a gate only where the project also
     // depends on it (setup installs it); else the gate is skipped with why.
-    let declared = super::pyproject::declared_python(files, &pyproject, &requirements);
+    let declared = super::pyproject::declared_python(&|p| files.read(p), &pyproject, &requirements);
     let mut left_out = Vec::new();
     let mut gate = |gate: &str, tools: &[(&str, &str, &str, &str)]| {
         for (name, section, file, command) in tools {

@@ -3,13 +3,11 @@
 //! `setup.cfg`'s options, for detection (what setup installs, which gates have their tool) and
 //! for the download phase of a changed dependency file.
 
-use super::detect::Files;
-
 /// The names of the packages a Python project depends on anywhere setup installs from: its
 /// dependencies, test extras and groups, its requirements files, `setup.cfg`, and pre-commit's hooks
 /// (lower-cased, without versions or extras).
 pub(super) fn declared_python(
-    files: &dyn Files,
+    read: &dyn Fn(&str) -> Option<String>,
     pyproject: &str,
     requirements: &[String],
 ) -> Vec<String> {
@@ -35,14 +33,9 @@ pub(super) fn declared_python(
         }
     }
     for r in requirements {
-        specs.extend(
-            files
-                .read(r)
-                .iter()
-                .flat_map(|t| t.lines().map(str::to_owned)),
-        );
+        specs.extend(read(r).iter().flat_map(|t| t.lines().map(str::to_owned)));
     }
-    if let Some(cfg) = files.read("setup.cfg") {
+    if let Some(cfg) = read("setup.cfg") {
         specs.extend(setup_cfg_requires(&cfg));
     }
     let mut names: Vec<String> = specs
@@ -57,7 +50,7 @@ pub(super) fn declared_python(
         .filter(|n| !n.is_empty())
         .collect();
     // pre-commit pins its hooks' tools by repository.
-    if let Some(pc) = files.read(".pre-commit-config.yaml") {
+    if let Some(pc) = read(".pre-commit-config.yaml") {
         for tool in ["ruff", "mypy", "flake8"] {
             if pc.contains(&format!("/{tool}")) || pc.contains(&format!("id: {tool}")) {
                 names.push(tool.to_owned());
