@@ -20,17 +20,18 @@ IF_MISSING=0
 # Debian 13: rustc 1.85, Go 1.24, Node 20, Python 3.13 with pip 25 (bookworm's rustc and Go
 # are too old for today's crates and modules).
 SUITE="trixie"
-# Every image: git for the agents, certificates for setup's downloads.
-COMMON="git,ca-certificates"
+# Every image: git for the agents, certificates for setup's downloads, and the programs real
+# projects' tests and builds call (make, a C compiler and pkg-config for extensions, less).
+COMMON="git,ca-certificates,make,gcc,libc6-dev,pkg-config,less"
 # Keep in sync with the README's "Ecosystems" section and docker/runner.Dockerfile.
-PKG_PYTHON="python3,python3-pip,python3-venv,python3-pytest,flake8,mypy"
+PKG_PYTHON="python3,python3-pip,python3-venv,python3-dev,python3-pytest,flake8,mypy"
 # llvm: llvm-profdata and llvm-cov read rustc's coverage instrumentation (acceptance.coverage).
 PKG_RUST="rustc,cargo,rust-clippy,rustfmt,gcc,libc6-dev,pkg-config,lld,llvm"
 PKG_GO="golang-go"
 PKG_NODE="nodejs,npm"
 KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
 # Raised whenever the packages above change: an image of an older revision is built again.
-RUNNER_REV=2
+RUNNER_REV=3
 RUNNER_UID=1000
 
 die() { echo "build-runner-image: error: $*" >&2; exit 1; }

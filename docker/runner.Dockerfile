@@ -18,7 +18,7 @@ ARG PACKAGES="python3 python3-pip python3-venv python3-pytest flake8 mypy"
 RUN set -eux; \
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        $PACKAGES git ca-certificates; \
+        $PACKAGES git ca-certificates make gcc libc6-dev pkg-config less; \
     apt-get clean; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
 

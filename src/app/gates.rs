@@ -45,15 +45,11 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
     let base = resolve_base(&repo, args.base.as_deref())?;
     let yaml = read_config(&repo, &base)?;
     let files = crate::env::tree::Tree::of_commit(&repo, git2::Oid::from_str(base.as_str())?)?;
-    let env = crate::env::resolve(yaml, &files);
+    let mut env = crate::env::resolve(yaml, &files);
     if args.explain {
         print!("{}", env.explain());
         return Ok(0);
     }
-    for p in &env.problems {
-        eprintln!("warning: {p}");
-    }
-    let config = env.config.clone();
     let head = snapshot(&repo)?;
     // The change is what `head` adds to the base: compare with their merge base.
     let base: CommitSha = repo
@@ -71,6 +67,16 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
     if let Some(why) = fallback {
         eprintln!("note: running gates as local processes: no Docker engine answered ({why})");
     }
+    let registry = crate::env::image::Registry::from_env();
+    let mut pulling = |line: &str| eprintln!("image: {line}");
+    let had = crate::env::image::ensure(&backend, &mut env, registry.as_ref(), &mut pulling).await;
+    if let Some(said) = had.describe() {
+        eprintln!("image: {said}");
+    }
+    for p in &env.problems {
+        eprintln!("warning: {p}");
+    }
+    let config = env.config.clone();
     let role = format!("gates-{}", std::process::id());
     let mut spec = SandboxSpec::from_config(
         &config,

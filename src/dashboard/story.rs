@@ -255,10 +255,12 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
             ),
             Tone::Step,
         ),
+        "image" => plain(format!("Sandbox image: {}.", s("said")), Tone::Step),
         "baseline" => plain(
             format!(
-                "The base branch's own tests: {} failing before any change.",
-                n("failing")
+                "The base branch's own tests: {} failing before any change.{}",
+                n("failing"),
+                missing_programs(d)
             ),
             Tone::Step,
         ),
@@ -327,6 +329,23 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
         "llm_usage" | "thinking" | "tool_start" | "iteration_start" | "stage_exit" => None,
         other => plain(cap(&other.replace('_', " ")), Tone::Quiet),
     }
+}
+
+/// What a baseline event says of programs the base's failing tests call and the image lacks.
+pub(crate) fn missing_programs(d: &serde_json::Value) -> String {
+    let names: Vec<&str> = d["missing_programs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .collect();
+    if names.is_empty() {
+        return String::new();
+    }
+    format!(
+        " They call programs the sandbox image does not have ({}): add them to the image (`image:` in .github/hive.yml) or install them in `setup:`.",
+        names.join(", ")
+    )
 }
 
 #[cfg(test)]

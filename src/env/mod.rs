@@ -12,6 +12,7 @@ pub mod coverage;
 pub mod detect;
 pub mod devcontainer;
 pub mod fetch;
+pub mod image;
 pub mod manifests;
 pub mod pyproject;
 pub mod resolve;
@@ -43,6 +44,8 @@ pub struct Settings {
     pub envs: Envs,
     pub network: Network,
     pub retention: Retention,
+    /// Credentials for the one registry the operator names (`image::Registry::from_env`).
+    pub registry: Option<image::Registry>,
 }
 
 impl Settings {
@@ -67,6 +70,7 @@ impl Settings {
             envs: Envs::in_data_dir(data_dir),
             network: Network::from_env(),
             retention,
+            registry: image::Registry::from_env(),
         }
     }
 

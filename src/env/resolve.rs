@@ -35,6 +35,9 @@ pub struct Resolved {
     pub links: Vec<String>,
     /// What could not be used, for people (a devcontainer that builds its own image…).
     pub problems: Vec<String>,
+    /// The same repository resolved without its devcontainer, when the image came from it:
+    /// what runs when that image cannot be had ([`super::image::ensure`]).
+    pub without_devcontainer: Option<Box<Resolved>>,
 }
 
 /// One key of the effective config.
@@ -59,15 +62,33 @@ impl Resolved {
             env: vec![],
             links: vec![],
             problems: vec![],
+            without_devcontainer: None,
         }
     }
 }
 
 /// Fills the keys `yaml` leaves unset from the repository's `files`.
 pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
+    let mut r = resolve_with(yaml.clone(), files, true);
+    let image_from_devcontainer = r
+        .origins
+        .iter()
+        .any(|o| o.key == "image" && r.devcontainer.as_ref().is_some_and(|d| d.path == o.from));
+    if image_from_devcontainer {
+        r.without_devcontainer = Some(Box::new(resolve_with(yaml, files, false)));
+    }
+    r
+}
+
+fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) -> Resolved {
     let found = detect::detect(files);
     let mut problems = Vec::new();
-    let devcontainer = devcontainer::PATHS.iter().find_map(|p| {
+    let paths: &[&str] = if read_devcontainer {
+        &devcontainer::PATHS
+    } else {
+        &[]
+    };
+    let devcontainer = paths.iter().find_map(|p| {
         let text = files.read(p)?;
         match devcontainer::parse(p, &text) {
             Ok(d) => Some(d),
@@ -266,6 +287,7 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
         env,
         links,
         problems,
+        without_devcontainer: None,
     }
 }
 

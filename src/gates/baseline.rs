@@ -143,6 +143,56 @@ pub fn missing_dependency(output: &str) -> Option<Missing> {
     })
 }
 
+/// The programs `output` says are not there (`sh: 1: less: not found`, `bash: make: command
+/// not found`, Python's `FileNotFoundError: … 'less'`, Go's `exec: "less": executable file not
+/// found`, Node's `spawn less ENOENT`), each once, in the order first named.
+pub fn missing_programs(output: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let plain = |n: &str| {
+        !n.is_empty()
+            && n.len() <= 64
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._+-/".contains(c))
+            && !n.starts_with(['.', '-'])
+    };
+    for line in output.lines().map(str::trim) {
+        let name = if let Some(rest) = line
+            .strip_suffix(": not found")
+            .or_else(|| line.strip_suffix(": command not found"))
+        {
+            // `sh: 1: less`, `/bin/sh: less`, `bash: line 1: make`
+            rest.rsplit(": ").next()
+        } else if let Some(at) = line.find("No such file or directory: '") {
+            let rest = &line[at + "No such file or directory: '".len()..];
+            rest.split('\'')
+                .next()
+                .filter(|_| line.contains("FileNotFoundError"))
+        } else if let Some(at) = line.find("exec: \"") {
+            let rest = &line[at + "exec: \"".len()..];
+            rest.split('"')
+                .next()
+                .filter(|_| line.contains("executable file not found"))
+        } else if let Some(at) = line.find("spawn ") {
+            let rest = &line[at + "spawn ".len()..];
+            rest.strip_suffix(" ENOENT").or_else(|| {
+                rest.split(" ENOENT")
+                    .next()
+                    .filter(|r| r.len() < rest.len())
+            })
+        } else {
+            None
+        };
+        // A path is a file the tests wanted (`data/in.txt`), not a program.
+        let Some(name) = name.map(str::trim).filter(|n| plain(n) && !n.contains('/')) else {
+            continue;
+        };
+        if !found.iter().any(|f| f == name) {
+            found.push(name.to_owned());
+        }
+    }
+    found
+}
+
 /// Whether `name` (from [`missing_dependency`]) is the project's own code in the checkout at
 /// `root` rather than a dependency: a Go path under `go.mod`'s module, Rust's `crate`/`self`/
 /// `super` or the root package's name, or a file or directory of that name anywhere in the
@@ -189,6 +239,20 @@ pub fn is_own(root: &Path, name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn programs_a_test_calls_that_are_not_there_are_named() {
+        let out = "sh: 1: less: not found\nbash: line 1: make: command not found\n\
+                   FileNotFoundError: [Errno 2] No such file or directory: 'pkg-config'\n\
+                   exec: \"gcc\": executable file not found in $PATH\n\
+                   Error: spawn less ENOENT\n\
+                   FileNotFoundError: [Errno 2] No such file or directory: 'data/in.txt'\n";
+        assert_eq!(
+            super::missing_programs(out),
+            ["less", "make", "pkg-config", "gcc"]
+        );
+        assert!(super::missing_programs("AssertionError: 1 != 2").is_empty());
+    }
+
     use super::*;
 
     fn out(code: i32, text: &str) -> CommandOutput {

@@ -329,6 +329,19 @@ impl Backend {
     /// Starts the sandbox of `spec` and runs its [`SandboxSpec::prepare`]; a failed prepare
     /// is kept on the sandbox for the reports ([`Sandbox::prepare_failed`]), not an error: the
     /// change may be what broke the build, and its tests say how.
+    /// Pulls `image` from its registry (Docker only), with `credentials` when given.
+    pub async fn pull(
+        &self,
+        image: &str,
+        credentials: Option<bollard::auth::DockerCredentials>,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), SandboxError> {
+        match self {
+            Backend::Docker(d) => d.pull(image, credentials, progress).await,
+            Backend::Local => Err(SandboxError::Docker("local processes use no images".into())),
+        }
+    }
+
     pub async fn start(&self, spec: &SandboxSpec) -> Result<Sandbox, SandboxError> {
         let runs = match self {
             Backend::Docker(d) => d.start(spec).await.map(Runs::Docker),

@@ -42,7 +42,7 @@ pub(crate) fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
 }
 
 /// `vibeloop gates` on `repo` with environments kept in `envs`: exit code and stdout+stderr.
-fn gates(repo: &Path, envs: &Path, extra: &[&str]) -> (i32, String) {
+pub(crate) fn gates(repo: &Path, envs: &Path, extra: &[&str]) -> (i32, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_vibeloop"))
         .args(["gates", "--sandbox", "docker", "--base", "main", "--repo"])
         .arg(repo)
@@ -368,7 +368,7 @@ fn the_security_gate_reads_rust_typescript_and_go_with_their_own_parsers() {
     );
 }
 
-fn docker(args: &[&str]) {
+pub(crate) fn docker(args: &[&str]) {
     let out = std::process::Command::new("docker")
         .args(args)
         .output()
@@ -377,7 +377,7 @@ fn docker(args: &[&str]) {
 }
 
 /// Removes a Docker tag when dropped.
-struct Tag(String);
+pub(crate) struct Tag(pub(crate) String);
 
 impl Drop for Tag {
     fn drop(&mut self) {

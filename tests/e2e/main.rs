@@ -11,6 +11,7 @@ mod conflicts;
 mod constraints;
 mod dashboard;
 mod dashboard_pages;
+mod devcontainer_image;
 mod e2e_crash;
 mod e2e_hive;
 mod e2e_land;

@@ -2,7 +2,8 @@
 //! version and checksum, never copied into this repository), made a git repository as their
 //! maintainers' checkout looks, and driven through `vibeloop gates` and `vibeloop run`. Each
 //! has a shape that well-known projects share and that broke setup before: a version from git
-//! tags and a version file the install generates.
+//! tags and a version file the install generates. And the programs real projects' tests call
+//! (make, a C compiler, pkg-config, less, git) are in the images, a missing one named.
 
 use crate::ecosystems::{gate, gates_json};
 use crate::ecosystems_run::{plan, run};
@@ -75,6 +76,51 @@ async fn a_version_file_the_install_generates_is_in_every_worktree() {
     for line in [
         "✓ red_proof",
         "gate test: passed (2 tests)",
+        "T-1 completed",
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
+    }
+}
+
+const TOOLS_TEST: &str = "import subprocess\n\n\ndef test_the_programs_real_tests_call_are_there():\n    for argv in ([\"make\", \"--version\"], [\"cc\", \"--version\"], [\"pkg-config\", \"--version\"], [\"less\", \"--version\"], [\"git\", \"--version\"]):\n        subprocess.run(argv, check=True, capture_output=True)\n\n\ndef test_a_program_nobody_has():\n    subprocess.run([\"frobnicate-widgets\", \"--all\"], check=True)\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tests_find_the_programs_they_call_and_a_missing_one_is_named_at_the_baseline() {
+    let (_d, repo) = crate::ecosystems::project(&[
+        ("requirements.txt", "pytest\n"),
+        ("calc.py", "def add(a, b):\n    return a - b\n"),
+        ("tests/test_tools.py", TOOLS_TEST),
+    ]);
+    let goal = "add() adds";
+    let script = Script::from([
+        (
+            "architect".to_owned(),
+            vec![Step::say(&plan(goal, "calc.py"))],
+        ),
+        (
+            "breaker".to_owned(),
+            writes(
+                "tests/test_calc.py",
+                "from calc import add\n\n\ndef test_adds():\n    assert add(2, 3) == 5\n",
+                "A test of add().",
+            ),
+        ),
+        (
+            "builder".to_owned(),
+            writes(
+                "calc.py",
+                "def add(a, b):\n    return a + b\n",
+                "add() adds.",
+            ),
+        ),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ]);
+    let (code, stdout, stderr, _) = run(script, &repo, goal).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    for line in [
+        "baseline: 1 test(s) already fail on the base. They call programs the sandbox image does not have (frobnicate-widgets)",
+        // make, cc, pkg-config, less and git are there: that test passes on the base and after.
+        "gate test: passed",
         "T-1 completed",
     ] {
         assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");

@@ -68,7 +68,18 @@ pub(super) async fn baseline(
                     .collect(),
                 failing: run.failing,
             };
-            let data = serde_json::json!({ "counts": b.counts, "failing": b.failing.len(), "passing": b.passing.len() });
+            // Tests failing on the base because the image lacks a program they call.
+            let missing = if b.failing.is_empty() {
+                vec![]
+            } else {
+                crate::gates::baseline::missing_programs(&output.output)
+            };
+            let data = serde_json::json!({
+                "counts": b.counts,
+                "failing": b.failing.len(),
+                "passing": b.passing.len(),
+                "missing_programs": missing,
+            });
             cx.run.event("baseline", data).await;
             return Ok(Some(b));
         }

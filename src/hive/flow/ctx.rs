@@ -231,6 +231,22 @@ pub(super) async fn resolve_env(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
     };
     let yaml = cx.env.config.clone();
     cx.env = crate::env::resolve(yaml, &tree);
+    let hive = cx.run.hive;
+    let had = crate::env::image::ensure(
+        &hive.sandbox,
+        &mut cx.env,
+        hive.environments.registry.as_ref(),
+        &mut |line| tracing::debug!(%line, "pulling the sandbox image"),
+    )
+    .await;
+    if let Some(said) = had.describe() {
+        cx.run
+            .event(
+                "image",
+                serde_json::json!({ "said": said, "image": cx.env.config.image }),
+            )
+            .await;
+    }
     narrow_by_ticket(cx);
     Ok(())
 }

@@ -124,6 +124,46 @@ impl DockerBackend {
         self.docker.inspect_image(image).await.ok()?.id
     }
 
+    /// Pulls `image` (`:latest` when it names no tag or digest) with `credentials` for its
+    /// registry, telling `progress` each layer's status as the engine reports it.
+    pub async fn pull(
+        &self,
+        image: &str,
+        credentials: Option<bollard::auth::DockerCredentials>,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), SandboxError> {
+        let name = image.rsplit('/').next().unwrap_or(image);
+        let image = if name.contains(':') || name.contains('@') {
+            image.to_owned()
+        } else {
+            format!("{image}:latest")
+        };
+        let options = bollard::query_parameters::CreateImageOptionsBuilder::default()
+            .from_image(&image)
+            .build();
+        let mut stream = self.docker.create_image(Some(options), None, credentials);
+        // Each layer's status once per change ("Downloading" comes with every chunk).
+        let mut last: HashMap<String, String> = HashMap::new();
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| SandboxError::Docker(e.to_string()))?;
+            if let Some(e) = info.error_detail.and_then(|d| d.message) {
+                return Err(SandboxError::Docker(e));
+            }
+            let Some(status) = info.status else { continue };
+            let id = info.id.unwrap_or_default();
+            if last.get(&id) == Some(&status) {
+                continue;
+            }
+            progress(&if id.is_empty() {
+                status.clone()
+            } else {
+                format!("{id}: {status}")
+            });
+            last.insert(id, status);
+        }
+        Ok(())
+    }
+
     pub async fn start(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
         let name = self.container_name(spec);
         self.remove(&name).await;

@@ -1,0 +1,117 @@
+//! A devcontainer's image is pulled from its registry (here Debian's `docker-registry` on
+//! 127.0.0.1, holding a copy of a runner image under a name the engine does not have), and a
+//! devcontainer whose image cannot be pulled runs on the detected ecosystem's image instead,
+//! saying so: the ticket never stops for an image the detected one could replace.
+
+use std::net::TcpListener;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use crate::ecosystems::{Tag, docker, gates, project};
+
+/// A registry on 127.0.0.1 for as long as it lives, its storage in a temporary directory.
+struct LocalRegistry {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl LocalRegistry {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n",
+                dir.path().join("data").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("docker-registry runs (Debian's docker-registry package; scripts/test-deps installs it)");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the registry never listened on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for LocalRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const TEST_PY: &str =
+    "import os\n\n\ndef test_in_the_sandbox():\n    assert os.path.isdir('/cache')\n";
+
+fn devcontainer_project(image: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    project(&[
+        (
+            ".devcontainer/devcontainer.json",
+            &format!("{{ \"image\": \"{image}\" }}"),
+        ),
+        ("requirements.txt", "pytest\n"),
+        ("tests/test_here.py", TEST_PY),
+    ])
+}
+
+#[test]
+fn a_devcontainers_image_is_pulled_from_its_registry() {
+    let registry = LocalRegistry::start();
+    let image = format!("{}/team/dev:{}", registry.addr, std::process::id());
+    {
+        let pushed = Tag(image.clone());
+        docker(&["tag", "vibeloop-runner:python", &pushed.0]);
+        docker(&["push", "--quiet", &pushed.0]);
+    } // untagged again: the engine does not have it by that name
+    let _pulled = Tag(image.clone());
+    let (_d, repo) = devcontainer_project(&image);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, out) = gates(&repo, envs.path(), &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!("image: pulled the image {image}")),
+        "{out}"
+    );
+    assert!(out.contains("test       passed"), "{out}");
+}
+
+#[test]
+fn a_devcontainers_image_that_cannot_be_pulled_falls_back_to_the_detected_one() {
+    let registry = LocalRegistry::start();
+    let image = format!("{}/team/never-pushed:1", registry.addr);
+    let (_d, repo) = devcontainer_project(&image);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, out) = gates(&repo, envs.path(), &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "the devcontainer's image {image} could not be pulled"
+        )) && out.contains("so the detected vibeloop-runner:python runs instead"),
+        "{out}"
+    );
+    assert!(out.contains("test       passed"), "{out}");
+}
