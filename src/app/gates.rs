@@ -76,6 +76,9 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
     for p in &env.problems {
         eprintln!("warning: {p}");
     }
+    for said in crate::env::toolchain::check(&backend, &env.config.image, &env.toolchains).await {
+        eprintln!("toolchain: {said}");
+    }
     let config = env.config.clone();
     let role = format!("gates-{}", std::process::id());
     let mut spec = SandboxSpec::from_config(

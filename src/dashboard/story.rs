@@ -256,6 +256,7 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
             Tone::Step,
         ),
         "image" => plain(format!("Sandbox image: {}.", s("said")), Tone::Step),
+        "toolchain" => plain(s("said").to_owned(), Tone::Step),
         "baseline" => plain(
             format!(
                 "The base branch's own tests: {} failing before any change.{}",

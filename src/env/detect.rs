@@ -87,7 +87,7 @@ pub struct Found {
     /// (`node_modules`): kept in its cache, and linked into every worktree.
     pub links: Vec<String>,
     /// Gates the project's files point at but that cannot run here, each with why and the
-    /// setting that enables it (`lint`: "the project configures ruff but does not depend on it…").
+    /// setting that enables it (`lint`: "the project configures ruff but neither depends on it nor pins it…").
     pub left_out: Vec<(String, String)>,
 }
 
@@ -243,6 +243,11 @@ fn python(files: &dyn Files) -> Option<Found> {
     // A lint or typecheck tool the project configures is a gate only where the project also
     // depends on it (setup installs it); else the gate is skipped with why.
     let declared = super::pyproject::declared_python(&|p| files.read(p), &pyproject, &requirements);
+    let pinned = files
+        .read(".pre-commit-config.yaml")
+        .map(|c| super::pyproject::precommit_pins(&c))
+        .unwrap_or_default();
+    let mut installs = Vec::new();
     let mut left_out = Vec::new();
     let mut gate = |gate: &str, tools: &[(&str, &str, &str, &str)]| {
         for (name, section, file, command) in tools {
@@ -252,10 +257,14 @@ fn python(files: &dyn Files) -> Option<Found> {
             if declared.iter().any(|d| d == name) {
                 return Some((*command).to_owned());
             }
+            if let Some((_, spec)) = pinned.iter().find(|(t, _)| t == name) {
+                installs.push(spec.clone());
+                return Some((*command).to_owned());
+            }
             left_out.push((
                 gate.to_owned(),
                 format!(
-                    "the project configures {name} but does not depend on it, so it is not installed: add {name} to a test dependency group or requirements file, or pin `gates.{gate}`"
+                    "the project configures {name} but neither depends on it nor pins it in .pre-commit-config.yaml, so it is not installed: add {name} to a test dependency group or requirements file, or set `gates.{gate}`"
                 ),
             ));
             return None;
@@ -270,12 +279,24 @@ fn python(files: &dyn Files) -> Option<Found> {
         ],
     );
     let typecheck = gate("typecheck", &[("mypy", "[tool.mypy", "mypy.ini", "mypy .")]);
+    // The version pre-commit runs, where that is all that names the tool.
+    if !installs.is_empty() {
+        let quoted: Vec<String> = installs.iter().map(|s| crate::sandbox::quote(s)).collect();
+        steps.push(format!("{pip} {}", quoted.join(" ")));
+        why.push(format!(
+            "{} as .pre-commit-config.yaml pins",
+            installs.join(", ")
+        ));
+    }
     let manifest = markers
         .first()
         .cloned()
         .unwrap_or_else(|| requirements[0].clone());
     let mut inputs = markers.clone();
     inputs.extend(requirements.iter().cloned());
+    if !installs.is_empty() {
+        inputs.push(".pre-commit-config.yaml".into());
+    }
     Some(Found {
         ecosystem: Ecosystem::Python,
         manifest: manifest.clone(),
@@ -476,10 +497,26 @@ mod tests {
         assert!(
             f.left_out[0]
                 .1
-                .contains("configures mypy but does not depend on it"),
+                .contains("configures mypy but neither depends on it nor pins it"),
             "{:?}",
             f.left_out
         );
+        // A tool pinned only by pre-commit is installed at that version, and its gate runs.
+        let t = Tree::of(&[
+            ("pyproject.toml", "[project]\nname = \"x\"\n\n[tool.mypy]\n"),
+            (
+                ".pre-commit-config.yaml",
+                "repos:\n- repo: https://github.com/pre-commit/mirrors-mypy\n  rev: v1.10.0\n  hooks:\n  - id: mypy\n",
+            ),
+        ]);
+        let f = &detect(&t)[0];
+        assert_eq!(f.typecheck.as_deref(), Some("mypy ."));
+        assert!(
+            f.setup.as_deref().unwrap().contains("'mypy==1.10.0'"),
+            "{:?}",
+            f.setup
+        );
+        assert!(f.left_out.is_empty(), "{:?}", f.left_out);
         // Extras as dotted keys, and PEP 735 dependency groups.
         let t = Tree::of(&[(
             "pyproject.toml",

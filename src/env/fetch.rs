@@ -136,6 +136,13 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
     if let Some(cfg) = text("setup.cfg") {
         wanted.extend(super::pyproject::setup_cfg_requires(&cfg));
     }
+    if let Some(config) = text(".pre-commit-config.yaml") {
+        wanted.extend(
+            super::pyproject::precommit_pins(&config)
+                .into_iter()
+                .map(|(_, spec)| spec),
+        );
+    }
     for r in inputs.iter().filter(|p| p.ends_with(".txt")) {
         wanted.extend(
             text(r)

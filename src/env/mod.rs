@@ -15,8 +15,10 @@ pub mod fetch;
 pub mod image;
 pub mod manifests;
 pub mod pyproject;
+pub mod reach;
 pub mod resolve;
 pub mod setup;
+pub mod toolchain;
 pub mod tree;
 
 pub use cache::{EnvInfo, EnvKey, Envs, Retention};

@@ -4,8 +4,8 @@
 //! for the download phase of a changed dependency file.
 
 /// The names of the packages a Python project depends on anywhere setup installs from: its
-/// dependencies, test extras and groups, its requirements files, `setup.cfg`, and pre-commit's hooks
-/// (lower-cased, without versions or extras).
+/// dependencies, test extras and groups, its requirements files and `setup.cfg` (lower-cased,
+/// without versions or extras).
 pub(super) fn declared_python(
     read: &dyn Fn(&str) -> Option<String>,
     pyproject: &str,
@@ -38,7 +38,7 @@ pub(super) fn declared_python(
     if let Some(cfg) = read("setup.cfg") {
         specs.extend(setup_cfg_requires(&cfg));
     }
-    let mut names: Vec<String> = specs
+    let names: Vec<String> = specs
         .iter()
         .map(|s| {
             s.trim()
@@ -49,15 +49,51 @@ pub(super) fn declared_python(
         })
         .filter(|n| !n.is_empty())
         .collect();
-    // pre-commit pins its hooks' tools by repository.
-    if let Some(pc) = read(".pre-commit-config.yaml") {
-        for tool in ["ruff", "mypy", "flake8"] {
-            if pc.contains(&format!("/{tool}")) || pc.contains(&format!("id: {tool}")) {
-                names.push(tool.to_owned());
+    names
+}
+
+/// The lint and typecheck tools `.pre-commit-config.yaml` pins, each as the pip requirement
+/// that installs that version (`ruff==0.4.4` for `rev: v0.4.4`; the bare name when the rev is
+/// not a version). Hooks of `repo: local` pin nothing: they run what the environment has.
+pub(super) fn precommit_pins(config: &str) -> Vec<(String, String)> {
+    let Ok(doc) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(config) else {
+        return vec![];
+    };
+    let mut pins = Vec::new();
+    for repo in doc["repos"].as_sequence().into_iter().flatten() {
+        let url = repo["repo"].as_str().unwrap_or_default();
+        if url == "local" || url == "meta" {
+            continue;
+        }
+        let rev = repo["rev"].as_str().unwrap_or_default();
+        let version = rev.strip_prefix('v').unwrap_or(rev);
+        let pinned = !version.is_empty()
+            && version.starts_with(|c: char| c.is_ascii_digit())
+            && version.len() < 40
+            && version
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.');
+        for hook in repo["hooks"].as_sequence().into_iter().flatten() {
+            let id = hook["id"].as_str().unwrap_or_default();
+            // ruff-pre-commit's hooks are `ruff` and `ruff-check` (lint) and `ruff-format`.
+            let tool = match id {
+                "ruff" | "ruff-check" => "ruff",
+                "mypy" => "mypy",
+                "flake8" => "flake8",
+                _ => continue,
+            };
+            if pins.iter().any(|(t, _)| t == tool) {
+                continue;
             }
+            let spec = if pinned {
+                format!("{tool}=={version}")
+            } else {
+                tool.to_owned()
+            };
+            pins.push((tool.to_owned(), spec));
         }
     }
-    names
+    pins
 }
 
 /// Installs what the project's build backend says an editable build needs beyond its
@@ -210,5 +246,18 @@ mod tests {
             test_groups("", cfg),
             (vec!["test".to_owned(), "testing".to_owned()], vec![])
         );
+    }
+
+    #[test]
+    fn pre_commit_pins_its_tools_by_rev_and_local_hooks_pin_nothing() {
+        let config = "repos:\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.4.4\n    hooks:\n      - id: ruff\n        args: [--fix]\n      - id: ruff-format\n  - repo: https://github.com/pre-commit/mirrors-mypy\n    rev: 0123456789abcdef0123456789abcdef01234567\n    hooks:\n      - id: mypy\n  - repo: local\n    hooks:\n      - id: flake8\n        entry: flake8\n";
+        assert_eq!(
+            precommit_pins(config),
+            [
+                ("ruff".to_owned(), "ruff==0.4.4".to_owned()),
+                ("mypy".to_owned(), "mypy".to_owned()),
+            ]
+        );
+        assert!(precommit_pins("repos: [unclosed").is_empty());
     }
 }

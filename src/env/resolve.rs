@@ -38,6 +38,9 @@ pub struct Resolved {
     /// The same repository resolved without its devcontainer, when the image came from it:
     /// what runs when that image cannot be had ([`super::image::ensure`]).
     pub without_devcontainer: Option<Box<Resolved>>,
+    /// The toolchain versions the project asks for ([`super::toolchain::check`] compares
+    /// them with the image's).
+    pub toolchains: Vec<super::toolchain::Want>,
 }
 
 /// One key of the effective config.
@@ -63,6 +66,7 @@ impl Resolved {
             links: vec![],
             problems: vec![],
             without_devcontainer: None,
+            toolchains: vec![],
         }
     }
 }
@@ -288,6 +292,7 @@ fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) ->
         links,
         problems,
         without_devcontainer: None,
+        toolchains: super::toolchain::wants(files),
     }
 }
 

@@ -68,6 +68,12 @@ impl Network {
         Self { proxy, ca_bundle }
     }
 
+    /// Gives `spec` the proxies and the CA bundle.
+    pub fn give(&self, spec: &mut crate::sandbox::SandboxSpec) {
+        spec.ca_bundle = self.ca_bundle.clone();
+        spec.env.extend(self.env());
+    }
+
     fn env(&self) -> Vec<(String, String)> {
         let mut env = self.proxy.clone();
         if self.ca_bundle.is_some() {
@@ -114,15 +120,31 @@ const CERTIFICATE_ERRORS: [&str; 9] = [
     "SELF_SIGNED_CERT_IN_CHAIN",
 ];
 
+/// What `output` says of a TLS certificate nobody trusts: its line from the error's name on
+/// (`[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: …`), up to 160 characters.
+pub fn certificate_line(output: &str) -> Option<String> {
+    let (line, at) = output.lines().find_map(|l| {
+        let at = CERTIFICATE_ERRORS.iter().filter_map(|m| l.find(m)).min()?;
+        Some((l, at))
+    })?;
+    // From the bracket that opens the error's name (`[SSL: …]`), when there is one just before.
+    let start = line[..at].rfind('[').filter(|b| at - b <= 8).unwrap_or(at);
+    let rest = &line[start..];
+    // A quoted error (Python's repr of it) ends at its quote.
+    let rest = &rest[..rest.find(['\'', '"']).unwrap_or(rest.len())];
+    let mut said: String = rest.chars().take(160).collect();
+    // Closing brackets of what it was quoted in, not its own.
+    while said.ends_with(')') && said.matches(')').count() > said.matches('(').count() {
+        said.pop();
+    }
+    Some(said.trim_end().to_owned())
+}
+
 /// When setup's `output` shows a certificate nobody trusts (a network that re-signs TLS), what
 /// to do: give the sandbox the host's CA bundle, or, when one is given, check it is the one
 /// the network needs.
 pub fn certificate_hint(output: &str, network: &Network) -> Option<String> {
-    let line = output
-        .lines()
-        .find(|l| CERTIFICATE_ERRORS.iter().any(|m| l.contains(m)))?
-        .trim();
-    let line: String = line.chars().take(200).collect();
+    let line = certificate_line(output)?;
     Some(match &network.ca_bundle {
         None => format!(
             "Setup could not verify a registry's TLS certificate (`{line}`): this network re-signs TLS. Give the sandbox the host's CA bundle: VIBELOOP_SANDBOX_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt (`vibeloop doctor` checks it)."
@@ -566,6 +588,13 @@ mod tests {
         assert!(
             hint.contains("VIBELOOP_SANDBOX_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt"),
             "{hint}"
+        );
+        let pip = "WARNING: Retrying (Retry(total=0)) after connection broken by 'SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in certificate chain (_ssl.c:1000)')))': /simple/pip/";
+        assert_eq!(
+            certificate_line(pip).as_deref(),
+            Some(
+                "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in certificate chain (_ssl.c:1000)"
+            )
         );
         let cargo = "error: failed to download from `https://x/y`\nCaused by:\n  [60] SSL peer certificate or SSH remote key was not OK (SSL certificate problem: unable to get local issuer certificate)";
         let given = Network {

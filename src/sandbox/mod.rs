@@ -115,6 +115,30 @@ pub const WORK_MOUNT: &str = "/work";
 pub const CA_MOUNT: &str = "/etc/vibeloop/ca-certificates.crt";
 
 impl SandboxSpec {
+    /// A sandbox of `image` over the empty directory `dir`, for a look at the image itself
+    /// (its toolchains' versions, whether it reaches a package index): no environment, no
+    /// network unless `network`, small limits.
+    pub fn probe(image: &str, dir: &Path, what: &str, network: bool) -> Self {
+        Self {
+            repo: "vibeloop/probe".into(),
+            ticket: "probe".into(),
+            role: what.into(),
+            worktree: dir.to_owned(),
+            read_only: vec![],
+            image: image.into(),
+            network,
+            cpus: 1.0,
+            memory_mb: 1024,
+            pids: 256,
+            disk_mb: 512,
+            cache: None,
+            cache_writable: false,
+            ca_bundle: None,
+            env: vec![],
+            prepare: None,
+        }
+    }
+
     /// The spec's environment as the local backend needs it: the mounts' paths replaced by
     /// the host's.
     pub(crate) fn host_env(&self) -> Vec<(String, String)> {
@@ -326,9 +350,6 @@ impl Backend {
         }
     }
 
-    /// Starts the sandbox of `spec` and runs its [`SandboxSpec::prepare`]; a failed prepare
-    /// is kept on the sandbox for the reports ([`Sandbox::prepare_failed`]), not an error: the
-    /// change may be what broke the build, and its tests say how.
     /// Pulls `image` from its registry (Docker only), with `credentials` when given.
     pub async fn pull(
         &self,
@@ -342,6 +363,9 @@ impl Backend {
         }
     }
 
+    /// Starts the sandbox of `spec` and runs its [`SandboxSpec::prepare`]; a failed prepare
+    /// is kept on the sandbox for the reports ([`Sandbox::prepare_failed`]), not an error: the
+    /// change may be what broke the build, and its tests say how.
     pub async fn start(&self, spec: &SandboxSpec) -> Result<Sandbox, SandboxError> {
         let runs = match self {
             Backend::Docker(d) => d.start(spec).await.map(Runs::Docker),

@@ -204,7 +204,9 @@ impl Workspace {
             Ok(g) => g,
             Err(_) => {
                 std::fs::create_dir_all(&path)?;
-                Repository::init_bare(&path)?
+                Repository::init_bare(&path)?;
+                self.borrow_local_objects(repo, &path)?;
+                Repository::open_bare(&path)?
             }
         };
         let url = self.remote_url(repo);
@@ -231,6 +233,28 @@ impl Workspace {
             )?;
         }
         Ok(git)
+    }
+
+    /// A new mirror of a repository on this machine (a `file://` forge: `vibeloop run`) borrows
+    /// its objects (git's alternates), so that the first fetch finds every commit there and
+    /// copies nothing: a long history costs no packing.
+    fn borrow_local_objects(&self, repo: &RepoName, mirror: &Path) -> Result<(), WorkspaceError> {
+        if self.git_url.scheme() != "file" {
+            return Ok(());
+        }
+        let Ok(remote) = url::Url::parse(&self.remote_url(repo)) else {
+            return Ok(());
+        };
+        let Ok(objects) = remote.to_file_path().map(|p| p.join("objects")) else {
+            return Ok(());
+        };
+        if objects.is_dir() {
+            std::fs::write(
+                mirror.join("objects/info/alternates"),
+                format!("{}\n", objects.display()),
+            )?;
+        }
+        Ok(())
     }
 
     /// The commit `origin/<branch>` points at in the mirror.

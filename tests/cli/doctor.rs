@@ -20,6 +20,7 @@ const APP_ID: u64 = 4242;
 const WEBHOOK_SECRET: &str = "whsec-doctor-9f8e7d6c5b4a3210";
 const LLM_KEY: &str = "sk-doctor-builder-key-0123";
 const CRITIC_KEY: &str = "sk-doctor-critic-key-4567";
+const HOST_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 const NO_DOCKER: &str = "unix:///nonexistent.sock";
 
 /// What a run printed and how it ended.
@@ -157,6 +158,8 @@ async fn a_healthy_setup_passes_every_check() {
         ("VIBELOOP_LLM_MODEL", "qwen-test"),
         ("VIBELOOP_MODELS_FILE", models.to_str().unwrap()),
         ("DOCTOR_CRITIC_KEY", LLM_KEY),
+        // The host's bundle verifies whatever the host reaches, re-signed or not.
+        ("VIBELOOP_SANDBOX_CA_BUNDLE", HOST_BUNDLE),
     ])
     .await;
     assert_eq!(d.code, 0, "{}", d.out);
@@ -167,6 +170,7 @@ async fn a_healthy_setup_passes_every_check() {
         "database",
         "docker",
         "runner image",
+        "setup network",
         "environments",
         "model endpoint (architect, breaker, builder, reflector)",
         "model endpoint (critic)",
@@ -179,6 +183,14 @@ async fn a_healthy_setup_passes_every_check() {
     }
     d.expect("database", '✓', &["none pending"]);
     d.expect("runner image", '✓', &["vibeloop-runner:python"]);
+    d.expect(
+        "setup network",
+        '✓',
+        &[
+            "a setup sandbox downloads from the package index",
+            HOST_BUNDLE,
+        ],
+    );
     d.expect(
         "environments",
         '✓',
@@ -368,4 +380,53 @@ async fn unreadable_settings_skip_the_checks_that_need_them() {
         '✗',
         &["GITHUB_WEBHOOK_SECRET is not set", "— set it"],
     );
+}
+
+/// A setup sandbox's download from the package index, with a CA bundle that trusts nothing the
+/// index is signed with, and without one: doctor names the setting and whether the host's
+/// bundle fixes it.
+#[tokio::test]
+async fn the_setup_network_check_says_whether_the_ca_bundle_is_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, cert) = (dir.path().join("k.pem"), dir.path().join("c.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=vibeloop-test-nobody"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let data = dir.path().join("data");
+    let cert_text = cert.to_str().unwrap();
+    let d = doctor(&[
+        ("VIBELOOP_DATA_DIR", data.to_str().unwrap()),
+        ("VIBELOOP_SANDBOX_CA_BUNDLE", cert_text),
+    ])
+    .await;
+    d.expect(
+        "setup network",
+        '✗',
+        &[
+            "cannot verify the package index",
+            &format!("though VIBELOOP_SANDBOX_CA_BUNDLE={cert_text} is given"),
+        ],
+    );
+    // Without a bundle: either this network leaves TLS alone, or doctor says that the host's
+    // bundle fixes it (the healthy setup above shows that it does).
+    let d = doctor(&[("VIBELOOP_DATA_DIR", data.to_str().unwrap())]).await;
+    let line = d
+        .out
+        .lines()
+        .find(|l| l.contains("setup network"))
+        .unwrap_or_else(|| panic!("no setup network line:\n{}", d.out));
+    let leaves_tls_alone = line.starts_with("✓ setup network: a setup sandbox downloads");
+    let names_the_fix = line.starts_with("✗ setup network: this network re-signs TLS")
+        && d.out
+            .contains(&format!("set VIBELOOP_SANDBOX_CA_BUNDLE={HOST_BUNDLE}"));
+    assert!(leaves_tls_alone || names_the_fix, "{}", d.out);
 }

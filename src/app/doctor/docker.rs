@@ -1,5 +1,7 @@
 //! The Docker checks: an engine answers, found the way `serve` finds it (`DOCKER_HOST`, else the
-//! local socket), and the default runner image is there. Nothing is pulled or started.
+//! local socket), the default runner image is there, and a setup sandbox of it reaches a
+//! package index (with the host's CA bundle, when this network re-signs TLS). Nothing is
+//! pulled; one short-lived container downloads one package.
 
 use std::path::Path;
 use std::time::Duration;
@@ -7,11 +9,14 @@ use std::time::Duration;
 use bollard::Docker;
 
 use super::Check;
+use crate::env::Network;
+use crate::env::reach::{self, Reach, try_fetch};
 use crate::sandbox::docker::DockerBackend;
-use crate::sandbox::{Kind, SandboxError};
+use crate::sandbox::{Backend, Kind, SandboxError};
 
 const ENGINE: &str = "docker";
 const IMAGE: &str = "runner image";
+const NETWORK: &str = "setup network";
 const WITHIN: Duration = Duration::from_secs(10);
 
 /// The engine check, then the image check (skipped without an engine).
@@ -99,9 +104,106 @@ async fn image(name: &str) -> Check {
     }
 }
 
+/// One download from a setup sandbox of the default image, as setup makes them; when it fails
+/// on a certificate and no bundle is given, a second one with the host's bundle says whether
+/// `VIBELOOP_SANDBOX_CA_BUNDLE` would fix it.
+pub(super) async fn setup_network(data_dir: &Path) -> Check {
+    let backend = match DockerBackend::connect(data_dir).await {
+        Ok(b) => Backend::Docker(b),
+        Err(e) => return Check::skipped(NETWORK, format!("no Docker engine ({e})")),
+    };
+    let image = crate::config::repo::HiveConfig::default().image;
+    let network = Network::from_env();
+    let first = match try_fetch(&backend, &image, &network).await {
+        Ok(r) => r,
+        Err(e) => return Check::skipped(NETWORK, format!("no sandbox of {image} started: {e}")),
+    };
+    let with_host = match (&first, &network.ca_bundle, reach::host_bundle()) {
+        (Reach::Certificate(_), None, Some(bundle)) => {
+            let network = Network {
+                ca_bundle: Some(bundle.to_owned()),
+                ..network.clone()
+            };
+            try_fetch(&backend, &image, &network).await.ok()
+        }
+        _ => None,
+    };
+    judge(&first, with_host.as_ref(), network.ca_bundle.as_deref())
+}
+
+/// What the downloads say: `first` as setup is configured, `with_host` with the host's CA bundle
+/// (tried only when `first` met a certificate nobody trusts and none is `given`).
+fn judge(first: &Reach, with_host: Option<&Reach>, given: Option<&Path>) -> Check {
+    const HOST: &str = "/etc/ssl/certs/ca-certificates.crt";
+    let given_text = given.map(|p| p.display().to_string());
+    match (first, with_host) {
+        (Reach::Fetched, _) => Check::pass(
+            NETWORK,
+            match &given_text {
+                Some(p) => {
+                    format!("a setup sandbox downloads from the package index (CA bundle {p})")
+                }
+                None => "a setup sandbox downloads from the package index".to_owned(),
+            },
+        ),
+        (Reach::Certificate(line), Some(Reach::Fetched)) => Check::fail(
+            NETWORK,
+            format!(
+                "this network re-signs TLS: a setup sandbox cannot verify the package index (`{line}`), and can with the host's CA bundle"
+            ),
+            format!("set VIBELOOP_SANDBOX_CA_BUNDLE={HOST}"),
+        ),
+        (Reach::Certificate(line), _) => Check::fail(
+            NETWORK,
+            match &given_text {
+                Some(p) => format!(
+                    "a setup sandbox cannot verify the package index (`{line}`) though VIBELOOP_SANDBOX_CA_BUNDLE={p} is given"
+                ),
+                None => format!(
+                    "a setup sandbox cannot verify the package index (`{line}`), not even with the host's CA bundle"
+                ),
+            },
+            "set VIBELOOP_SANDBOX_CA_BUNDLE to a bundle that holds the certificate this network signs with",
+        ),
+        (Reach::Failed(line), _) => Check::fail(
+            NETWORK,
+            format!(
+                "a setup sandbox could not download from the package index (`{line}`), so setting up a project's dependencies will fail"
+            ),
+            "let containers reach the package index, or give serve HTTPS_PROXY (setup passes it on)",
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_certificate_failure_says_whether_the_host_bundle_fixes_it() {
+        let cert = Reach::Certificate("SSL: CERTIFICATE_VERIFY_FAILED".into());
+        let c = judge(&cert, Some(&Reach::Fetched), None).to_string();
+        assert!(
+            c.contains("re-signs TLS")
+                && c.contains("VIBELOOP_SANDBOX_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt"),
+            "{c}"
+        );
+        let c = judge(&cert, None, Some(Path::new("/etc/my.pem"))).to_string();
+        assert!(
+            c.contains("though VIBELOOP_SANDBOX_CA_BUNDLE=/etc/my.pem is given"),
+            "{c}"
+        );
+        let c = judge(&Reach::Fetched, None, Some(Path::new("/etc/my.pem")));
+        assert!(
+            !c.failed() && c.to_string().contains("CA bundle /etc/my.pem"),
+            "{c}"
+        );
+        let c = judge(&Reach::Failed("Network is unreachable".into()), None, None).to_string();
+        assert!(
+            c.contains("`Network is unreachable`") && c.contains("HTTPS_PROXY"),
+            "{c}"
+        );
+    }
 
     /// Needs a Docker engine, like the sandbox tests.
     #[tokio::test]

@@ -74,6 +74,10 @@ impl Check {
         self
     }
 
+    pub fn passed(&self) -> bool {
+        matches!(self.outcome, Outcome::Pass(_))
+    }
+
     pub fn failed(&self) -> bool {
         matches!(self.outcome, Outcome::Fail { .. })
     }
@@ -139,9 +143,18 @@ pub async fn check_all(args: &ServeArgs) -> Vec<Check> {
     let (config, parsed) = config(args);
     // An unreadable VIBELOOP_SANDBOX is the config check's to report; Docker is checked anyway.
     let sandbox = crate::config::parse_sandbox(&args.sandbox).ok().flatten();
-    let (database, (docker, image), models, github) = tokio::join!(
+    let sandboxes = async {
+        let (docker, image) = docker::check(&args.store.data_dir, sandbox).await;
+        let network = if image.passed() {
+            docker::setup_network(&args.store.data_dir).await
+        } else {
+            Check::skipped("setup network", "no runner image to start")
+        };
+        (docker, image, network)
+    };
+    let (database, (docker, image, network), models, github) = tokio::join!(
         database::check(&args.store),
-        docker::check(&args.store.data_dir, sandbox),
+        sandboxes,
         models::check(parsed.as_ref()),
         github::check(parsed.as_ref(), args),
     );
@@ -150,6 +163,7 @@ pub async fn check_all(args: &ServeArgs) -> Vec<Check> {
         database,
         docker,
         image,
+        network,
         environments(&args.store.data_dir),
     ];
     checks.extend(models);

@@ -174,6 +174,7 @@ pub fn describe(e: &Event) -> Option<String> {
         }
         "gate" => format!("  gate {}: {}", s("gate"), s("result")),
         "image" => format!("  image: {}", s("said")),
+        "toolchain" => format!("  toolchain: {}", s("said")),
         "baseline" if d["failing"].as_u64().unwrap_or(0) > 0 => format!(
             "  baseline: {} test(s) already fail on the base.{}",
             d["failing"].as_u64().unwrap_or(0),

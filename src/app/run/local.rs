@@ -200,25 +200,41 @@ pub async fn start(
     })
 }
 
-/// Fetches `base` of the repository at `from`, and its tags (a project's version may come
-/// from them), into a new bare repository `into`, whose HEAD then names `base`.
+/// Makes the new bare repository `into` the scratch copy of `from`'s branch `base` and its
+/// tags (a project's version may come from them), whose HEAD then names `base`. It borrows
+/// `from`'s objects (git's alternates) instead of copying them: a repository with a long
+/// history is copied in milliseconds, not packed object by object. Nothing is written to
+/// `from`; what the run commits goes to the copy's own objects.
 fn copy_branch(from: &Path, base: &str, into: &Path) -> anyhow::Result<()> {
-    let git = git2::Repository::init_bare(into)
+    let src = git2::Repository::open(from)
+        .with_context(|| format!("cannot open {} as a git repository", from.display()))?;
+    let head = src
+        .find_reference(&format!("refs/heads/{base}"))
+        .and_then(|r| r.peel_to_commit())
+        .with_context(|| format!("no branch {base} in {}", from.display()))?;
+    let objects = src.commondir().join("objects");
+    let objects = objects
+        .canonicalize()
+        .with_context(|| format!("cannot read {}", objects.display()))?;
+    git2::Repository::init_bare(into)
         .with_context(|| format!("cannot create {}", into.display()))?;
-    let from = from
-        .to_str()
-        .with_context(|| format!("{} is not a UTF-8 path", from.display()))?;
-    let mut remote = git.remote_anonymous(from)?;
-    remote
-        .fetch(
-            &[
-                format!("+refs/heads/{base}:refs/heads/{base}"),
-                "+refs/tags/*:refs/tags/*".to_owned(),
-            ],
-            None,
-            None,
-        )
-        .with_context(|| format!("cannot copy branch {base} of {from}"))?;
+    let alternates = into.join("objects/info/alternates");
+    std::fs::write(&alternates, format!("{}\n", objects.display()))
+        .with_context(|| format!("cannot write {}", alternates.display()))?;
+    // Opened again, so that its object database reads the alternates.
+    let git = git2::Repository::open_bare(into)?;
+    git.reference(
+        &format!("refs/heads/{base}"),
+        head.id(),
+        true,
+        "vibeloop run",
+    )?;
+    for tag in src.references_glob("refs/tags/*")? {
+        let tag = tag?;
+        if let (Some(name), Some(target)) = (tag.name(), tag.target()) {
+            git.reference(name, target, true, "vibeloop run")?;
+        }
+    }
     git.set_head(&format!("refs/heads/{base}"))?;
     Ok(())
 }
@@ -237,6 +253,46 @@ fn app_keys() -> anyhow::Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scratch_copy_borrows_the_objects_and_has_the_branch_and_tags() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = git2::Repository::init(dir.path().join("src")).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let tree = src.treebuilder(None).unwrap().write().unwrap();
+        let tree = src.find_tree(tree).unwrap();
+        let c = src
+            .commit(Some("refs/heads/trunk"), &sig, &sig, "one", &tree, &[])
+            .unwrap();
+        let obj = src.find_object(c, None).unwrap();
+        src.tag("v1.2.3", &obj, &sig, "release", false).unwrap();
+        src.commit(Some("refs/heads/other"), &sig, &sig, "two", &tree, &[])
+            .unwrap();
+        let into = dir.path().join("copy.git");
+        copy_branch(&dir.path().join("src"), "trunk", &into).unwrap();
+        let copy = git2::Repository::open_bare(&into).unwrap();
+        assert_eq!(copy.head().unwrap().name(), Some("refs/heads/trunk"));
+        assert_eq!(copy.head().unwrap().target(), Some(c));
+        let tag = copy.find_reference("refs/tags/v1.2.3").unwrap();
+        assert_eq!(tag.peel_to_commit().unwrap().id(), c);
+        assert!(copy.find_reference("refs/heads/other").is_err());
+        // No object was copied: the copy reads the source's.
+        let own: Vec<_> = std::fs::read_dir(into.join("objects"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n != "info" && n != "pack")
+            .collect();
+        assert!(own.is_empty(), "{own:?}");
+        let alternates = std::fs::read_to_string(into.join("objects/info/alternates")).unwrap();
+        assert!(
+            alternates.trim_end().ends_with("src/.git/objects"),
+            "{alternates}"
+        );
+        // Writing to the copy leaves the source alone.
+        copy.blob(b"the run's own").unwrap();
+        let written = git2::Oid::hash_object(git2::ObjectType::Blob, b"the run's own").unwrap();
+        assert!(src.find_blob(written).is_err());
+    }
 
     #[test]
     fn repository_names_are_made_valid() {

@@ -247,6 +247,13 @@ pub(super) async fn resolve_env(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
             )
             .await;
     }
+    for said in
+        crate::env::toolchain::check(&hive.sandbox, &cx.env.config.image, &cx.env.toolchains).await
+    {
+        cx.run
+            .event("toolchain", serde_json::json!({ "said": said }))
+            .await;
+    }
     narrow_by_ticket(cx);
     Ok(())
 }
