@@ -3,9 +3,9 @@
 //! `setup.cfg`'s options, for detection (what setup installs, which gates have their tool) and
 //! for the download phase of a changed dependency file.
 
-/// The names of the packages a Python project depends on anywhere setup installs from: its
-/// dependencies, test extras and groups, its requirements files and `setup.cfg` (lower-cased,
-/// without versions or extras).
+/// The names of the packages a Python project depends on where setup installs from: its
+/// dependencies, the test extras and groups setup picks, its requirements files and
+/// `setup.cfg` (lower-cased, without versions or extras).
 pub(super) fn declared_python(
     read: &dyn Fn(&str) -> Option<String>,
     pyproject: &str,
@@ -23,12 +23,14 @@ pub(super) fn declared_python(
         };
         let project = doc.get("project");
         list(project.and_then(|p| p.get("dependencies")));
-        for table in [
-            project.and_then(|p| p.get("optional-dependencies")),
-            doc.get("dependency-groups"),
+        // Only the extras and groups setup installs (a `type` extra holding mypy is not).
+        let (extras, groups) = test_groups(pyproject, "");
+        for (table, names) in [
+            (project.and_then(|p| p.get("optional-dependencies")), extras),
+            (doc.get("dependency-groups"), groups),
         ] {
-            for (_, deps) in table.and_then(|t| t.as_table()).into_iter().flatten() {
-                list(Some(deps));
+            for name in names {
+                list(table.and_then(|t| t.get(name.as_str())));
             }
         }
     }
@@ -139,7 +141,8 @@ pub(super) fn build_requires(pyproject: &str) -> Vec<String> {
     requires.iter().map(|r| crate::sandbox::quote(r)).collect()
 }
 
-/// Extras and dependency groups that hold test tools.
+/// Extras and dependency groups that hold test tools (`dev` only when none of the others is
+/// there).
 pub(super) const TEST_GROUPS: [&str; 4] = ["test", "tests", "testing", "dev"];
 
 /// The test extras (`[project.optional-dependencies]`, dotted keys too, and `setup.cfg`'s
@@ -174,7 +177,16 @@ pub(super) fn test_groups(pyproject: &str, setup_cfg: &str) -> (Vec<String>, Vec
         }
     }
     let groups = names(doc.get("dependency-groups"));
-    (extras, groups)
+    (without_dev(extras), without_dev(groups))
+}
+
+/// `dev` only where no group is named for tests: a `dev` group beside a `test` one is usually
+/// the docs, release and lint tools too (heavy, and not what the tests need).
+fn without_dev(mut names: Vec<String>) -> Vec<String> {
+    if names.iter().any(|n| n != "dev") {
+        names.retain(|n| n != "dev");
+    }
+    names
 }
 
 /// What a `setup.cfg` installs: `[options] install_requires` and the test extras of
@@ -246,6 +258,11 @@ mod tests {
             test_groups("", cfg),
             (vec!["test".to_owned(), "testing".to_owned()], vec![])
         );
+        // A dev group beside a test group is left out; alone, it is the test tools.
+        let both = "[dependency-groups]\ndev = [{ include-group = \"test\" }, \"sphinx\"]\ntest = [\"pytest\"]\n";
+        assert_eq!(test_groups(both, ""), (vec![], vec!["test".to_owned()]));
+        let dev = "[project]\noptional-dependencies.dev = [\"pytest\"]\n";
+        assert_eq!(test_groups(dev, ""), (vec!["dev".to_owned()], vec![]));
     }
 
     #[test]

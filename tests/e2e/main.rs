@@ -29,6 +29,7 @@ mod memory;
 mod people;
 mod pushes;
 mod quick_start;
+mod real_crates;
 mod real_projects;
 mod reviews;
 mod run_local;

@@ -126,3 +126,64 @@ async fn tests_find_the_programs_they_call_and_a_missing_one_is_named_at_the_bas
         assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
     }
 }
+
+/// hatchling and hatch-vcs, its test extra written as a dotted key in `[project]`
+/// (`optional-dependencies.test = [...]`), tests that import `appdirs` and use pytest-mock's
+/// `mocker` (both only in that extra), and `[tool.ruff]` without ruff anywhere it installs from.
+const PLATFORMDIRS_EXTRA: Sdist = Sdist {
+    name: "platformdirs",
+    version: "4.4.0",
+    sha256: "ca753cf4d81dc309bc67b0ea38fd15dc97bc30ce419a7f58d13eb3bf14c4febf",
+};
+
+/// The same tests' dependencies as a PEP 735 group (`[dependency-groups] test`), beside a `dev`
+/// group that includes the docs, release and type-checking groups.
+const PLATFORMDIRS_GROUPS: Sdist = Sdist {
+    name: "platformdirs",
+    version: "4.9.6",
+    sha256: "3bfa75b0ad0db84096ae777218481852c0ebc6c727b3168c1b9e0118e458cf0a",
+};
+
+#[test]
+fn test_extras_written_as_dotted_keys_are_installed_and_an_undeclared_linter_is_skipped() {
+    let (_d, repo) = PLATFORMDIRS_EXTRA.repository(&["PKG-INFO"], &[]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, all, err) = gates_json(&repo, envs.path());
+    assert_eq!(code, 0, "{all}\n{err}");
+    let test = gate(&all, "test");
+    let passed = test["counts"]["passed"].as_u64().unwrap_or(0);
+    assert!(passed >= 400, "{test}");
+    let lint = gate(&all, "lint");
+    assert_eq!(lint["status"], "skipped", "{lint}");
+    assert!(
+        lint["notes"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("configures ruff but neither depends on it nor pins it"),
+        "{lint}"
+    );
+    // mypy is only in the `type` extra, which setup does not install.
+    assert_eq!(gate(&all, "typecheck")["status"], "skipped", "{all}");
+    // Its skipped tests say why, as notices on a passing gate.
+    let levels: Vec<&str> = test["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["annotation_level"].as_str())
+        .collect();
+    assert!(levels.iter().all(|l| *l == "notice"), "{test}");
+}
+
+#[test]
+fn a_test_dependency_group_is_installed_and_a_dev_group_beside_it_is_not() {
+    let (_d, repo) = PLATFORMDIRS_GROUPS.repository(&["PKG-INFO"], &[]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, all, err) = gates_json(&repo, envs.path());
+    assert_eq!(code, 0, "{all}\n{err}");
+    let test = gate(&all, "test");
+    let passed = test["counts"]["passed"].as_u64().unwrap_or(0);
+    assert!(passed >= 700, "{test}");
+    let (_, explained) = crate::ecosystems::gates(&repo, envs.path(), &["--explain"]);
+    assert!(explained.contains("--group test"), "{explained}");
+    assert!(!explained.contains("--group dev"), "{explained}");
+}

@@ -1,8 +1,9 @@
-//! Real projects as test fixtures: source distributions fetched from the package index at test
-//! time (never copied into this repository), pinned by version and SHA-256, kept in the test
-//! target's scratch directory between runs, and unpacked into a git repository as a
-//! maintainer's checkout would look (files only a release has, like `PKG-INFO` or a generated
-//! version file, left out).
+//! Real projects as test fixtures: source distributions from the Python package index and
+//! crates from the crate registry, fetched at test time (never copied into this repository) by
+//! this machine's own pip and cargo, pinned by version and SHA-256, kept in the test target's
+//! scratch directory between runs, and unpacked into a git repository as a maintainer's
+//! checkout would look (files only a release has, like `PKG-INFO`, a generated version file or
+//! a crate's `Cargo.toml.orig`, left out).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,46 +83,149 @@ impl Sdist {
     /// The project as a git repository on `main` in a new directory: the archive unpacked,
     /// `drop` (files a release adds) removed, `add` written, committed and tagged `v<version>`.
     pub fn repository(&self, drop: &[&str], add: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("tar")
-            .arg("xzf")
-            .arg(self.archive())
-            .arg("-C")
-            .arg(dir.path())
+        checkout(&self.archive(), self.version, drop, add)
+    }
+}
+
+/// A pinned release of a crate on the crate registry.
+pub struct Crate {
+    pub name: &'static str,
+    pub version: &'static str,
+    /// The `.crate` file's SHA-256, as the registry's index lists it.
+    pub sha256: &'static str,
+}
+
+impl Crate {
+    /// The `.crate` file: from the cache when its checksum matches, else fetched by cargo
+    /// (through whatever registry or mirror this machine's cargo is configured with: a
+    /// throwaway package depending on exactly this version) and checked.
+    pub fn archive(&self) -> PathBuf {
+        let file = format!("{}-{}.crate", self.name, self.version);
+        let kept = cache().join(&file);
+        if kept.exists() && sha256(&kept) == self.sha256 {
+            return kept;
+        }
+        let fetch = tempfile::tempdir_in(cache()).unwrap();
+        std::fs::create_dir_all(fetch.path().join("src")).unwrap();
+        std::fs::write(fetch.path().join("src/lib.rs"), "").unwrap();
+        std::fs::write(
+            fetch.path().join("Cargo.toml"),
+            format!(
+                "[package]\nname = \"fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[workspace]\n\n[dependencies]\n{} = \"={}\"\n",
+                self.name, self.version
+            ),
+        )
+        .unwrap();
+        let out = Command::new("cargo")
+            .args(["fetch", "--quiet"])
+            .current_dir(fetch.path())
             .output()
-            .unwrap();
-        assert!(out.status.success(), "tar: {out:?}");
-        let unpacked = std::fs::read_dir(dir.path())
+            .expect("cargo runs");
+        assert!(
+            out.status.success(),
+            "fetching {} {} failed: {}",
+            self.name,
+            self.version,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+        let got = std::fs::read_dir(home.join("registry/cache"))
             .unwrap()
             .flatten()
-            .next()
-            .unwrap()
-            .path();
-        let repo = dir.path().join("proj");
-        std::fs::rename(unpacked, &repo).unwrap();
-        for f in drop {
-            let p = repo.join(f);
-            if p.is_dir() {
-                std::fs::remove_dir_all(p).unwrap();
-            } else {
-                std::fs::remove_file(p).unwrap();
-            }
-        }
-        for (name, text) in add {
-            let p = repo.join(name);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        for args in [
-            &["init", "-q", "-b", "main"][..],
-            &["add", "-A"],
-            &["commit", "-qm", "the release"],
-            &["tag", &format!("v{}", self.version)],
-        ] {
-            git(&repo, args);
-        }
-        (dir, repo)
+            .map(|registry| registry.path().join(&file))
+            .find(|p| p.exists() && sha256(p) == self.sha256)
+            .unwrap_or_else(|| {
+                panic!("{file}: cargo fetched it, but no copy in its cache has the pinned checksum")
+            });
+        let partial = fetch.path().join(&file);
+        std::fs::copy(&got, &partial).unwrap();
+        // A rename is atomic: a test fetching the same archive at once finds it whole.
+        std::fs::rename(&partial, &kept).unwrap();
+        kept
     }
+
+    /// The crate as a git repository on `main` in a new directory, as [`Sdist::repository`]
+    /// makes one; `Cargo.toml.orig` and `.cargo_vcs_info.json` (what `cargo package` adds) are
+    /// always left out.
+    pub fn repository(&self, drop: &[&str], add: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+        checkout(&self.archive(), self.version, &self.packaged(drop), add)
+    }
+
+    /// The crate unpacked into `<dir>/proj`, without what `cargo package` adds and `drop`.
+    pub fn unpacked(&self, drop: &[&str]) -> (tempfile::TempDir, PathBuf) {
+        unpack(&self.archive(), &self.packaged(drop))
+    }
+
+    fn packaged<'a>(&self, drop: &[&'a str]) -> Vec<&'a str> {
+        let mut all = vec!["Cargo.toml.orig", ".cargo_vcs_info.json"];
+        all.extend(drop);
+        all
+    }
+}
+
+/// `archive` (a `.tar.gz` holding one directory) unpacked into `<dir>/proj` without `drop`.
+pub fn unpack(archive: &Path, drop: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("tar")
+        .arg("xzf")
+        .arg(archive)
+        .arg("-C")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "tar: {out:?}");
+    let unpacked = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let repo = dir.path().join("proj");
+    std::fs::rename(unpacked, &repo).unwrap();
+    for f in drop {
+        let p = repo.join(f);
+        if p.is_dir() {
+            std::fs::remove_dir_all(p).unwrap();
+        } else if p.exists() {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    (dir, repo)
+}
+
+/// Writes `text` to `name` under `repo`, making its directory.
+pub fn write(repo: &Path, name: &str, text: &str) {
+    let p = repo.join(name);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// Makes `repo` a git repository on `main` with everything committed and tagged `v<version>`.
+pub fn commit_and_tag(repo: &Path, version: &str) {
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "-A"],
+        &["commit", "-qm", "the release"],
+        &["tag", &format!("v{version}")],
+    ] {
+        git(repo, args);
+    }
+}
+
+fn checkout(
+    archive: &Path,
+    version: &str,
+    drop: &[&str],
+    add: &[(&str, &str)],
+) -> (tempfile::TempDir, PathBuf) {
+    let (dir, repo) = unpack(archive, drop);
+    for (name, text) in add {
+        write(&repo, name, text);
+    }
+    commit_and_tag(&repo, version);
+    (dir, repo)
 }
 
 fn git(dir: &Path, args: &[&str]) {

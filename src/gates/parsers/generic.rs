@@ -68,7 +68,12 @@ fn mention(line: &str, roots: &Roots) -> Option<Annotation> {
         }
         .trim();
         let message = if rest.is_empty() { line.trim() } else { rest };
-        let level = if line.to_ascii_lowercase().contains("warning") {
+        let lower = line.trim_start().to_ascii_lowercase();
+        // pytest's `SKIPPED [1] tests/t.py:7: why` and `XFAIL …` say why a test did not run
+        // or was expected to fail: news, not a failure.
+        let level = if ["skipped", "xfail"].iter().any(|w| lower.starts_with(w)) {
+            Level::Notice
+        } else if lower.contains("warning") {
             Level::Warning
         } else {
             Level::Failure
@@ -104,13 +109,15 @@ mod tests {
     fn mentions_of_repository_files() {
         let out = "In file included from src/a.c:1:\nsrc/b.h:3:2: warning\n  at ./src/lib.rs:15:9\n\
                    make: *** [Makefile:12: all] Error 1\nv1.2:3: x\nhttp://host:8080: down\n/usr/include/c.h:4: y\n\
-                   ../up.py:5: z\n12:30:45 ready\nsee tests/t.py:7:bad\n";
+                   ../up.py:5: z\n12:30:45 ready\nsee tests/t.py:7:bad\n\
+                   SKIPPED [2] tests/t.py:9: needs Windows\n";
         // `at ./src/lib.rs:15:9` has nothing after its column: the whole line is the message.
         let want = [
             "src/a.c:1 failure [] In file included from src/a.c:1:",
             "src/lib.rs:15 failure [] at ./src/lib.rs:15:9",
             "tests/t.py:7 failure [] bad",
             "src/b.h:3 warning [] warning",
+            "tests/t.py:9 notice [] needs Windows",
         ];
         assert_eq!(show(&parse("build", out, &[])), want);
     }
