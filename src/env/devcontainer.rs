@@ -2,7 +2,8 @@
 //! ecosystem's common way to describe a development environment: its `image`, its lifecycle
 //! commands (`onCreateCommand`, `updateContentCommand`, `postCreateCommand`, in that order) as the
 //! setup, and its `containerEnv`. The file is JSON with comments and trailing commas (JSONC).
-//! Images are not built here: a `build.dockerfile` is reported, with what to do instead.
+//! An image it builds (`build.dockerfile`, `build.context`, `build.args`) is read as a
+//! [`Build`] when its context lies inside `.devcontainer/`; [`super::image`] builds it.
 
 use serde_json::Value;
 
@@ -17,8 +18,70 @@ pub struct Devcontainer {
     /// The lifecycle commands, joined with `&&`.
     pub setup: Option<String>,
     pub env: Vec<(String, String)>,
+    /// The image it builds, when it names no `image`.
+    pub build: Option<Build>,
     /// What the file asks for that Vibeloop does not do, for people.
     pub unsupported: Vec<String>,
+}
+
+/// An image a devcontainer builds: its Dockerfile and context as repository paths, and its
+/// build arguments.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Build {
+    pub dockerfile: String,
+    pub context: String,
+    pub args: Vec<(String, String)>,
+}
+
+/// Where a devcontainer's build context must lie: the bot reads those files from the base.
+pub const CONTEXT_ROOT: &str = ".devcontainer";
+
+/// `rel` from the directory `dir`, both `/`-separated repository paths; `None` when it leaves
+/// the repository.
+fn joined(dir: &str, rel: &str) -> Option<String> {
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for part in rel.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// The image `value` builds, or what stops the bot from building it.
+fn build_of(path: &str, value: &Value) -> Option<Result<Build, String>> {
+    let dockerfile = value["build"]["dockerfile"]
+        .as_str()
+        .or(value["dockerFile"].as_str())?;
+    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+    let context = value["build"]["context"]
+        .as_str()
+        .or(value["context"].as_str())
+        .unwrap_or(".");
+    let inside = |p: &str| p == CONTEXT_ROOT || p.starts_with(&format!("{CONTEXT_ROOT}/"));
+    Some(match (joined(dir, dockerfile), joined(dir, context)) {
+        (Some(file), Some(ctx)) if inside(&ctx) && file.starts_with(&format!("{ctx}/")) => {
+            let args = value["build"]["args"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect();
+            Ok(Build {
+                dockerfile: file,
+                context: ctx,
+                args,
+            })
+        }
+        _ => Err(format!(
+            "{path} builds its image with `{context}` as the context; the bot builds only from a context inside {CONTEXT_ROOT}/ that holds the Dockerfile: build it (`docker build -t my-runner -f {dockerfile} {context}` from {}) and name it in `image:` in .github/hive.yml",
+            if dir.is_empty() { "the root" } else { dir }
+        )),
+    })
 }
 
 /// Reads the devcontainer at `path`; the error says what is wrong with the file.
@@ -45,10 +108,12 @@ pub fn parse(path: &str, text: &str) -> Result<Devcontainer, String> {
             .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
             .collect();
     }
-    if value.get("build").is_some() || value.get("dockerFile").is_some() {
-        d.unsupported.push(format!(
-            "{path} builds its image from a Dockerfile, which the bot does not do: build it (`docker build -t my-runner .devcontainer`) and name it in `image:` in .github/hive.yml"
-        ));
+    if d.image.is_none() {
+        match build_of(path, &value) {
+            Some(Ok(b)) => d.build = Some(b),
+            Some(Err(why)) => d.unsupported.push(why),
+            None => {}
+        }
     }
     if value.get("dockerComposeFile").is_some() {
         d.unsupported.push(format!(
@@ -169,17 +234,44 @@ mod tests {
     }
 
     #[test]
-    fn a_dockerfile_build_is_reported_and_bad_json_is_an_error() {
+    fn a_dockerfile_build_inside_devcontainer_is_read_and_others_are_reported() {
         let d = parse(
-            ".devcontainer.json",
-            r#"{"build": {"dockerfile": "Dockerfile"}}"#,
+            ".devcontainer/devcontainer.json",
+            r#"{"build": {"dockerfile": "Dockerfile", "args": {"PY": "3.13"}}}"#,
         )
         .unwrap();
-        assert!(
-            d.unsupported[0].contains("docker build"),
-            "{:?}",
-            d.unsupported
+        assert_eq!(
+            d.build,
+            Some(Build {
+                dockerfile: ".devcontainer/Dockerfile".into(),
+                context: ".devcontainer".into(),
+                args: vec![("PY".into(), "3.13".into())],
+            })
         );
+        assert!(d.unsupported.is_empty(), "{:?}", d.unsupported);
+        // The repository as the context, or a path out of it: said, not built.
+        for (path, text) in [
+            (
+                ".devcontainer.json",
+                r#"{"build": {"dockerfile": "Dockerfile"}}"#,
+            ),
+            (
+                ".devcontainer/devcontainer.json",
+                r#"{"build": {"dockerfile": "Dockerfile", "context": ".."}}"#,
+            ),
+            (
+                ".devcontainer/devcontainer.json",
+                r#"{"build": {"dockerfile": "../../../etc/x"}}"#,
+            ),
+        ] {
+            let d = parse(path, text).unwrap();
+            assert_eq!(d.build, None, "{text}");
+            assert!(
+                d.unsupported[0].contains("docker build -t my-runner"),
+                "{:?}",
+                d.unsupported
+            );
+        }
         let e = parse(".devcontainer.json", "{ image: x }").unwrap_err();
         assert!(e.contains(".devcontainer.json is not valid JSON"), "{e}");
     }

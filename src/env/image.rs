@@ -1,13 +1,90 @@
-//! The image a repository's sandboxes run: the engine has it, or it is pulled from its registry
-//! (a devcontainer's image, or one `image:` names), or — when a devcontainer's image cannot be
+//! The image a repository's sandboxes run: the engine has it, or it is built from the base's
+//! devcontainer Dockerfile and the files beside it ([`ImageBuild`], tagged by their content:
+//! the base's own build steps, as trusted as its setup), or it is pulled from its registry (a
+//! devcontainer's image, or one `image:` names), or — when a devcontainer's image cannot be
 //! had — the detected ecosystem's image runs instead, and the ticket says so: a ticket the
 //! detected image could serve never stops for a missing image. The operator's registry
 //! credentials go only to the registry they are given for, never to one a repository names.
 
 use secrecy::{ExposeSecret, SecretString};
 
+use sha2::{Digest, Sha256};
+
 use super::Resolved;
+use super::detect::Files;
+use super::devcontainer::Build;
 use crate::sandbox::Backend;
+
+/// A devcontainer's image to build: its Dockerfile and context as the base has them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageBuild {
+    /// `vibeloop-devcontainer:<content hash>`: the same files build once.
+    pub tag: String,
+    /// The Dockerfile, within the context.
+    pub dockerfile: String,
+    /// The Dockerfile as a repository path, for people.
+    pub from: String,
+    pub files: Vec<(String, Vec<u8>)>,
+    pub args: Vec<(String, String)>,
+}
+
+/// At most this much context is sent to the engine.
+const MAX_CONTEXT_BYTES: usize = 16 << 20;
+
+impl ImageBuild {
+    /// The build `b` names, with the context's files from `files`; `None` when the Dockerfile
+    /// is not among them or the context is too large.
+    pub fn of(b: &Build, files: &dyn Files) -> Option<Self> {
+        let prefix = format!("{}/", b.context);
+        let mut context: Vec<(String, Vec<u8>)> = files
+            .paths()
+            .iter()
+            .filter_map(|p| {
+                let rel = p.strip_prefix(&prefix)?;
+                Some((rel.to_owned(), files.read(p)?.into_bytes()))
+            })
+            .collect();
+        context.sort();
+        let dockerfile = b.dockerfile.strip_prefix(&prefix)?.to_owned();
+        let size: usize = context.iter().map(|(_, c)| c.len()).sum();
+        if size > MAX_CONTEXT_BYTES || !context.iter().any(|(p, _)| *p == dockerfile) {
+            return None;
+        }
+        let mut h = Sha256::new();
+        for (k, v) in
+            std::iter::once((&dockerfile, &Vec::new())).chain(context.iter().map(|(p, c)| (p, c)))
+        {
+            h.update((k.len() as u64).to_le_bytes());
+            h.update(k.as_bytes());
+            h.update((v.len() as u64).to_le_bytes());
+            h.update(v);
+        }
+        for (k, v) in &b.args {
+            h.update(format!("{k}={v}\0").as_bytes());
+        }
+        let tag = format!("vibeloop-devcontainer:{}", &hex::encode(h.finalize())[..16]);
+        Some(Self {
+            tag,
+            dockerfile,
+            from: b.dockerfile.clone(),
+            files: context,
+            args: b.args.clone(),
+        })
+    }
+
+    /// The context as the engine takes it: a tar archive.
+    fn tar(&self) -> std::io::Result<Vec<u8>> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for (path, content) in &self.files {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(content.len() as u64);
+            header.set_mode(0o644);
+            header.set_mtime(0);
+            tar.append_data(&mut header, path, content.as_slice())?;
+        }
+        tar.into_inner()
+    }
+}
 
 /// Credentials for one registry (`VIBELOOP_REGISTRY`, `VIBELOOP_REGISTRY_USER`,
 /// `VIBELOOP_REGISTRY_TOKEN`).
@@ -66,6 +143,12 @@ pub enum Had {
         image: String,
         seconds: f64,
     },
+    /// Built from the devcontainer's Dockerfile (`from`).
+    Built {
+        image: String,
+        from: String,
+        seconds: f64,
+    },
     /// The devcontainer's `image` could not be had: the detected one runs instead.
     FellBack {
         wanted: String,
@@ -87,10 +170,17 @@ impl Had {
             Had::Pulled { image, seconds } => {
                 Some(format!("pulled the image {image} in {seconds:.0} s"))
             }
+            Had::Built {
+                image,
+                from,
+                seconds,
+            } => Some(format!(
+                "built the image {image} from {from} in {seconds:.0} s"
+            )),
             Had::FellBack { wanted, image, why } => Some(format!(
-                "the devcontainer's image {wanted} could not be pulled ({why}), so the detected {image} runs instead: \
-                 make {wanted} reachable (VIBELOOP_REGISTRY, VIBELOOP_REGISTRY_USER, VIBELOOP_REGISTRY_TOKEN for a private registry) \
-                 or set `image:` in .github/hive.yml"
+                "the devcontainer's image {wanted} could not be had ({why}), so the detected {image} runs instead: \
+                 make {wanted} reachable (VIBELOOP_REGISTRY, VIBELOOP_REGISTRY_USER, VIBELOOP_REGISTRY_TOKEN for a private registry), \
+                 fix its Dockerfile, or set `image:` in .github/hive.yml"
             )),
             Had::Missing { image, why } => {
                 Some(format!("the image {image} could not be pulled: {why}"))
@@ -113,7 +203,28 @@ pub async fn ensure(
     if matches!(backend, Backend::Local) || backend.image_id(&image).await.is_some() {
         return Had::Present;
     }
-    let why = if image.starts_with("vibeloop-runner:") {
+    let build = r.image_build.clone().filter(|b| b.tag == image);
+    let why = if let Some(b) = build {
+        let started = std::time::Instant::now();
+        let built = match b.tar() {
+            Ok(tar) => {
+                backend
+                    .build(&b.tag, tar, &b.dockerfile, &b.args, progress)
+                    .await
+            }
+            Err(e) => Err(crate::sandbox::SandboxError::Io(e)),
+        };
+        match built {
+            Ok(()) => {
+                return Had::Built {
+                    image,
+                    from: b.from,
+                    seconds: started.elapsed().as_secs_f64(),
+                };
+            }
+            Err(e) => format!("building it from {} failed: {e}", b.from),
+        }
+    } else if image.starts_with("vibeloop-runner:") {
         "it is built, not pulled: docker/build-runner-image.sh".to_owned()
     } else {
         let started = std::time::Instant::now();
@@ -132,7 +243,7 @@ pub async fn ensure(
         Some(detected) => {
             let mut detected = *detected;
             detected.problems.push(format!(
-                "the devcontainer's image {image} could not be pulled ({why}): the detected image runs instead"
+                "the devcontainer's image {image} could not be had ({why}): the detected image runs instead"
             ));
             *r = detected;
             Had::FellBack {

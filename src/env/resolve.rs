@@ -41,6 +41,8 @@ pub struct Resolved {
     /// The toolchain versions the project asks for ([`super::toolchain::check`] compares
     /// them with the image's).
     pub toolchains: Vec<super::toolchain::Want>,
+    /// The devcontainer's image to build, when `config.image` is its tag.
+    pub image_build: Option<super::image::ImageBuild>,
 }
 
 /// One key of the effective config.
@@ -67,6 +69,7 @@ impl Resolved {
             problems: vec![],
             without_devcontainer: None,
             toolchains: vec![],
+            image_build: None,
         }
     }
 }
@@ -114,6 +117,7 @@ fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) ->
     let yaml_from = || CONFIG_PATH.to_owned();
 
     // image
+    let mut image_build = None;
     let from = if config.is_set("image") {
         yaml_from()
     } else if let Some(image) = devcontainer.as_ref().and_then(|d| d.image.clone()) {
@@ -122,6 +126,13 @@ fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) ->
             .as_ref()
             .map(|d| d.path.clone())
             .unwrap_or_default()
+    } else if let Some((d, b)) = devcontainer.as_ref().and_then(|d| {
+        let b = super::image::ImageBuild::of(d.build.as_ref()?, files)?;
+        Some((d, b))
+    }) {
+        config.image = b.tag.clone();
+        image_build = Some(b);
+        d.path.clone()
     } else if found.len() == 1 {
         config.image = found[0].ecosystem.image();
         detected(&[&found[0]])
@@ -293,6 +304,7 @@ fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) ->
         problems,
         without_devcontainer: None,
         toolchains: super::toolchain::wants(files),
+        image_build,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The files of a commit, as the detector reads them ([`super::detect::Files`]): every path, and
-//! the text of the small files at the root and of the devcontainer (all detection looks at).
+//! the text of the small files at the root and under `.devcontainer/` (all detection looks at,
+//! and a devcontainer's build context).
 
 use std::collections::BTreeMap;
 
@@ -29,7 +30,14 @@ impl Tree {
             }
             if entry.kind() == Some(git2::ObjectType::Blob) {
                 let path = format!("{dir}{}", entry.name().unwrap_or_default());
-                if !path.contains('/') || super::devcontainer::PATHS.contains(&path.as_str()) {
+                // The root's files, and the devcontainer's directory (its build context).
+                let devcontainer = path
+                    .strip_prefix(super::devcontainer::CONTEXT_ROOT)
+                    .is_some_and(|rest| rest.starts_with('/'));
+                if !path.contains('/')
+                    || devcontainer
+                    || super::devcontainer::PATHS.contains(&path.as_str())
+                {
                     blobs.push((path.clone(), entry.id()));
                 }
                 out.paths.push(path);

@@ -363,6 +363,22 @@ impl Backend {
         }
     }
 
+    /// Builds the image `tag` from `context` (a tar archive) with its `dockerfile` and build
+    /// `args` (Docker only), each line of the build's output told to `progress`.
+    pub async fn build(
+        &self,
+        tag: &str,
+        context: Vec<u8>,
+        dockerfile: &str,
+        args: &[(String, String)],
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), SandboxError> {
+        match self {
+            Backend::Docker(d) => d.build(tag, context, dockerfile, args, progress).await,
+            Backend::Local => Err(SandboxError::Docker("local processes use no images".into())),
+        }
+    }
+
     /// Starts the sandbox of `spec` and runs its [`SandboxSpec::prepare`]; a failed prepare
     /// is kept on the sandbox for the reports ([`Sandbox::prepare_failed`]), not an error: the
     /// change may be what broke the build, and its tests say how.

@@ -1,7 +1,9 @@
 //! A devcontainer's image is pulled from its registry (here Debian's `docker-registry` on
 //! 127.0.0.1, holding a copy of a runner image under a name the engine does not have), and a
 //! devcontainer whose image cannot be pulled runs on the detected ecosystem's image instead,
-//! saying so: the ticket never stops for an image the detected one could replace.
+//! saying so: the ticket never stops for an image the detected one could replace. A
+//! devcontainer that builds its image from a Dockerfile beside it is built (once: the tag is the
+//! files' hash), and one whose build fails falls back the same way.
 
 use std::net::TcpListener;
 use std::process::{Child, Command};
@@ -109,9 +111,67 @@ fn a_devcontainers_image_that_cannot_be_pulled_falls_back_to_the_detected_one() 
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains(&format!(
-            "the devcontainer's image {image} could not be pulled"
+            "the devcontainer's image {image} could not be had"
         )) && out.contains("so the detected vibeloop-runner:python runs instead"),
         "{out}"
     );
     assert!(out.contains("test       passed"), "{out}");
+}
+
+const MARKER_TEST: &str = "def test_the_image_is_the_devcontainers():\n    with open('/etc/vibeloop-marker') as f:\n        assert f.read().split() == ['from-the-context', 'built-by-vibeloop']\n";
+
+fn building_project(dockerfile: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    project(&[
+        (
+            ".devcontainer/devcontainer.json",
+            "{ // built, not pulled\n  \"build\": { \"dockerfile\": \"Dockerfile\", \"args\": { \"GREETING\": \"built-by-vibeloop\" } },\n}\n",
+        ),
+        (".devcontainer/Dockerfile", dockerfile),
+        (".devcontainer/marker.txt", "from-the-context\n"),
+        ("requirements.txt", "pytest\n"),
+        ("tests/test_marker.py", MARKER_TEST),
+    ])
+}
+
+/// The tag `vibeloop gates` said it built, removed when the test ends.
+fn built_tag(out: &str) -> Tag {
+    let tag = out
+        .split("image: built the image ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no image built in:\n{out}"));
+    Tag(tag.to_owned())
+}
+
+#[test]
+fn a_devcontainers_dockerfile_is_built_once_from_the_files_beside_it() {
+    let (_d, repo) = building_project(
+        "FROM vibeloop-runner:python\nARG GREETING\nUSER root\nCOPY marker.txt /etc/vibeloop-marker\nRUN echo \"$GREETING\" >> /etc/vibeloop-marker\nUSER 1000\n",
+    );
+    let envs = tempfile::tempdir().unwrap();
+    let (code, out) = gates(&repo, envs.path(), &[]);
+    let _built = built_tag(&out);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("from .devcontainer/Dockerfile in"), "{out}");
+    assert!(out.contains("test       passed"), "{out}");
+    // The same files: the image is there, nothing is built again.
+    let (code, again) = gates(&repo, envs.path(), &[]);
+    assert_eq!(code, 0, "{again}");
+    assert!(!again.contains("image: built"), "{again}");
+}
+
+#[test]
+fn a_devcontainers_dockerfile_that_fails_to_build_falls_back_to_the_detected_image() {
+    let (_d, repo) =
+        building_project("FROM vibeloop-runner:python\nRUN echo the step that breaks && false\n");
+    let envs = tempfile::tempdir().unwrap();
+    let (code, out) = gates(&repo, envs.path(), &[]);
+    // The marker test needs the built image: on the detected one it fails, and says so.
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("building it from .devcontainer/Dockerfile failed")
+            && out.contains("the step that breaks")
+            && out.contains("so the detected vibeloop-runner:python runs instead"),
+        "{out}"
+    );
 }

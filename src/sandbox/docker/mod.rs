@@ -164,6 +164,52 @@ impl DockerBackend {
         Ok(())
     }
 
+    /// Builds `tag` from the tar archive `context`; the build's error, with its last lines of
+    /// output, when it fails.
+    pub async fn build(
+        &self,
+        tag: &str,
+        context: Vec<u8>,
+        dockerfile: &str,
+        args: &[(String, String)],
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), SandboxError> {
+        let args: HashMap<String, String> = args.iter().cloned().collect();
+        let options = bollard::query_parameters::BuildImageOptionsBuilder::default()
+            .dockerfile(dockerfile)
+            .t(tag)
+            .rm(true)
+            .forcerm(true)
+            .buildargs(&args)
+            .build();
+        let mut stream =
+            self.docker
+                .build_image(options, None, Some(bollard::body_full(context.into())));
+        let mut tail: std::collections::VecDeque<String> = Default::default();
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| SandboxError::Docker(e.to_string()))?;
+            if let Some(e) = info.error_detail.and_then(|d| d.message) {
+                let said: Vec<String> = tail.into_iter().collect();
+                return Err(SandboxError::Docker(format!(
+                    "{e} (after: {})",
+                    said.join(" | ")
+                )));
+            }
+            for line in info.stream.iter().flat_map(|s| s.lines()) {
+                let line = line.trim();
+                if line.is_empty() {
+                    continue;
+                }
+                progress(line);
+                if tail.len() == 3 {
+                    tail.pop_front();
+                }
+                tail.push_back(line.chars().take(200).collect());
+            }
+        }
+        Ok(())
+    }
+
     pub async fn start(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
         let name = self.container_name(spec);
         self.remove(&name).await;
