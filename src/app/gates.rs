@@ -108,7 +108,7 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
         }
         Ok(None) => {}
         Err(crate::env::SetupError::Failed { command, output }) => {
-            let fix = crate::env::setup::setup_hint(&output.output, &settings.network)
+            let fix = crate::env::hints::setup_hint(&output.output, &settings.network)
                 .unwrap_or_else(|| format!("Fix the command (`setup:` in {CONFIG_PATH}) or the dependency manifests; `vibeloop gates --explain` shows where it comes from."));
             if args.json {
                 let said = serde_json::json!({

@@ -120,7 +120,10 @@ fn present(files: &dyn Files, candidates: &[&str]) -> Vec<String> {
 
 fn rust(files: &dyn Files) -> Found {
     let manifest = files.read("Cargo.toml").unwrap_or_default();
-    let workspace = manifest.lines().any(|l| l.trim() == "[workspace]");
+    // Read as TOML: `[workspace]`, `workspace.members = […]` and a commented header alike.
+    let workspace = manifest
+        .parse::<toml::Table>()
+        .is_ok_and(|t| t.contains_key("workspace"));
     let all = if workspace { " --workspace" } else { "" };
     let mut inputs: Vec<String> = files
         .paths()
@@ -191,9 +194,12 @@ fn python(files: &dyn Files) -> Option<Found> {
         return None;
     }
     let pyproject = files.read("pyproject.toml").unwrap_or_default();
-    let installable = pyproject.contains("[project]")
-        || pyproject.contains("[build-system]")
+    let doc = pyproject.parse::<toml::Table>().unwrap_or_default();
+    let installable = doc.contains_key("project")
+        || doc.contains_key("build-system")
         || markers.iter().any(|m| m == "setup.py" || m == "setup.cfg");
+    // `[tool.ruff]`, `[tool.ruff.lint]` or `tool.ruff.line-length = 88`: the same table.
+    let configures = |tool: &str| doc.get("tool").and_then(|t| t.get(tool)).is_some();
     let pip = "pip install --quiet";
     let mut steps = vec!["python3 -m venv \"$VIRTUAL_ENV\"".to_owned()];
     let mut why = Vec::new();
@@ -249,9 +255,9 @@ fn python(files: &dyn Files) -> Option<Found> {
         .unwrap_or_default();
     let mut installs = Vec::new();
     let mut left_out = Vec::new();
-    let mut gate = |gate: &str, tools: &[(&str, &str, &str, &str)]| {
-        for (name, section, file, command) in tools {
-            if !(pyproject.contains(section) || paths.iter().any(|p| p == file)) {
+    let mut gate = |gate: &str, tools: &[(&str, &str, &str)]| {
+        for (name, file, command) in tools {
+            if !(configures(name) || paths.iter().any(|p| p == file)) {
                 continue;
             }
             if declared.iter().any(|d| d == name) {
@@ -274,11 +280,11 @@ fn python(files: &dyn Files) -> Option<Found> {
     let lint = gate(
         "lint",
         &[
-            ("ruff", "[tool.ruff", "ruff.toml", "ruff check ."),
-            ("flake8", "[tool.flake8", ".flake8", "flake8 ."),
+            ("ruff", "ruff.toml", "ruff check ."),
+            ("flake8", ".flake8", "flake8 ."),
         ],
     );
-    let typecheck = gate("typecheck", &[("mypy", "[tool.mypy", "mypy.ini", "mypy .")]);
+    let typecheck = gate("typecheck", &[("mypy", "mypy.ini", "mypy .")]);
     // The version pre-commit runs, where that is all that names the tool.
     if !installs.is_empty() {
         let quoted: Vec<String> = installs.iter().map(|s| crate::sandbox::quote(s)).collect();
@@ -460,7 +466,8 @@ mod tests {
     #[test]
     fn a_rust_workspace_tests_every_member_offline() {
         let t = Tree::of(&[
-            ("Cargo.toml", "[workspace]\nmembers = [\"a\"]\n"),
+            // Dotted keys, not a `[workspace]` header: the same table.
+            ("Cargo.toml", "workspace.members = [\"a\"] # the crates\n"),
             ("a/Cargo.toml", "[package]\nname = \"a\"\n"),
             ("Cargo.lock", ""),
         ]);
@@ -517,6 +524,12 @@ mod tests {
             f.setup
         );
         assert!(f.left_out.is_empty(), "{:?}", f.left_out);
+        // A tool configured by dotted keys is configured.
+        let t = Tree::of(&[(
+            "pyproject.toml",
+            "tool.ruff.line-length = 88\n\n[project]\nname = \"x\"\noptional-dependencies.test = [\"ruff\"]\n",
+        )]);
+        assert_eq!(detect(&t)[0].lint.as_deref(), Some("ruff check ."));
         // Extras as dotted keys, and PEP 735 dependency groups.
         let t = Tree::of(&[(
             "pyproject.toml",

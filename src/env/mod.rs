@@ -6,12 +6,17 @@
 //! ticket on the same lockfile pays nothing). [`tree`] reads a commit's files for the detector,
 //! and [`manifests`] what they declare (libraries, services) for the knowledge check;
 //! [`coverage`] holds each ecosystem's coverage command for the acceptance criteria.
+//! [`image`] makes sure the engine has the image (built, pulled, or the detected one instead),
+//! [`toolchain`] compares the versions a project asks for with the image's, [`hints`] says
+//! what a failed setup's output asks for, and [`reach`] is doctor's download from a setup
+//! sandbox.
 
 pub mod cache;
 pub mod coverage;
 pub mod detect;
 pub mod devcontainer;
 pub mod fetch;
+pub mod hints;
 pub mod image;
 pub mod manifests;
 pub mod pyproject;

@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::setup::{Network, certificate_line};
+use super::hints::certificate_line;
+use super::setup::Network;
 use crate::sandbox::{Backend, SandboxError, SandboxSpec};
 
 /// What one download from a setup sandbox came to.

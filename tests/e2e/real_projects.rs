@@ -2,7 +2,8 @@
 //! version and checksum, never copied into this repository), made a git repository as their
 //! maintainers' checkout looks, and driven through `vibeloop gates` and `vibeloop run`. Each
 //! has a shape that well-known projects share and that broke setup before: a version from git
-//! tags and a version file the install generates. And the programs real projects' tests call
+//! tags, a version file the install generates, a compiled extension, test extras as dotted keys
+//! and dependency groups. And the programs real projects' tests call
 //! (make, a C compiler, pkg-config, less, git) are in the images, a missing one named.
 
 use crate::ecosystems::{gate, gates_json};
@@ -186,4 +187,51 @@ fn a_test_dependency_group_is_installed_and_a_dev_group_beside_it_is_not() {
     let (_, explained) = crate::ecosystems::gates(&repo, envs.path(), &["--explain"]);
     assert!(explained.contains("--group test"), "{explained}");
     assert!(!explained.contains("--group dev"), "{explained}");
+}
+
+/// setuptools with a C extension (`markupsafe._speedups`, built from `_speedups.c` by
+/// `setup.py` into the source tree): present only where the project was built.
+const MARKUPSAFE: Sdist = Sdist {
+    name: "markupsafe",
+    version: "3.0.2",
+    sha256: "ee55d3edf80167e48ea11a923c7386f4669df67d7994554387f84e7d8b0a2bf0",
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compiled_extension_is_built_in_every_worktree() {
+    let (_d, repo) = MARKUPSAFE.repository(&["PKG-INFO", "src/MarkupSafe.egg-info"], &[]);
+    let init = std::fs::read_to_string(repo.join("src/markupsafe/__init__.py")).unwrap();
+    let goal = "markupsafe.speedups_enabled(): whether the C speedups escape";
+    let script = Script::from([
+        (
+            "architect".to_owned(),
+            vec![Step::say(&plan(goal, "src/markupsafe/__init__.py"))],
+        ),
+        (
+            // The Breaker's and the Builder's worktrees never ran setup: the extension is
+            // there only if each sandbox builds the project again.
+            "breaker".to_owned(),
+            writes(
+                "tests/test_speedups_enabled.py",
+                "from markupsafe import speedups_enabled\n\n\ndef test_the_c_speedups_escape():\n    assert speedups_enabled()\n",
+                "A test of speedups_enabled.",
+            ),
+        ),
+        (
+            "builder".to_owned(),
+            writes(
+                "src/markupsafe/__init__.py",
+                &format!(
+                    "{init}\n\ndef speedups_enabled() -> bool:\n    from . import _speedups\n\n    return _speedups._escape_inner(\"<\") == \"&lt;\"\n"
+                ),
+                "speedups_enabled added.",
+            ),
+        ),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ]);
+    let (code, stdout, stderr, _) = run(script, &repo, goal).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    for line in ["✓ red_proof", "gate test: passed", "T-1 completed"] {
+        assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
+    }
 }

@@ -168,8 +168,10 @@ impl Crate {
 /// `archive` (a `.tar.gz` holding one directory) unpacked into `<dir>/proj` without `drop`.
 pub fn unpack(archive: &Path, drop: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
+    // Owned by whoever runs the tests, not by the archive's uid (git refuses a repository
+    // owned by someone else).
     let out = Command::new("tar")
-        .arg("xzf")
+        .args(["--no-same-owner", "-xzf"])
         .arg(archive)
         .arg("-C")
         .arg(dir.path())

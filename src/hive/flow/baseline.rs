@@ -38,7 +38,7 @@ pub(super) async fn baseline(
         Ok(output) => output,
         Err(SetupError::Failed { command, output }) => {
             let network = &cx.run.hive.environments.network;
-            let fix = crate::env::setup::setup_hint(&output.output, network)
+            let fix = crate::env::hints::setup_hint(&output.output, network)
                 .map(|hint| format!("{hint} Then `/hive retry`."))
                 .unwrap_or_else(|| format!(
                     "Fix the setup (`setup:` in `{CONFIG_PATH}`; `vibeloop gates --explain` shows where the one in use comes from) \

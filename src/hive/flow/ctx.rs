@@ -232,6 +232,16 @@ pub(super) async fn resolve_env(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
     let yaml = cx.env.config.clone();
     cx.env = crate::env::resolve(yaml, &tree);
     let hive = cx.run.hive;
+    let image = cx.env.config.image.clone();
+    if matches!(hive.sandbox, crate::sandbox::Backend::Docker(_))
+        && hive.sandbox.image_id(&image).await.is_none()
+    {
+        // Pulling or building takes minutes: the timeline says so when it starts.
+        let said = format!("{image} is not on this Docker host: getting it (a pull or a build)");
+        cx.run
+            .event("image", serde_json::json!({ "said": said, "image": image }))
+            .await;
+    }
     let had = crate::env::image::ensure(
         &hive.sandbox,
         &mut cx.env,
