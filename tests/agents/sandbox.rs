@@ -92,6 +92,26 @@ async fn commands_run_in_the_worktree_as_a_non_root_user_without_network() {
     sb.stop().await;
 }
 
+/// Lines a command writes in turn to stdout and stderr are read in the order written (a test
+/// runner's `Running <target>` on stderr and that target's results on stdout must not swap).
+#[tokio::test]
+async fn output_to_stdout_and_stderr_keeps_the_order_it_was_written_in() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let sb = started(&backend, &spec(wt.path(), &[])).await;
+    let out = sb
+        .exec(
+            "i=0; while [ $i -lt 300 ]; do echo \"out $i\"; echo \"err $i\" >&2; i=$((i+1)); done",
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    sb.stop().await;
+    let want: String = (0..300).map(|i| format!("out {i}\nerr {i}\n")).collect();
+    assert!(out.success(), "{}", out.output);
+    assert_eq!(out.output, want);
+}
+
 #[tokio::test]
 async fn read_only_paths_cannot_be_written() {
     let (data, wt) = (tempfile::tempdir().unwrap(), worktree());

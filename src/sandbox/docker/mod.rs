@@ -411,7 +411,12 @@ impl DockerSandbox {
         // `timeout` kills the command's whole process group at the limit. The bot's own
         // programs by their absolute paths in the image: never found through the `PATH` the
         // environment sets, which a ticket's code may have planted a program in.
-        let cmd = vec![TIMEOUT, "-s", "KILL", secs.as_str(), SH, "-c", script];
+        // One pipe for both streams, as the local backend has: the engine reads stdout and
+        // stderr from two pipes, so lines written in turn to each (cargo's `Running …` to
+        // stderr, the tests' results to stdout) could arrive out of order, and a test then be
+        // read as another target's.
+        let script = format!("exec 2>&1\n{script}");
+        let cmd = vec![TIMEOUT, "-s", "KILL", secs.as_str(), SH, "-c", &script];
         let (mut buf, finished, killed) = self.run(cmd, cap, timeout + GRACE, stop).await?;
         if finished.is_none() {
             // Past the grace period, or stopped: end every process in the container but its
