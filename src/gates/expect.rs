@@ -113,6 +113,9 @@ pub struct Expect {
     pub excused: Vec<String>,
     /// Files the change edits that steer the tests: named as the likely cause of a miss.
     pub steering: Vec<Steer>,
+    /// What lint and typecheck already report on the base: set aside, not the change's
+    /// ([`super::debt`]).
+    pub known_findings: Vec<super::debt::Known>,
 }
 
 impl Expect {

@@ -24,6 +24,7 @@ pub mod acceptance;
 pub mod baseline;
 pub mod changes;
 pub mod complexity;
+pub mod debt;
 pub mod expect;
 pub mod grammar;
 pub mod parsers;

@@ -25,6 +25,7 @@ mod eval_report;
 mod hostile;
 mod hostile_repo;
 mod knowledge;
+mod lint_debt;
 mod memory;
 mod people;
 mod pushes;

@@ -3,7 +3,8 @@
 //! a module cannot be imported, the project does not compile, a sandbox limit is hit) stops the
 //! ticket at once, as HumanNeeded with the line that shows why and what to change, having spent
 //! no tokens. Tests that already fail on the base are recorded in the flow, so the red proof and
-//! the gates judge only what the ticket changes.
+//! the gates judge only what the ticket changes; so are the findings lint and typecheck already
+//! report there.
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use super::state::Baseline;
 use crate::config::repo::PATH as CONFIG_PATH;
 use crate::env::SetupError;
 use crate::gates::baseline::{Judgement, diagnose, judge};
+use crate::gates::debt::{self, Known};
 use crate::gates::expect::Wanted;
 use crate::gates::report::code_block;
 use crate::gates::results::{Outcome, TestRun};
@@ -26,6 +28,10 @@ pub(super) async fn baseline(
     let wt = scratch(cx, "baseline", None).await?;
     let base = wt.base.clone();
     let result = run(cx, &wt, test).await;
+    let (result, known_findings) = match result {
+        Ok((output, known)) => (Ok(output), known),
+        Err(e) => (Err(e), vec![]),
+    };
     // Read while the checkout is there: a JUnit report is a file in it.
     let report = cx.env.config.gates.test_report.clone();
     let seen = result
@@ -67,6 +73,7 @@ pub(super) async fn baseline(
                     .map(|c| Wanted::test(&c.name, c.unit.as_deref()))
                     .collect(),
                 failing: run.failing,
+                known_findings,
             };
             // Tests failing on the base because the image lacks a program they call.
             let missing = if b.failing.is_empty() {
@@ -79,6 +86,7 @@ pub(super) async fn baseline(
                 "failing": b.failing.len(),
                 "passing": b.passing.len(),
                 "missing_programs": missing,
+                "known_findings": b.known_findings.len(),
             });
             cx.run.event("baseline", data).await;
             return Ok(Some(b));
@@ -113,12 +121,13 @@ pub(super) async fn baseline(
 }
 
 /// Sets up the environment for the base's worktree (see [`crate::hive::verify::sandbox_spec`])
-/// and runs the test command there.
+/// and runs the test command there, then the lint and typecheck commands for what they
+/// already report (the repository's findings, set aside later: [`crate::gates::debt`]).
 async fn run(
     cx: &Ctx<'_, '_>,
     wt: &crate::workspace::Worktree,
     test: &str,
-) -> Result<CommandOutput, SetupError> {
+) -> Result<(CommandOutput, Vec<Known>), SetupError> {
     let run = &*cx.run;
     let spec = crate::hive::verify::sandbox_spec(run, &cx.env, wt, "baseline", false).await?;
     let sandbox = run.hive.sandbox.start(&spec).await?;
@@ -132,6 +141,24 @@ async fn run(
     }
     let timeout = Duration::from_secs(cx.env.config.limits.timeout_seconds);
     let output = sandbox.exec(test, timeout).await;
+    let mut known = Vec::new();
+    if output.is_ok() {
+        let roots = [sandbox.root(), format!("{}/", wt.path.display())];
+        let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+        for (gate, command) in cx.env.config.gates.commands() {
+            if !matches!(gate, "lint" | "typecheck") {
+                continue;
+            }
+            match sandbox.exec(command, timeout).await {
+                Ok(out) if !out.success() => known.extend(debt::known(
+                    gate,
+                    &crate::gates::parsers::parse(gate, &out.output, &roots),
+                )),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(gate, error = %e, "the base's findings could not be read"),
+            }
+        }
+    }
     sandbox.stop().await;
-    Ok(output?)
+    Ok((output?, known))
 }

@@ -278,6 +278,9 @@ pub struct Baseline {
     /// Tests that pass on the base: every later run must still see them pass, by name.
     #[serde(default)]
     pub passing: Vec<Wanted>,
+    /// What lint and typecheck report on the base: the repository's, never the change's.
+    #[serde(default)]
+    pub known_findings: Vec<crate::gates::debt::Known>,
 }
 
 impl Flow {
@@ -307,6 +310,11 @@ impl Flow {
             baseline,
             excused,
             steering: vec![],
+            known_findings: self
+                .baseline
+                .as_ref()
+                .map(|b| b.known_findings.clone())
+                .unwrap_or_default(),
         }
     }
 
