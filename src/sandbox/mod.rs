@@ -119,10 +119,13 @@ impl SandboxSpec {
     /// (its toolchains' versions, whether it reaches a package index): no environment, no
     /// network unless `network`, small limits.
     pub fn probe(image: &str, dir: &Path, what: &str, network: bool) -> Self {
+        // Each its own container: two probes at once never replace each other's.
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self {
             repo: "vibeloop/probe".into(),
             ticket: "probe".into(),
-            role: what.into(),
+            role: format!("{what}-{}-{n}", std::process::id()),
             worktree: dir.to_owned(),
             read_only: vec![],
             image: image.into(),

@@ -14,8 +14,8 @@ use vibeloop::ticket::TaskState;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_left_by_a_killed_bot_is_removed_at_the_next_start() {
-    // A lint gate that outlives the bot.
-    let hive_yml = "gates: { test: \"python3 -m unittest -v\", lint: \"sleep 300\" }\nlimits: { timeout_seconds: 400 }\n";
+    // A build gate that outlives the bot (the baseline runs lint on the base too: not build).
+    let hive_yml = "gates: { test: \"python3 -m unittest -v\", build: \"sleep 300\" }\nlimits: { timeout_seconds: 400 }\n";
     let mut w = World::start_with(
         happy_script(),
         &calc(hive_yml),
@@ -31,7 +31,7 @@ async fn a_container_left_by_a_killed_bot_is_removed_at_the_next_start() {
             let running =
                 w.gh.check_runs(REPO)
                     .iter()
-                    .any(|c| c.name == "hive/lint" && c.status == "in_progress");
+                    .any(|c| c.name == "hive/build" && c.status == "in_progress");
             if running {
                 docker.containers().await.unwrap().into_iter().next()
             } else {
