@@ -32,8 +32,9 @@ pub struct ImageBuild {
 const MAX_CONTEXT_BYTES: usize = 16 << 20;
 
 impl ImageBuild {
-    /// The build `b` names, with the context's files from `files`; `None` when the Dockerfile
-    /// is not among them or the context is too large.
+    /// The build `b` names, with the context's files from `files` (what the tree reads: text
+    /// files up to 1 MiB; a binary one is left out, and a `COPY` of it fails the build, which
+    /// then says so); `None` when the Dockerfile is not among them or the context is too large.
     pub fn of(b: &Build, files: &dyn Files) -> Option<Self> {
         let prefix = format!("{}/", b.context);
         let mut context: Vec<(String, Vec<u8>)> = files
@@ -50,17 +51,20 @@ impl ImageBuild {
         if size > MAX_CONTEXT_BYTES || !context.iter().any(|(p, _)| *p == dockerfile) {
             return None;
         }
+        // Each part length-prefixed: no two different builds hash alike.
         let mut h = Sha256::new();
-        for (k, v) in
-            std::iter::once((&dockerfile, &Vec::new())).chain(context.iter().map(|(p, c)| (p, c)))
-        {
-            h.update((k.len() as u64).to_le_bytes());
-            h.update(k.as_bytes());
-            h.update((v.len() as u64).to_le_bytes());
-            h.update(v);
+        let mut part = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        part(dockerfile.as_bytes());
+        for (path, content) in &context {
+            part(path.as_bytes());
+            part(content);
         }
         for (k, v) in &b.args {
-            h.update(format!("{k}={v}\0").as_bytes());
+            part(k.as_bytes());
+            part(v.as_bytes());
         }
         let tag = format!("vibeloop-devcontainer:{}", &hex::encode(h.finalize())[..16]);
         Some(Self {

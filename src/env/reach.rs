@@ -27,7 +27,7 @@ pub async fn try_fetch(
     image: &str,
     network: &Network,
 ) -> Result<Reach, SandboxError> {
-    let dir = tempfile::tempdir().map_err(|e| SandboxError::Docker(e.to_string()))?;
+    let dir = tempfile::tempdir()?;
     let mut spec = SandboxSpec::probe(image, dir.path(), "reach", true);
     network.give(&mut spec);
     let sandbox = backend.start(&spec).await?;

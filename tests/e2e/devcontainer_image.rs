@@ -175,3 +175,60 @@ fn a_devcontainers_dockerfile_that_fails_to_build_falls_back_to_the_detected_ima
         "{out}"
     );
 }
+
+/// Through the hive: the timeline says the image is being fetched and how it was had, the
+/// toolchain a project asks for that the image lacks is named, and every role's sandbox runs
+/// in the built image (the base's marker test passes at the baseline and at the gates).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticket_builds_the_devcontainers_image_and_says_so_on_its_timeline() {
+    use crate::ecosystems_run::{plan, run};
+    use crate::support::fake_llm::{Script, Step};
+    use crate::support::hive::{approve_json, writes};
+
+    // Its own Dockerfile (a tag of its own): the gates test above never built this one.
+    let dockerfile = "FROM vibeloop-runner:python\n# for a ticket\nARG GREETING\nUSER root\nCOPY marker.txt /etc/vibeloop-marker\nRUN echo \"$GREETING\" >> /etc/vibeloop-marker\nUSER 1000\n";
+    let (_d, repo) = project(&[
+        (
+            ".devcontainer/devcontainer.json",
+            "{ \"build\": { \"dockerfile\": \"Dockerfile\", \"args\": { \"GREETING\": \"built-by-vibeloop\" } } }\n",
+        ),
+        (".devcontainer/Dockerfile", dockerfile),
+        (".devcontainer/marker.txt", "from-the-context\n"),
+        (".python-version", "3.99\n"),
+        ("requirements.txt", "pytest\n"),
+        ("tests/test_marker.py", MARKER_TEST),
+        ("calc.py", "def add(a, b):\n    return a - b\n"),
+    ]);
+    let goal = "add() adds";
+    let script = Script::from([
+        (
+            "architect".to_owned(),
+            vec![Step::say(&plan(goal, "calc.py"))],
+        ),
+        (
+            "breaker".to_owned(),
+            writes(
+                "tests/test_calc.py",
+                "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+                "A test.",
+            ),
+        ),
+        (
+            "builder".to_owned(),
+            writes("calc.py", "def add(a, b):\n    return a + b\n", "Fixed."),
+        ),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ]);
+    let (code, stdout, stderr, _) = run(script, &repo, goal).await;
+    let _built = built_tag(&stdout);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    for line in [
+        "is not on this Docker host: getting it (a pull or a build)",
+        "from .devcontainer/Dockerfile in",
+        "toolchain: .python-version asks for Python 3.99; the image vibeloop-devcontainer:",
+        "gate test: passed (2 tests)",
+        "T-1 completed",
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
+    }
+}

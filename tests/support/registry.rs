@@ -25,6 +25,15 @@ fn cache() -> PathBuf {
     dir
 }
 
+/// Asserts that the fetch of `name` `version` succeeded, with its error output if not.
+fn fetched(out: &std::process::Output, name: &str, version: &str) {
+    assert!(
+        out.status.success(),
+        "fetching {name} {version} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn sha256(path: &Path) -> String {
     hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
 }
@@ -55,13 +64,7 @@ impl Sdist {
             .arg(format!("{}=={}", self.name, self.version))
             .output()
             .expect("python3 -m pip runs");
-        assert!(
-            out.status.success(),
-            "fetching {} {} failed: {}",
-            self.name,
-            self.version,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        fetched(&out, self.name, self.version);
         let got = std::fs::read_dir(fetch.path())
             .unwrap()
             .flatten()
@@ -121,13 +124,7 @@ impl Crate {
             .current_dir(fetch.path())
             .output()
             .expect("cargo runs");
-        assert!(
-            out.status.success(),
-            "fetching {} {} failed: {}",
-            self.name,
-            self.version,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        fetched(&out, self.name, self.version);
         let home = std::env::var_os("CARGO_HOME")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
