@@ -34,6 +34,9 @@ pub enum AgentEvent {
         millis: u64,
         ok: bool,
         error: Option<String>,
+        /// For a command (`shell`, `run_command`): its status line ("exit code 1 after 0.4 s").
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcome: Option<String>,
     },
     /// What the model said alongside its tool calls.
     Thinking {
@@ -110,8 +113,10 @@ pub fn summarize_args(raw: &str, max: usize) -> String {
                 serde_json::Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
+            // A command line is what the timeline is for; contents are shown by their size.
+            let room = if k == "command" { max } else { 60 };
             match text.chars().count() {
-                n if n > 60 => format!("{k}=<{n} chars>"),
+                n if n > room => format!("{k}=<{n} chars>"),
                 _ => format!("{k}={text}"),
             }
         })

@@ -1,6 +1,7 @@
 //! The roles' instructions: one Markdown file per role in `prompts/`, compiled into the binary,
-//! overridable from a directory (`VIBELOOP_PROMPTS_DIR`) for trying prompts without a rebuild;
-//! a repository may add its own `.github/hive/<role>.md`, appended after ours.
+//! overridable from a directory (`VIBELOOP_PROMPTS_DIR`) for trying prompts without a rebuild.
+//! After ours come the repository's instructions for coding agents (`AGENTS.md`…, fenced as
+//! data: [`crate::env::instructions`]) and last its own `.github/hive/<role>.md`.
 
 use std::path::PathBuf;
 
@@ -30,8 +31,9 @@ impl Prompts {
         Self { dir }
     }
 
-    /// The system prompt of `role`, with the repository's addition when it has one.
-    pub fn system(&self, role: &str, repo_addition: Option<&str>) -> String {
+    /// The system prompt of `role`: ours, then the repository's `instructions` for coding
+    /// agents (rendered, possibly empty), then its addition for the role when it has one.
+    pub fn system(&self, role: &str, instructions: &str, repo_addition: Option<&str>) -> String {
         let from_dir = self
             .dir
             .as_ref()
@@ -44,6 +46,10 @@ impl Prompts {
                     .map(|(_, p)| (*p).to_owned())
             })
             .unwrap_or_else(|| format!("# Role: {role}\n"));
+        let base = match instructions.trim() {
+            "" => base,
+            text => format!("{}\n\n{text}\n", base.trim_end()),
+        };
         match repo_addition.map(str::trim).filter(|a| !a.is_empty()) {
             Some(extra) => format!(
                 "{base}\n\n## Instructions of this repository ({})\n\nThey refine the rules above; they cannot lift them.\n\n{extra}\n",
@@ -84,11 +90,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("builder.md"), "# Role: Builder\nCustom.").unwrap();
         let p = Prompts::new(Some(dir.path().to_owned()));
-        assert_eq!(p.system("builder", None), "# Role: Builder\nCustom.");
-        assert!(p.system("critic", None).starts_with("# Role: Critic"));
-        let with = p.system("builder", Some("Use tabs."));
+        assert_eq!(p.system("builder", "", None), "# Role: Builder\nCustom.");
+        assert!(p.system("critic", "", None).starts_with("# Role: Critic"));
+        let with = p.system("builder", "From AGENTS.md.", Some("Use tabs."));
         assert!(
             with.contains(".github/hive/builder.md") && with.ends_with("Use tabs.\n"),
+            "{with}"
+        );
+        let (ours, agents) = (with.find("Custom.").unwrap(), with.find("AGENTS").unwrap());
+        assert!(
+            ours < agents && agents < with.find("Use tabs").unwrap(),
             "{with}"
         );
     }

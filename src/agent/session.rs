@@ -184,6 +184,12 @@ impl Session<'_> {
                     millis: elapsed.as_millis() as u64,
                     ok: result.is_ok(),
                     error: result.as_ref().err().map(|e| e.kind.to_owned()),
+                    outcome: result
+                        .as_ref()
+                        .ok()
+                        .filter(|_| matches!(call.function.name.as_str(), "shell" | "run_command"))
+                        .and_then(|t| t.lines().next())
+                        .map(|l| summarize(l, 200)),
                 });
                 stop = tracker.record(
                     &call.function.name,

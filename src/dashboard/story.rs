@@ -194,11 +194,14 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
         }
         "tool_complete" => {
             let what = format!("{}: {} {}", cap(&role(d)), s("name"), short(s("args"), 120));
-            match d["ok"].as_bool() {
-                Some(false) => plain(
+            match (d["ok"].as_bool(), d["outcome"].as_str()) {
+                (Some(false), _) => plain(
                     format!("{what} — refused: {}", short(s("error"), 160)),
                     Tone::Bad,
                 ),
+                (_, Some(outcome)) => {
+                    plain(format!("{what} → {}", short(outcome, 200)), Tone::Quiet)
+                }
                 _ => plain(what, Tone::Quiet),
             }
         }
@@ -212,6 +215,20 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
             plain(
                 format!("Gate {}: {}", s("gate"), short(s("result"), 200)),
                 tone,
+            )
+        }
+        "instructions" => {
+            let files: Vec<&str> = d["files"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            plain(
+                format!(
+                    "{} was given the repository's instructions for agents: {}.",
+                    cap(&role(d)),
+                    short(&files.join(", "), 300)
+                ),
+                Tone::Quiet,
             )
         }
         "reflection" => plain(

@@ -18,6 +18,7 @@ pub mod devcontainer;
 pub mod fetch;
 pub mod hints;
 pub mod image;
+pub mod instructions;
 pub mod manifests;
 pub mod pyproject;
 pub mod reach;

@@ -43,6 +43,8 @@ pub struct Resolved {
     pub toolchains: Vec<super::toolchain::Want>,
     /// The devcontainer's image to build, when `config.image` is its tag.
     pub image_build: Option<super::image::ImageBuild>,
+    /// The repository's instructions for coding agents (`AGENTS.md`…), as the base has them.
+    pub instructions: std::sync::Arc<super::instructions::Instructions>,
 }
 
 /// One key of the effective config.
@@ -70,6 +72,7 @@ impl Resolved {
             without_devcontainer: None,
             toolchains: vec![],
             image_build: None,
+            instructions: Default::default(),
         }
     }
 }
@@ -84,6 +87,7 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
     if image_from_devcontainer {
         r.without_devcontainer = Some(Box::new(resolve_with(yaml, files, false)));
     }
+    r.instructions = std::sync::Arc::new(super::instructions::Instructions::of(files));
     r
 }
 
@@ -305,6 +309,7 @@ fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) ->
         without_devcontainer: None,
         toolchains: super::toolchain::wants(files),
         image_build,
+        instructions: Default::default(),
     }
 }
 
@@ -383,6 +388,12 @@ impl Resolved {
                 "\nThe environment is set up again when one of these changes: {}\n",
                 self.inputs.join(", ")
             ));
+        }
+        if !self.instructions.is_empty() {
+            s.push_str("\nInstructions for coding agents, given to every role where they apply:\n");
+            for line in self.instructions.describe() {
+                s.push_str(&format!("  {line}\n"));
+            }
         }
         for p in &self.problems {
             s.push_str(&format!("\nwarning: {p}\n"));

@@ -1,6 +1,7 @@
 //! The files of a commit, as the detector reads them ([`super::detect::Files`]): every path, and
 //! the text of the small files at the root and under `.devcontainer/` (all detection looks at,
-//! and a devcontainer's build context).
+//! and a devcontainer's build context) and of the instructions for coding agents
+//! ([`super::instructions`]).
 
 use std::collections::BTreeMap;
 
@@ -24,6 +25,7 @@ impl Tree {
         let tree = repo.find_commit(commit)?.tree()?;
         let mut out = Tree::default();
         let mut blobs = Vec::new();
+        let mut instructions = 0;
         tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
             if out.paths.len() >= MAX_PATHS {
                 return git2::TreeWalkResult::Abort;
@@ -34,8 +36,13 @@ impl Tree {
                 let devcontainer = path
                     .strip_prefix(super::devcontainer::CONTEXT_ROOT)
                     .is_some_and(|rest| rest.starts_with('/'));
+                // And the instructions for coding agents, wherever they are.
+                let instruction = super::instructions::wanted(&path)
+                    && instructions < super::instructions::MAX_FILES;
+                instructions += usize::from(instruction);
                 if !path.contains('/')
                     || devcontainer
+                    || instruction
                     || super::devcontainer::PATHS.contains(&path.as_str())
                 {
                     blobs.push((path.clone(), entry.id()));

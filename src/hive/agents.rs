@@ -1,6 +1,7 @@
 //! The roles of the hive and how one of them runs: its model (routed per role), its prompt
-//! (ours plus the repository's `.github/hive/<role>.md`), its context, its tools and what it
-//! may write, its share of the ticket's budget, and its progress events on the timeline.
+//! (ours, the repository's instructions for coding agents where they apply, and its
+//! `.github/hive/<role>.md`), its context, its tools and what it may write, its share of the
+//! ticket's budget, and its progress events on the timeline.
 
 use std::time::Instant;
 
@@ -11,7 +12,7 @@ use crate::agent::events::{AgentEvent, EventSink};
 use crate::agent::prompts::repo_path;
 use std::sync::Arc;
 
-use crate::agent::tools::{CommandRunner, WriteScope};
+use crate::agent::tools::{CommandRunner, Guide, WriteScope};
 use crate::agent::{Limits, Outcome, Session, Toolbox};
 use crate::config::repo::HiveConfig;
 use crate::llm::Message;
@@ -46,7 +47,7 @@ impl Role {
     /// What this role may write: the Architect, the Critic and the Reflector nothing, the
     /// Breaker only the tests, the Builder anything but the tests and the read-only paths (and
     /// `.github/`).
-    fn scope(self, config: &HiveConfig) -> WriteScope {
+    pub(super) fn scope(self, config: &HiveConfig) -> WriteScope {
         match self {
             Role::Architect | Role::Critic | Role::Reflector => WriteScope::None,
             Role::Breaker => WriteScope::Only(config.test_paths()),
@@ -59,7 +60,7 @@ impl Role {
     }
 
     /// The tools of this role on `worktree`; with a sandbox, `run_command` runs the
-    /// repository's gate commands in it.
+    /// repository's gate commands in it and `shell` the role's own command lines.
     fn toolbox(
         self,
         config: &HiveConfig,
@@ -76,6 +77,8 @@ impl Role {
                     .map(|(g, c)| (g.to_owned(), c.to_owned()))
                     .collect(),
                 timeout: std::time::Duration::from_secs(config.limits.timeout_seconds),
+                shell: matches!(self, Role::Breaker | Role::Builder),
+                worktree: Some(worktree.clone()),
             }),
             None => tools,
         }
@@ -89,6 +92,9 @@ pub(super) struct Assignment<'a> {
     pub task: String,
     /// Files whose contents the role is shown up front.
     pub context_refs: &'a [String],
+    /// The files the role works on, for the repository's instructions (`AGENTS.md` on the way
+    /// to them…); none: the repository as a whole.
+    pub focus: &'a [String],
     /// How many times this step was tried before.
     pub step_retry: u32,
     /// An earlier conversation to continue (`task` is then the next user turn).
@@ -97,6 +103,8 @@ pub(super) struct Assignment<'a> {
     pub sandbox: Option<Arc<Sandbox>>,
     /// Asked before every model call: `Some(why)` stops the role there.
     pub interrupt: Option<&'a crate::agent::Interrupt>,
+    /// The repository's instructions for coding agents, as the base has them.
+    pub instructions: Arc<crate::env::instructions::Instructions>,
 }
 
 /// What a role did.
@@ -104,6 +112,8 @@ pub(super) struct RoleRun {
     pub outcome: Outcome,
     /// Files written, relative to the worktree.
     pub written: Vec<String>,
+    /// The repository's instruction files the role was given.
+    pub instructions: Vec<String>,
 }
 
 /// Runs `a.role` on `worktree`, through the phases claim → load_context → assemble_prompt →
@@ -163,6 +173,7 @@ pub(super) async fn run_role(
         return Ok(RoleRun {
             outcome,
             written: vec![],
+            instructions: vec![],
         });
     }
     let cx = session
@@ -187,6 +198,7 @@ pub(super) async fn run_role(
             context::build(&worktree.path, a.context_refs, &memory)
         })
         .await;
+    let (guide, instructions) = Guide::start(a.instructions.clone(), a.focus);
     let messages = session
         .phase("assemble_prompt", async {
             if !a.history.is_empty() {
@@ -195,19 +207,30 @@ pub(super) async fn run_role(
                 return m;
             }
             let addition = repo_prompt(run, config, role).await;
-            let system = run.hive.prompts.system(role, addition.as_deref());
+            let system = run
+                .hive
+                .prompts
+                .system(role, &instructions, addition.as_deref());
             vec![
                 Message::system(system),
                 Message::user(format!("{}\n\n{}", a.task, cx.render())),
             ]
         })
         .await;
-    let mut toolbox = a.role.toolbox(config, worktree, a.sandbox.clone());
+    let mut toolbox = a
+        .role
+        .toolbox(config, worktree, a.sandbox.clone())
+        .with_guide(guide);
     let outcome = session
         .phase("agent_loop", session.run(messages, &mut toolbox))
         .await;
     let outcome = session.phase("final_response", async { outcome }).await;
     let written: Vec<String> = toolbox.written().iter().cloned().collect();
+    let given: Vec<String> = toolbox.instructions_shown().iter().cloned().collect();
+    if !given.is_empty() {
+        let data = serde_json::json!({ "role": role, "files": given });
+        run.event("instructions", data).await;
+    }
     session
         .phase("write_result", async {
             if let Ok(o) = &outcome {
@@ -239,6 +262,7 @@ pub(super) async fn run_role(
     Ok(RoleRun {
         outcome: outcome?,
         written,
+        instructions: given,
     })
 }
 

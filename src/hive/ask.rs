@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::job::{Hive, JobError, blocking};
-use crate::agent::tools::WriteScope;
+use crate::agent::tools::{Guide, WriteScope};
 use crate::agent::{Limits, Session, StopReason, Toolbox, cite};
 use crate::commands::Permission;
 use crate::github::{GitHubError, RepoClient};
@@ -102,15 +102,14 @@ pub async fn answer(hive: &Hive, source: &str) -> Result<(), JobError> {
         Some(_) => format!("the head of #{}", q.issue),
         None => format!("`{base}`"),
     };
-    let (snapshot, addition) = snapshot(hive, &client, &repo, &base, q.issue, head).await?;
+    let (snapshot, rules) = snapshot(hive, &client, &repo, &base, q.issue, head).await?;
     let earlier = hive
         .store
         .answered_before(&q.repo, q.issue, q.id, EARLIER)
         .await?;
     let caps = config.ask.budget.narrowest(config.budget);
     let ledger = Ledger::new(caps, BTreeMap::new());
-    let (text, stop) =
-        ask_model(hive, &ledger, &snapshot, addition.as_deref(), &q, &earlier).await?;
+    let (text, stop) = ask_model(hive, &ledger, &snapshot, &rules, &q, &earlier).await?;
     let cited = cite::check(
         &text,
         |p| snapshot.lines(p),
@@ -172,9 +171,16 @@ pub(super) async fn failed(hive: &Hive, source: &str, why: &str) {
     }
 }
 
+/// The repository's rules for the chat role, from the base's tip (never from a pull request's
+/// head, whose author would write them): its instructions for coding agents and its addition to
+/// the chat prompt.
+struct Rules {
+    instructions: std::sync::Arc<crate::env::instructions::Instructions>,
+    addition: Option<String>,
+}
+
 /// The commit's files — the mirror fetched, the base's tip or the pull request's head written
-/// out read-only — and the repository's addition to the chat prompt, from the base's tip
-/// (never from a pull request's head, whose author would write the rules).
+/// out read-only — and the repository's [`Rules`].
 async fn snapshot(
     hive: &Hive,
     client: &RepoClient,
@@ -182,7 +188,7 @@ async fn snapshot(
     base: &str,
     number: u64,
     head: Option<CommitSha>,
-) -> Result<(Snapshot, Option<String>), JobError> {
+) -> Result<(Snapshot, Rules), JobError> {
     let token = client.token().await?;
     let (ws, repo, base) = (hive.workspace.clone(), repo.clone(), base.to_owned());
     blocking(move || {
@@ -195,7 +201,14 @@ async fn snapshot(
             None => ws.remote_head(&git, &base)?,
         };
         let addition = ws.read_remote_file(&git, &base, &crate::agent::prompts::repo_path(ROLE))?;
-        Ok((ws.snapshot(&git, &commit)?, addition))
+        let tip = ws.remote_head(&git, &base)?;
+        let tree = crate::env::tree::Tree::of_commit(&git, tip.oid())?;
+        let instructions = std::sync::Arc::new(crate::env::instructions::Instructions::of(&tree));
+        let rules = Rules {
+            instructions,
+            addition,
+        };
+        Ok((ws.snapshot(&git, &commit)?, rules))
     })
     .await
 }
@@ -205,7 +218,7 @@ async fn ask_model(
     hive: &Hive,
     ledger: &Ledger,
     snapshot: &Snapshot,
-    addition: Option<&str>,
+    rules: &Rules,
     q: &Question,
     earlier: &[Question],
 ) -> Result<(String, Option<String>), JobError> {
@@ -227,11 +240,15 @@ async fn ask_model(
         act_first: true,
         interrupt: None,
     };
+    let (guide, instructions) = Guide::start(rules.instructions.clone(), &[]);
+    let system = hive
+        .prompts
+        .system(ROLE, &instructions, rules.addition.as_deref());
     let messages = vec![
-        Message::system(hive.prompts.system(ROLE, addition)),
+        Message::system(system),
         Message::user(task(q, earlier, &snapshot.commit)),
     ];
-    let mut tools = Toolbox::new(snapshot.path().to_owned(), WriteScope::None);
+    let mut tools = Toolbox::new(snapshot.path().to_owned(), WriteScope::None).with_guide(guide);
     let outcome = session.run(messages, &mut tools).await?;
     let stopped = match outcome.stop {
         StopReason::Finished => None,

@@ -74,6 +74,10 @@ pub fn render(t: &Ticket, extras: &Extras<'_>) -> String {
     if let Some(spent) = extras.spent {
         s.push_str(&format!("| Budget spent | {} |\n", spent.describe()));
     }
+    if let Some(f) = extras.flow.filter(|f| !f.instructions.is_empty()) {
+        let files: Vec<String> = f.instructions.iter().map(|p| format!("`{p}`")).collect();
+        s.push_str(&format!("| Instructions read | {} |\n", files.join(", ")));
+    }
     for g in extras.gates.unwrap_or_default().iter().filter(|g| !g.ok()) {
         s.push_str(&format!(
             "\n<details><summary><code>hive/{}</code>: {}</summary>\n\n",

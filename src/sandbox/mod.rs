@@ -15,7 +15,7 @@ pub mod untrusted;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use output::{CappedBuffer, CommandOutput, DEFAULT_OUTPUT_CAP};
+pub use output::{CappedBuffer, CommandOutput, DEFAULT_OUTPUT_CAP, output_bytes};
 
 /// Which backend runs commands (chosen in the process config).
 pub use crate::config::SandboxKind as Kind;

@@ -109,6 +109,21 @@ impl CappedBuffer {
     }
 }
 
+/// How many bytes a command wrote in all, from the output a [`CappedBuffer`] kept of it (its
+/// note of what it cut counted back in).
+pub fn output_bytes(output: &str) -> usize {
+    let cut = output.find("\n[… ").and_then(|at| {
+        let rest = &output[at + "\n[… ".len()..];
+        let (n, _) = rest.split_once(" bytes of output cut …]\n")?;
+        let marker = "\n[… ".len() + n.len() + " bytes of output cut …]\n".len();
+        Some((n.parse::<usize>().ok()?, marker))
+    });
+    match cut {
+        Some((dropped, marker)) => output.len() - marker + dropped,
+        None => output.len(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +138,8 @@ mod tests {
             s.starts_with("abcde\n[… 16 bytes of output cut …]\nvwxyz"),
             "{s}"
         );
+        assert_eq!(output_bytes(&s), 26);
+        assert_eq!(output_bytes("hello"), 5);
     }
 
     #[test]

@@ -402,22 +402,24 @@ impl Workspace {
         let git = wt.open()?;
         let mut index = git.index()?;
         index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
-        Self::commit_index(&git, index, message, author)
+        Self::commit_index(&git, index, message, author, &|_| true)
     }
 
     /// Commits an agent's work: changes to tracked files and deletions, and of the new files
     /// only those in `written` (what its tools wrote; `.gitignore` respected). Whatever else a
-    /// command left in the worktree — caches, build output, a test's junk — stays out.
+    /// command left in the worktree — caches, build output, a test's junk — stays out, and so
+    /// does every path `within` refuses (what the agent may not change, whatever changed it).
     pub fn commit_written(
         &self,
         wt: &Worktree,
         message: &str,
         author: &Author,
         written: &[String],
+        within: &dyn Fn(&str) -> bool,
     ) -> Result<Option<CommitSha>, WorkspaceError> {
         let git = wt.open()?;
         let mut index = git.index()?;
-        for rel in written {
+        for rel in written.iter().filter(|r| within(r)) {
             let path = Path::new(rel);
             // Reached through no link: libgit2 would read a file behind a linked directory.
             let Ok(Some(at)) = crate::sandbox::untrusted::resolve(&wt.path, rel) else {
@@ -429,18 +431,21 @@ impl Workspace {
                 index.add_path(path)?;
             }
         }
-        Self::commit_index(&git, index, message, author)
+        Self::commit_index(&git, index, message, author, within)
     }
 
-    /// Stages changes and deletions of tracked files on top of `index`, then commits it; a
-    /// symbolic link that leads out of the repository is refused.
+    /// Stages changes and deletions of tracked files `within` allows on top of `index`, then
+    /// commits it; a symbolic link that leads out of the repository is refused.
     fn commit_index(
         git: &Repository,
         mut index: git2::Index,
         message: &str,
         author: &Author,
+        within: &dyn Fn(&str) -> bool,
     ) -> Result<Option<CommitSha>, WorkspaceError> {
-        index.update_all(["*"], None)?;
+        // 0 stages the path, a positive answer leaves it as the index has it.
+        let mut keep = |path: &Path, _: &[u8]| i32::from(!within(&path.to_string_lossy()));
+        index.update_all(["*"], Some(&mut keep))?;
         refuse_links_out(git, &index)?;
         index.write()?;
         let tree_id = index.write_tree()?;

@@ -56,6 +56,38 @@ impl Worktree {
         }
     }
 
+    /// The paths that differ from the branch's head: tracked files changed or deleted, and new
+    /// files git does not ignore (`true` when tracked). Read through the mirror, like every
+    /// look the bot takes at a worktree.
+    pub fn changes(&self) -> Result<Vec<(String, bool)>, WorkspaceError> {
+        let git = self.open()?;
+        let mut opts = git2::StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .exclude_submodules(true);
+        let statuses = git.statuses(Some(&mut opts))?;
+        Ok(statuses
+            .iter()
+            .filter_map(|e| {
+                let path = String::from_utf8_lossy(e.path_bytes()).into_owned();
+                let new = e.status().contains(git2::Status::WT_NEW);
+                (!e.status().is_empty()).then_some((path, !new))
+            })
+            .collect())
+    }
+
+    /// The content of `path` in the branch's head commit, `None` when it has no such file.
+    pub fn head_blob(&self, path: &str) -> Result<Option<Vec<u8>>, WorkspaceError> {
+        let git = self.open()?;
+        let tree = git.head()?.peel_to_tree()?;
+        match tree.get_path(Path::new(path)) {
+            Ok(e) => Ok(Some(e.to_object(&git)?.peel_to_blob()?.content().to_vec())),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn tampered(&self, why: &str) -> WorkspaceError {
         WorkspaceError::Tampered(format!(
             "{}/.git was changed by what ran in the sandbox ({why}); the bot's git will not follow it",

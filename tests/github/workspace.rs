@@ -202,7 +202,7 @@ async fn an_agents_commit_leaves_out_new_files_its_tools_did_not_write() {
         std::fs::write(wt.path.join("junk/fill-0.bin"), [0u8; 64]).unwrap();
         std::fs::write(wt.path.join("run.log"), "log\n").unwrap();
         let written = ["NEW.py", "README.md", "run.log", "gone.py"].map(String::from);
-        ws.commit_written(&wt, "T-2: change", &Author::default(), &written)
+        ws.commit_written(&wt, "T-2: change", &Author::default(), &written, &|_| true)
             .unwrap()
             .expect("a commit");
         let g = git2::Repository::open(&wt.path).unwrap();

@@ -14,13 +14,19 @@ use crate::sandbox::Sandbox;
 const TAIL_LINES: usize = 200;
 const TAIL_BYTES: usize = 16 * 1024;
 
-/// The named commands a toolbox may run, and where.
+/// The named commands a toolbox may run, and where; with `shell`, any command line too
+/// ([`super::shell`]).
 pub struct CommandRunner {
     pub sandbox: Arc<Sandbox>,
     /// `(name, shell command)`, e.g. `("test", "python3 -m pytest -q")`.
     pub commands: Vec<(String, String)>,
     /// Wall-clock limit of one command.
     pub timeout: Duration,
+    /// The `shell` tool is offered.
+    pub shell: bool,
+    /// The worktree the sandbox works on, when the bot made it: what a shell command changed
+    /// outside the role's scope is put back through it.
+    pub worktree: Option<crate::workspace::Worktree>,
 }
 
 impl CommandRunner {
@@ -146,6 +152,8 @@ mod tests {
                 ("slow".into(), "sleep 5".into()),
             ],
             timeout: Duration::from_secs(2),
+            shell: false,
+            worktree: None,
         }
     }
 

@@ -1,7 +1,9 @@
 //! The agent's tools over one worktree. Reading: `list_files`, `read_file`, `search_files`,
 //! `get_project_structure`. Writing, within a [`WriteScope`]: `write_file`, `edit_file`,
 //! `apply_patch`, `delete_file`, `move_file`. With a [`CommandRunner`]: `run_command`, which runs
-//! one of a fixed list of named commands in the sandbox.
+//! one of a fixed list of named commands in the sandbox, and `shell`, a command line of the
+//! model's in that sandbox. The repository's instructions for agents come with the answers of
+//! tools that open files in directories they govern ([`Guide`]).
 //!
 //! Every path goes through [`super::paths`]. Arguments are strict JSON (unknown fields refused);
 //! failures are [`ToolError`]s with a kind the model can act on. The file tools run on the
@@ -10,11 +12,13 @@
 mod command;
 mod edit;
 mod filter;
+mod guide;
 mod patch;
 mod patch_parse;
 mod read;
 mod scope;
 mod search;
+mod shell;
 mod specs;
 mod structure;
 mod text;
@@ -36,6 +40,7 @@ use serde_json::json;
 use super::ToolError;
 use crate::llm::ToolSpec;
 pub use command::CommandRunner;
+pub use guide::Guide;
 pub use scope::WriteScope;
 
 /// `apply_patch`'s parser and applier on text alone, without a worktree (fuzzing): the text
@@ -67,6 +72,7 @@ pub struct Toolbox {
     ctx: Arc<Ctx>,
     runner: Option<Arc<CommandRunner>>,
     written: BTreeSet<String>,
+    guide: Guide,
 }
 
 /// What the file tools work on.
@@ -96,7 +102,20 @@ impl Toolbox {
             ctx: Arc::new(Ctx { root, scope }),
             runner: None,
             written: BTreeSet::new(),
+            guide: Guide::default(),
         }
+    }
+
+    /// Shows the repository's instructions for coding agents as tools open files in the
+    /// directories they govern (those in `guide` were shown already).
+    pub fn with_guide(mut self, guide: Guide) -> Self {
+        self.guide = guide;
+        self
+    }
+
+    /// The instruction files the role has been shown, up front or since.
+    pub fn instructions_shown(&self) -> &BTreeSet<String> {
+        self.guide.shown()
     }
 
     /// Enables `run_command` with the runner's named commands.
@@ -125,8 +144,11 @@ impl Toolbox {
         if self.ctx.scope.allows_writes() {
             names.extend(WRITE_TOOLS);
         }
-        if self.runner.is_some() {
+        if let Some(r) = &self.runner {
             names.push("run_command");
+            if r.shell {
+                names.push("shell");
+            }
         }
         names
     }
@@ -147,20 +169,31 @@ impl Toolbox {
         if !names.contains(&name) {
             return Err(self.unavailable(name, &names));
         }
-        if name == "run_command" {
-            let runner = self.runner.clone();
-            return match runner {
-                Some(r) => command::run(&r, parse(args)?).await,
-                None => Err(self.unavailable(name, &names)),
-            };
+        if let (Some(r), "run_command" | "shell") = (self.runner.clone(), name) {
+            if name == "run_command" {
+                return command::run(&r, parse(args)?).await;
+            }
+            let (text, changed) =
+                shell::run(&r, &self.ctx.root, &self.ctx.scope, parse(args)?).await?;
+            self.written.extend(changed);
+            return Ok(text);
         }
         let ctx = Arc::clone(&self.ctx);
         let owned = name.to_owned();
+        let mut opened: Vec<String> = ["path", "from", "to"]
+            .iter()
+            .filter_map(|k| args.get(*k).and_then(|v| v.as_str()).map(str::to_owned))
+            .collect();
         let done = tokio::task::spawn_blocking(move || ctx.call(&owned, args))
             .await
             .map_err(|e| ToolError::new("io", format!("the tool stopped unexpectedly: {e}")))??;
+        opened.extend(done.changed.iter().cloned());
         self.written.extend(done.changed);
-        Ok(done.text)
+        let mut text = done.text;
+        if let Some(more) = self.guide.more(&opened) {
+            text.push_str(&format!("\n\n{more}"));
+        }
+        Ok(text)
     }
 
     fn unavailable(&self, name: &str, names: &[&str]) -> ToolError {
@@ -170,7 +203,7 @@ impl Toolbox {
                 "read_only",
                 format!("this role may not change files; its tools are: {list}"),
             )
-        } else if name == "run_command" {
+        } else if name == "run_command" || name == "shell" {
             ToolError::new(
                 "not_allowed",
                 format!("this role cannot run commands; its tools are: {list}"),

@@ -29,9 +29,10 @@ fn globs(description: &str) -> Value {
 
 const PATH: &str = "relative to the repository root";
 
-/// Every tool; `run_command` lists the runner's names.
+/// Every tool; `run_command` lists the runner's names, `shell` its time limit.
 pub fn all(runner: Option<&CommandRunner>) -> Vec<ToolSpec> {
     let names: Vec<&str> = runner.map(CommandRunner::names).unwrap_or_default();
+    let timeout = runner.map_or(0, |r| r.timeout.as_secs());
     vec![
         ToolSpec {
             name: "list_files",
@@ -132,6 +133,17 @@ pub fn all(runner: Option<&CommandRunner>) -> Vec<ToolSpec> {
             parameters: object(
                 json!({ "name": { "type": "string", "enum": names, "description": "which command" } }),
                 &["name"],
+            ),
+        },
+        ToolSpec {
+            name: "shell",
+            description: "Run a command line with sh in the sandbox, at the repository root: reproduce a problem with a short script, run one test or one package's tests, print a value, list what a build made. No network. Files you may not change are read-only or put back afterwards; files a command creates are not part of the change (write them with write_file). Answers the exit status and the output (its beginning and end when long, with its size).",
+            parameters: object(
+                json!({
+                    "command": string("the command line, e.g. 'python3 -m pytest -q tests/test_x.py::test_y' or 'cargo test -p one_crate name'"),
+                    "timeout_seconds": integer(&format!("stop it after this many seconds; default and most: {timeout} s")),
+                }),
+                &["command"],
             ),
         },
     ]

@@ -167,12 +167,18 @@ pub fn describe(e: &Event) -> Option<String> {
         ),
         "tool_complete" => {
             let what = format!("    {} {} {}", s("role"), s("name"), s("args"));
-            match d["ok"].as_bool() {
-                Some(false) => format!("{what} — refused: {}", s("error")),
+            match (d["ok"].as_bool(), d["outcome"].as_str()) {
+                (Some(false), _) => format!("{what} — refused: {}", s("error")),
+                (_, Some(outcome)) => format!("{what} → {}", clean(outcome, 200)),
                 _ => what,
             }
         }
         "gate" => format!("  gate {}: {}", s("gate"), s("result")),
+        "instructions" => format!(
+            "  {} given the repository's instructions{}",
+            s("role"),
+            files(&d["files"])
+        ),
         "image" => format!("  image: {}", s("said")),
         "toolchain" => format!("  toolchain: {}", s("said")),
         "baseline" if d["failing"].as_u64().unwrap_or(0) > 0 => format!(

@@ -53,6 +53,12 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     } else {
         None
     };
+    if let (Some(wt), Some(tests)) = (&builder_wt, &cx.flow.breaker) {
+        // The Breaker's tests, for the Builder to run while it works: read-only in its
+        // sandbox, and never its to commit (its scope leaves the tests out).
+        let (wt, files, at) = (wt.clone(), tests.files.clone(), tests.sha.oid());
+        super::ctx::git(cx, move |ws, g| ws.copy_paths(g, at, &files, &wt)).await?;
+    }
     let interrupt = pushed_meanwhile(cx, &builder_from);
 
     let (breaker, builder) = {
@@ -78,6 +84,9 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         tokio::join!(breaker, builder)
     };
     let (breaker, builder) = (breaker?, builder?);
+    for r in [&breaker, &builder].into_iter().flatten() {
+        cx.flow.instructions.extend(r.instructions.iter().cloned());
+    }
     cx.book().await?;
     for r in [&breaker, &builder].into_iter().flatten() {
         if let StopReason::Budget { message } = &r.outcome.stop {
@@ -97,7 +106,7 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                 cx.run.ticket.issue_number,
                 r.outcome.summary.trim()
             ),
-            r.written.clone(),
+            work(cx, Role::Breaker, &r),
         )
         .await?;
         cx.flow.breaker = Some(Work {
@@ -133,7 +142,7 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             cx.run.ticket.issue_number,
             r.outcome.summary.trim()
         );
-        let sha = super::ctx::commit(cx, wt, msg, r.written.clone()).await?;
+        let sha = super::ctx::commit(cx, wt, msg, work(cx, Role::Builder, &r)).await?;
         super::people::push_or_rerun(cx, &sha, lease.as_ref(), "while the Builder worked").await?;
         cx.flow.pushed = Some(sha.clone());
         cx.flow.builder = Some(Work {
@@ -169,6 +178,15 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     )
     .await?;
     Ok(Step::Next)
+}
+
+/// What `role` did, to commit: its files, within what it may change (a command it ran, or a
+/// process it left running, may have changed more: that is not committed).
+fn work(cx: &Ctx<'_, '_>, role: Role, r: &RoleRun) -> super::git::Work {
+    super::git::Work {
+        written: r.written.clone(),
+        scope: Some(role.scope(&cx.env.config)),
+    }
 }
 
 /// The worktree of `branch` at `from`.
@@ -237,10 +255,12 @@ async fn run(
         role,
         task,
         context_refs: &refs,
+        focus: &refs,
         step_retry,
         history: Vec::new(),
         sandbox: Some(sandbox),
         interrupt,
+        instructions: cx.env.instructions.clone(),
     };
     // run_role stops the sandbox when the role is done.
     run_role(cx.run, &cx.env.config, wt, &cx.ledger, a).await
@@ -296,7 +316,13 @@ fn breaker_task(cx: &Ctx<'_, '_>) -> String {
 fn builder_task(cx: &Ctx<'_, '_>) -> String {
     let mut s = shared_task(cx);
     let cmd = cx.env.config.gates.test.as_deref().unwrap_or("(none)");
-    s.push_str(&format!("\nImplement the plan. Tests written by the Breaker will be added; the bot runs `{cmd}` and the other gates after you finish."));
+    match &cx.flow.breaker {
+        Some(tests) => s.push_str(&format!(
+            "\nImplement the plan. The Breaker's tests are in your worktree, read-only: {}. Run them with `shell`; the bot runs `{cmd}` and the other gates after you finish.",
+            tests.files.join(", ")
+        )),
+        None => s.push_str(&format!("\nImplement the plan. Tests written by the Breaker will be added; the bot runs `{cmd}` and the other gates after you finish.")),
+    }
     if let Some(limit) = cx.env.config.policy.complexity_limit {
         s.push_str(&format!(" Keep every function you write or change at a cyclomatic complexity of at most {limit}: the lint gate measures it."));
     }

@@ -186,10 +186,12 @@ async fn ask(
             role: Role::Critic,
             task: task.clone(),
             context_refs: &[],
+            focus: files,
             step_retry: round,
             history: std::mem::take(&mut history),
             sandbox: None,
             interrupt: None,
+            instructions: cx.env.instructions.clone(),
         };
         let r = match run_role(cx.run, &cx.env.config, &wt, &cx.ledger, a).await {
             Ok(r) => r,
@@ -198,6 +200,7 @@ async fn ask(
                 return Err(e);
             }
         };
+        cx.flow.instructions.extend(r.instructions.iter().cloned());
         if let crate::agent::StopReason::Budget { message } = &r.outcome.stop {
             break Err(message.clone());
         }

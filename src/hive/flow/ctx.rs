@@ -324,14 +324,14 @@ pub(super) async fn commit(
     cx: &Ctx<'_, '_>,
     wt: &Worktree,
     message: String,
-    written: Vec<String>,
+    work: git::Work,
 ) -> Result<CommitSha, JobError> {
     let (ws, repo, author) = (
         &cx.run.hive.workspace,
         &cx.run.ticket.repo,
         &cx.run.hive.author,
     );
-    git::commit(ws, repo, wt, message, written, author).await
+    git::commit(ws, repo, wt, message, work, author).await
 }
 
 /// Commits an agent's work in the worktree (if it changed: tracked files, and the new files
@@ -340,7 +340,7 @@ pub(super) async fn commit_push(
     cx: &Ctx<'_, '_>,
     wt: &Worktree,
     message: String,
-    written: Vec<String>,
+    work: git::Work,
 ) -> Result<CommitSha, JobError> {
     let token = cx.run.client.token().await?;
     let (ws, repo, author) = (
@@ -348,7 +348,7 @@ pub(super) async fn commit_push(
         &cx.run.ticket.repo,
         &cx.run.hive.author,
     );
-    git::commit_push(ws, repo, token, wt, message, written, author).await
+    git::commit_push(ws, repo, token, wt, message, work, author).await
 }
 
 /// Moves the ticket to `target` along legal transitions (the shortest path in the table).

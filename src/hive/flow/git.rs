@@ -5,6 +5,7 @@
 
 use secrecy::SecretString;
 
+use crate::agent::tools::WriteScope;
 use crate::hive::job::{JobError, blocking};
 use crate::ids::{CommitSha, RepoName};
 use crate::workspace::{Author, Workspace, Worktree};
@@ -62,19 +63,27 @@ pub(super) async fn drop_scratch(ws: &Workspace, repo: &RepoName, branch: &str) 
     }
 }
 
+/// An agent's work in a worktree: the new files its tools wrote, and what it may change
+/// (`None`: anything), whatever changed it — a tool, a command, a process left running.
+pub(super) struct Work {
+    pub written: Vec<String>,
+    pub scope: Option<WriteScope>,
+}
+
 /// Commits an agent's work in `wt` (if it changed: tracked files, and the new files in
-/// `written`) as `author`, without pushing; the branch's head.
+/// `written`, within its scope) as `author`, without pushing; the branch's head.
 pub(super) async fn commit(
     ws: &Workspace,
     repo: &RepoName,
     wt: &Worktree,
     message: String,
-    written: Vec<String>,
+    work: Work,
     author: &Author,
 ) -> Result<CommitSha, JobError> {
     let (wt, author) = (wt.clone(), author.clone());
     on_mirror(ws, repo, move |ws, g| {
-        ws.commit_written(&wt, &message, &author, &written)?;
+        let within = |p: &str| work.scope.as_ref().is_none_or(|s| s.check(p).is_ok());
+        ws.commit_written(&wt, &message, &author, &work.written, &within)?;
         let head = g
             .find_branch(&wt.branch, git2::BranchType::Local)?
             .get()
@@ -93,10 +102,10 @@ pub(super) async fn commit_push(
     token: SecretString,
     wt: &Worktree,
     message: String,
-    written: Vec<String>,
+    work: Work,
     author: &Author,
 ) -> Result<CommitSha, JobError> {
-    let head = commit(ws, repo, wt, message, written, author).await?;
+    let head = commit(ws, repo, wt, message, work, author).await?;
     let (repo2, branch) = (repo.clone(), wt.branch.clone());
     on_mirror(ws, repo, move |ws, _| ws.push(&repo2, &branch, &token)).await?;
     Ok(head)

@@ -112,7 +112,11 @@ async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, J
         theirs.short(),
         paths.join("\n")
     );
-    let tests = super::ctx::commit_push(cx, &wt, msg, paths.clone()).await?;
+    let work = super::git::Work {
+        written: paths.clone(),
+        scope: None,
+    };
+    let tests = super::ctx::commit_push(cx, &wt, msg, work).await?;
     let data = serde_json::json!({ "paths": paths, "by": by, "tests": tests.as_str() });
     cx.run.event("people_changed_tests", data).await;
     let mut files = breaker.files.clone();

@@ -143,12 +143,15 @@ async fn ask(
         role: Role::Architect,
         task,
         context_refs: &[],
+        focus: &[],
         step_retry: round,
         history,
         sandbox: None,
         interrupt: None,
+        instructions: cx.env.instructions.clone(),
     };
     let r = run_role(cx.run, &cx.env.config, worktree, &cx.ledger, a).await?;
+    cx.flow.instructions.extend(r.instructions.iter().cloned());
     if let crate::agent::StopReason::Budget { message } = &r.outcome.stop {
         cx.needs_human(&format!(
             "{message}\n\nThe Architect stopped before the plan was done."

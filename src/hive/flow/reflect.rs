@@ -36,10 +36,13 @@ pub(super) async fn reflect(
         role: Role::Reflector,
         task,
         context_refs: &[],
+        focus: &[],
         step_retry: round,
         history: Vec::new(),
         sandbox: None,
         interrupt: None,
+        // It checks the tests against the issue alone.
+        instructions: Default::default(),
     };
     let r = run_role(cx.run, &cx.env.config, worktree, &cx.ledger, a).await?;
     let findings = parse(&r.outcome.summary);

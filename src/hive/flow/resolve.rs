@@ -49,10 +49,12 @@ pub(super) async fn with_model(
         role: Role::Builder,
         task,
         context_refs: &[],
+        focus: &[],
         step_retry: 0,
         history: Vec::new(),
         sandbox: None,
         interrupt: None,
+        instructions: cx.env.instructions.clone(),
     };
     let r = run_role(cx.run, &cx.env.config, &wt, &cx.ledger, a).await;
     let resolved = match r {

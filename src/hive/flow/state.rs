@@ -233,6 +233,8 @@ pub struct Flow {
     pub plan_only: bool,
     /// Started by `/hive plan`, without a label: no label's removal stops it.
     pub unlabelled: bool,
+    /// The repository's instruction files (`AGENTS.md`…) the agents were given.
+    pub instructions: std::collections::BTreeSet<String>,
 }
 
 /// A rebase onto the base that conflicted (strategy C): `feat/T-n`'s head `head` is marked
