@@ -286,3 +286,26 @@ async fn a_builder_reproduces_runs_one_test_and_fixes_with_a_shell_in_its_sandbo
         "{shells:#?}"
     );
 }
+
+#[test]
+fn gates_explain_lists_the_instruction_files_and_what_each_governs() {
+    let (_d, repo) = crate::ecosystems::project(&[
+        ("AGENTS.md", ROOT),
+        ("pkg/AGENTS.md", PKG),
+        (".github/copilot-instructions.md", COPILOT),
+        (
+            ".github/instructions/py.instructions.md",
+            "---\napplyTo: \"**/*.py\"\n---\nUse type hints.\n",
+        ),
+        ("calc.py", CALC_BUGGY),
+    ]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, out) = crate::ecosystems::gates(&repo, envs.path(), &["--explain"]);
+    assert_eq!(code, 0, "{out}");
+    let listed = "Instructions for coding agents, given to every role where they apply:\n  \
+                  AGENTS.md (every file)\n  \
+                  pkg/AGENTS.md (files under pkg/)\n  \
+                  .github/copilot-instructions.md (every file)\n  \
+                  .github/instructions/py.instructions.md (files matching **/*.py)\n";
+    assert!(out.contains(listed), "{out}");
+}
