@@ -126,9 +126,10 @@ async fn a_budget_cap_stops_the_ticket_with_a_clear_report() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_builder_that_changes_a_test_fails_the_test_lock() {
+async fn a_test_a_builders_command_rewrites_never_reaches_its_branch() {
     // The local sandbox cannot mount the tests read-only, so a repository script the Builder
-    // runs can rewrite one. The test lock on hive/security still catches it.
+    // runs can rewrite one. The commit takes only what the Builder may change: the rewrite is
+    // left behind, and the change goes through with the tests as they were.
     const BUILD: &str = "open('test_calc.py', 'w').write('def test_nothing():\\n    pass\\n')\n";
     let hive_yml = "gates: { test: \"python3 -m unittest -v\", build: \"python3 build.py\" }\n";
     let mut files = calc(hive_yml);
@@ -152,26 +153,18 @@ async fn a_builder_that_changes_a_test_fails_the_test_lock() {
     )
     .await;
     w.label().await;
-    w.wait_state(TaskState::HumanNeeded).await;
-    let security: Vec<_> =
-        w.gh.check_runs(REPO)
-            .into_iter()
-            .filter(|c| c.name == "hive/security")
-            .collect();
-    assert!(!security.is_empty());
-    assert_eq!(security[0].conclusion.as_deref(), Some("failure"));
-    let on_test = security[0]
-        .annotations
-        .iter()
-        .find(|a| a["path"] == "test_calc.py")
-        .expect("an annotation on the test");
-    assert_eq!(on_test["title"], "test lock");
-    assert!(w.gh.pulls(REPO).is_empty());
-    let body = w.status_comment();
-    assert!(
-        body.contains("test_calc.py") && body.contains("hive/security"),
-        "{body}"
+    let t = w.waiting_for_approval().await;
+    assert_eq!(t.state, TaskState::AwaitingVerification);
+    assert_eq!(
+        w.gh.file_on_branch(REPO, "feat/T-1", "test_calc.py")
+            .as_deref(),
+        Some(TESTS)
     );
+    assert_eq!(
+        w.gh.file_on_branch(REPO, "feat/T-1", "calc.py").as_deref(),
+        Some(CALC_FIXED)
+    );
+    assert_eq!(w.conclusions("hive/security"), ["success"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

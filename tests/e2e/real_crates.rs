@@ -7,7 +7,7 @@
 //! is told so in one line, with the setting.
 
 use crate::ecosystems::{gate, gates, gates_json, project};
-use crate::support::registry::{Crate, commit_and_tag, write};
+use crate::support::registry::{Crate, commit_and_tag, copy_dir, write};
 
 /// No `Cargo.lock` and no `rust-version`; its dev-dependency `proptest = "1.0.0"` resolves to
 /// a release that needs rustc 1.88 unless the resolver falls back to versions the image's
@@ -101,16 +101,4 @@ fn a_rust_newer_than_the_images_is_named_with_the_setting() {
         ) && line.ends_with("set `image:` in .github/hive.yml to one with Rust 1.199."),
         "{line}"
     );
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }

@@ -194,6 +194,19 @@ pub fn unpack(archive: &Path, drop: &[&str]) -> (tempfile::TempDir, PathBuf) {
     (dir, repo)
 }
 
+/// Copies the directory `from` (files and directories, recursively) to `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// Writes `text` to `name` under `repo`, making its directory.
 pub fn write(repo: &Path, name: &str, text: &str) {
     let p = repo.join(name);
