@@ -11,6 +11,7 @@ use crate::support;
 use serde_json::{Value, json};
 use support::fake_llm::{Script, Step};
 use support::hive::*;
+use support::leaks::tool_answers;
 use vibeloop::ticket::TaskState;
 
 const ROOT: &str = "ROOT-RULE: keep functions small.\n";
@@ -34,18 +35,6 @@ fn system(w: &World, role: &str) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
-}
-
-/// The answers to `role`'s tool calls, in order, from its last request.
-fn tool_answers(w: &World, role: &str) -> Vec<String> {
-    let last = w.llm.requests(role).last().cloned().unwrap_or_default();
-    last["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .filter_map(|m| m["content"].as_str().map(str::to_owned))
-        .collect()
 }
 
 /// Asserts that `text` holds `rules` in this order, and none of `absent`.

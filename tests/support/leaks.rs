@@ -74,15 +74,23 @@ pub fn assert_nothing_leaked(w: &World, more: &[(&str, &str)]) {
     }
 }
 
-/// The refusals (`error` kind, message) in the tool results of `role`'s last request.
-pub fn refusals(w: &World, role: &str) -> Vec<(String, String)> {
+/// The answers to `role`'s tool calls, in order, from its last request.
+pub fn tool_answers(w: &World, role: &str) -> Vec<String> {
     let last = w.llm.requests(role).last().cloned().unwrap_or_default();
     last["messages"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|m| m["role"] == "tool")
-        .filter_map(|m| serde_json::from_str::<serde_json::Value>(m["content"].as_str()?).ok())
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The refusals (`error` kind, message) in the tool results of `role`'s last request.
+pub fn refusals(w: &World, role: &str) -> Vec<(String, String)> {
+    tool_answers(w, role)
+        .iter()
+        .filter_map(|a| serde_json::from_str::<serde_json::Value>(a).ok())
         .filter_map(|v| {
             Some((
                 v["error"].as_str()?.to_owned(),
