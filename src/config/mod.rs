@@ -5,6 +5,7 @@
 pub mod acceptance;
 pub mod access;
 pub mod ask;
+pub mod ci;
 pub mod constraints;
 pub mod llm;
 pub mod paths;

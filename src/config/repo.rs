@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 pub use super::acceptance::{Acceptance, COVERAGE_DIR};
 pub use super::ask::{ASK_PERMISSIONS, Ask};
+pub use super::ci::Ci;
 pub use super::policy::Policy;
 pub use super::retry::{Knowledge, MissingKnowledge, PlanLimits, Retry};
 pub use crate::llm::budget::Caps;
@@ -56,6 +57,8 @@ pub struct HiveConfig {
     pub knowledge: Knowledge,
     /// What a change must meet beyond passing gates (`hive/acceptance`); all off by default.
     pub acceptance: Acceptance,
+    /// How the repository's own CI on the pull request is heard before landing.
+    pub ci: Ci,
     /// The dotted keys the file set (`gates.test`, `image`…), for [`HiveConfig::is_set`].
     #[serde(skip)]
     explicit: std::collections::BTreeSet<String>,
@@ -143,6 +146,7 @@ impl Default for HiveConfig {
             plan: PlanLimits::default(),
             knowledge: Knowledge::default(),
             acceptance: Acceptance::default(),
+            ci: Ci::default(),
             setup: None,
             prepare: None,
             changed_dependencies: ChangedDependencies::default(),
@@ -367,6 +371,7 @@ impl HiveConfig {
         self.retry.check().map_err(RepoConfigError)?;
         self.plan.check().map_err(RepoConfigError)?;
         self.acceptance.check().map_err(RepoConfigError)?;
+        self.ci.check().map_err(RepoConfigError)?;
         if !(l.cpu > 0.0 && l.cpu <= 64.0) {
             return bad("limits.cpu: must be more than 0 and at most 64".into());
         }

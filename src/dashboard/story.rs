@@ -110,6 +110,7 @@ fn node_done(node: &str, attempt: u64) -> Option<(String, Tone)> {
         "await_approval" => Some(("Approved.".into(), Tone::Good)),
         "rebase" => s("Rebased onto the base branch."),
         "regate" => s("The gates passed again on the rebased branch."),
+        "ci" => Some(("The repository's CI passed.".into(), Tone::Good)),
         "merge" => Some(("Merged.".into(), Tone::Good)),
         "snapshot" => s("The snapshot is tagged."),
         _ => None,
@@ -124,6 +125,7 @@ fn node_failed(node: &str, attempt: u64, why: &str) -> String {
         "encounter" => format!("Attempt {attempt} failed: {why}."),
         "critic" => format!("The Critic asks for changes on attempt {attempt}."),
         "regate" => format!("The gates failed on the rebased branch: {why}."),
+        "ci" => format!("The repository's CI failed: {why}."),
         other => format!("{} failed: {why}.", cap(&other.replace('_', " "))),
     }
 }
@@ -158,6 +160,12 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
             })
         }
         "checkpoint" if d["next"] == d["node"] && d["failed"].is_null() => None,
+        // A landing GitHub held back (it waits, or rebases again) merged nothing.
+        "checkpoint"
+            if d["node"] == "merge" && d["next"] != "snapshot" && d["failed"].is_null() =>
+        {
+            None
+        }
         "checkpoint" => match d["failed"].as_str() {
             Some(why) => plain(node_failed(s("node"), n("attempt").max(1), why), Tone::Bad),
             None => {
@@ -231,6 +239,13 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
                 Tone::Quiet,
             )
         }
+        "ci" => plain(
+            s("said").to_owned(),
+            match s("verdict") {
+                "failed" => Tone::Bad,
+                _ => Tone::Step,
+            },
+        ),
         "reflection" => plain(
             format!(
                 "The reflector found {} issue(s) in the {}.",

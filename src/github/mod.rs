@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod checks;
+pub mod ci;
 mod graphql;
 pub mod hooks;
 pub mod merge;

@@ -217,8 +217,8 @@ async fn issue_edited(
     Ok(("processed", format!("{} has the edited issue", t.id)))
 }
 
-/// A check completed (or a status was set) on a ticket's branch: a landing that waits for the
-/// required checks on that commit tries again.
+/// A check completed (or a status was set) on a ticket's branch: a landing of that commit
+/// (waiting for its checks, or about to hear them) looks at them again.
 async fn check_completed(
     hive: &Hive,
     c: &CheckCompleted,
@@ -230,8 +230,9 @@ async fn check_completed(
         return Ok(("ignored", format!("{} has no ticket {id}", c.repo)));
     };
     let flow = super::flow::load(&hive.store, t.key).await?;
-    let waits = flow.waiting == Some(super::flow::Wait::Checks)
-        && flow.rebased.as_ref().map(CommitSha::as_str) == Some(c.head_sha.as_str());
+    // The head the landing is about: whether it waits already, or is about to hear the CI
+    // (a completion between its look and its wait must not be lost), it looks again.
+    let waits = flow.rebased.as_ref().map(CommitSha::as_str) == Some(c.head_sha.as_str());
     if t.state.is_final() || !waits {
         return Ok((
             "ignored",

@@ -33,6 +33,7 @@ mod pushes;
 mod quick_start;
 mod real_crates;
 mod real_projects;
+mod repo_ci;
 mod reviews;
 mod run_local;
 mod scale_out;

@@ -12,4 +12,5 @@ mod fake_github_git;
 mod fake_github_merge;
 mod github_client;
 mod redproof;
+mod repo_ci;
 mod workspace;

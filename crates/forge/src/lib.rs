@@ -41,6 +41,8 @@ pub use rest::json;
 
 /// The app's bot user: the author of everything done with an installation token.
 pub const BOT_LOGIN: &str = "vibeloop[bot]";
+/// The slug of the App the forge serves (its check runs' `app`).
+pub const APP_SLUG: &str = "vibeloop";
 
 /// An issue comment.
 #[derive(Debug, Clone, Serialize)]
@@ -111,6 +113,7 @@ pub struct CommitStatus {
     pub context: String,
     pub state: String,
     pub description: Option<String>,
+    pub target_url: Option<String>,
 }
 
 /// A check run.
@@ -132,6 +135,8 @@ pub struct CheckRun {
     pub annotations: Vec<serde_json::Value>,
     /// The buttons (`actions`) last set on the run: `{label, description, identifier}`.
     pub actions: Vec<serde_json::Value>,
+    /// The App that reported it, by slug (`github-actions`…); `None`: the App the forge serves.
+    pub app: Option<String>,
 }
 
 /// An issue.

@@ -180,6 +180,7 @@ pub fn describe(e: &Event) -> Option<String> {
             files(&d["files"])
         ),
         "image" => format!("  image: {}", s("said")),
+        "ci" => format!("  ci: {}", s("said")),
         "toolchain" => format!("  toolchain: {}", s("said")),
         "baseline" if d["failing"].as_u64().unwrap_or(0) > 0 => format!(
             "  baseline: {} test(s) already fail on the base.{}",

@@ -5,7 +5,7 @@
 //! through the refs API instead, where protection allows it. GitHub's refusals each lead
 //! somewhere: the head or the base moved, or the change conflicts → rebase again (bounded); a
 //! review or a check is missing → wait for it (a review, a completed check run or the sweep
-//! wakes the ticket); anything else → a person. `snapshot` tags `auto-vX.Y.Z` and
+//! wakes the ticket; a check is heard again by `ci.rs` first); anything else → a person. `snapshot` tags `auto-vX.Y.Z` and
 //! `LATEST_STABLE` on the commit the landing put on the base — ours, or a person's merge by
 //! hand — promotes the ticket's memory to Canonical and completes the ticket.
 
@@ -152,6 +152,10 @@ async fn refused(
         return Ok(Step::Next);
     };
     cx.flow.waiting = Some(wait);
+    if wait == Wait::Checks {
+        // The checks are heard again before the next try: one that fails goes to the Builder.
+        cx.flow.next = Node::Ci;
+    }
     cx.checkpoint(Node::Merge, inputs, outputs).await?;
     let rule = match cx.run.client.branch_rule(&base).await {
         Ok(rule) => rule.and_then(|r| r.describe()),

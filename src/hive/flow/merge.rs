@@ -442,7 +442,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     super::ctx::drop_scratch(cx, "regate").await;
     let gates = gates?;
     if gates.iter().all(|g| g.ok()) {
-        cx.flow.next = Node::Merge;
+        cx.flow.next = Node::Ci;
         cx.checkpoint(
             Node::Regate,
             serde_json::json!({ "sha": sha.as_str() }),

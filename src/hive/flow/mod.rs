@@ -1,6 +1,6 @@
 //! The hive workflow as a checkpointed state machine. A ticket moves through the nodes
 //! plan → plan_check → (breaker ∥ builder) → red_proof → encounter → open_pr → critic →
-//! await_approval → rebase → regate → merge → snapshot; each node, once done, writes a
+//! await_approval → rebase → regate → ci → merge → snapshot; each node, once done, writes a
 //! checkpoint (node, attempt, inputs, outputs) together with the [`Flow`] state the next node
 //! starts from, so a run killed anywhere resumes where it was. Nodes only do idempotent side
 //! effects: a resumed node finds its comment, branch, check run, pull request or tag again
@@ -19,6 +19,7 @@
 //! [`ctx`] (what every node shares) → [`git`] and [`state`].
 
 mod baseline;
+mod ci;
 mod code;
 mod critic;
 mod ctx;
@@ -79,6 +80,7 @@ pub(in crate::hive) async fn drive(
             Node::AwaitApproval => review::await_approval(&mut cx).await?,
             Node::Rebase => merge::rebase(&mut cx).await?,
             Node::Regate => merge::regate(&mut cx).await?,
+            Node::Ci => ci::ci(&mut cx).await?,
             Node::Merge => land::merge(&mut cx).await?,
             Node::Snapshot => land::snapshot(&mut cx).await?,
             Node::Done => return Ok(()),

@@ -221,7 +221,10 @@ async fn pushed(cx: &mut Ctx<'_, '_>, sha: &CommitSha, by: &str) {
 /// rebase so that it lands the new commit — or waits for an approval again.
 fn after_push(flow: &mut Flow, by: &str) -> Option<String> {
     let withdrawn = flow.approved_by.take_if(|a| a != by);
-    if matches!(flow.next, Node::Rebase | Node::Regate | Node::Merge) {
+    if matches!(
+        flow.next,
+        Node::Rebase | Node::Regate | Node::Ci | Node::Merge
+    ) {
         flow.rebased = None;
         flow.waiting = None;
         flow.next = if flow.approved_by.is_some() {
@@ -251,7 +254,7 @@ fn stalled(cx: &Ctx<'_, '_>) -> bool {
 pub(super) fn review_starts_attempt(flow: &mut Flow) -> Option<bool> {
     let past_attempts = matches!(
         flow.next,
-        Node::Critic | Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Merge
+        Node::Critic | Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Ci | Node::Merge
     );
     if flow.review_findings.is_empty() || !past_attempts || flow.builder.is_none() {
         return None;
@@ -292,8 +295,21 @@ fn retry(flow: &mut Flow, role: &str, max_retries: u32) {
             flow.critic_rounds = 0;
             flow.next = Node::Critic;
         }
-        // A landing refused by GitHub or stopped by conflicts: land it again.
-        _ if matches!(flow.next, Node::Rebase | Node::Merge) && flow.pr.is_some() => {
+        // The repository's CI failed past `ci.max_attempts`: the Builder tries again with
+        // what it said, and the CI's attempts are counted again.
+        "builder" if flow.next == Node::Ci => {
+            flow.ci.charged = 0;
+            flow.rebased = None;
+            flow.waiting = None;
+            flow.approved_by = None;
+            flow.next = Node::Code;
+            flow.attempt += 1;
+            flow.attempt_limit = flow.attempt + max_retries;
+            flow.critic_rounds = 0;
+        }
+        // A landing refused by GitHub or stopped by conflicts, or held by the repository's CI:
+        // land it again (the CI is heard again).
+        _ if matches!(flow.next, Node::Rebase | Node::Ci | Node::Merge) && flow.pr.is_some() => {
             flow.requeues = 0;
             if flow.next == Node::Rebase {
                 flow.rebased = None;

@@ -29,6 +29,8 @@ pub enum Node {
     AwaitApproval,
     Rebase,
     Regate,
+    /// The repository's own CI on the regated head.
+    Ci,
     Merge,
     Snapshot,
     Done,
@@ -48,6 +50,7 @@ impl Node {
             Node::AwaitApproval => "await_approval",
             Node::Rebase => "rebase",
             Node::Regate => "regate",
+            Node::Ci => "ci",
             Node::Merge => "merge",
             Node::Snapshot => "snapshot",
             Node::Done => "done",
@@ -235,6 +238,23 @@ pub struct Flow {
     pub unlabelled: bool,
     /// The repository's instruction files (`AGENTS.md`…) the agents were given.
     pub instructions: std::collections::BTreeSet<String>,
+    /// What the repository's own CI said of the pull request's heads.
+    pub ci: CiWatch,
+}
+
+/// The repository's own CI, as the landing heard it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CiWatch {
+    /// Builder attempts its failures sent back (`ci.max_attempts` bounds them).
+    pub charged: u32,
+    /// GitHub Actions jobs the bot re-ran, as `(commit, check name)`: once each.
+    pub reruns: Vec<(CommitSha, String)>,
+    /// Checks that failed and then passed on the same commit: not charged to the Builder.
+    pub flaky: Vec<(CommitSha, String)>,
+    /// The names of the checks other Apps reported on the pull request's heads so far: each is
+    /// expected on a later head too, even before it starts.
+    pub seen: std::collections::BTreeSet<String>,
 }
 
 /// A rebase onto the base that conflicted (strategy C): `feat/T-n`'s head `head` is marked
@@ -356,9 +376,12 @@ pub fn state_of(node: Node) -> TaskState {
         Node::Plan => TaskState::Preparing,
         Node::PlanCheck | Node::AwaitPlanApproval => TaskState::Validating,
         Node::Code | Node::RedProof | Node::Encounter | Node::OpenPr => TaskState::InProgress,
-        Node::Critic | Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Merge => {
-            TaskState::AwaitingVerification
-        }
+        Node::Critic
+        | Node::AwaitApproval
+        | Node::Rebase
+        | Node::Regate
+        | Node::Ci
+        | Node::Merge => TaskState::AwaitingVerification,
         Node::Snapshot | Node::Done => TaskState::Completed,
     }
 }

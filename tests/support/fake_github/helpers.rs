@@ -164,6 +164,7 @@ impl FakeGitHub {
                 context: context.into(),
                 state: state.into(),
                 description: None,
+                target_url: None,
             });
     }
 

@@ -42,6 +42,10 @@ impl Shared {
     pub fn extras(&self) -> std::sync::MutexGuard<'_, Extras> {
         self.extras.lock().unwrap()
     }
+
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
+    }
 }
 
 /// The forge's router inside the fake's middleware.
@@ -75,6 +79,9 @@ async fn intercept(AxState(s): AxState<Shared>, req: Request, next: Next) -> Res
     }
     if let Some(rest) = path.strip_prefix("/_fake/label/") {
         return control_label(&s, rest).await;
+    }
+    if let Some(id) = path.strip_prefix("/_fake/logs/") {
+        return super::ci::log_download(&s, &method, id, &headers);
     }
     if path == "/_fake/state" {
         return respond((StatusCode::OK, snapshot(&s.state())), None);
@@ -121,9 +128,15 @@ async fn intercept(AxState(s): AxState<Shared>, req: Request, next: Next) -> Res
                     json_body.as_ref(),
                 )
             };
-            match test_route(&s, &method, &path, &headers).or(guarded) {
-                Some(answer) => respond(answer, None),
-                None => next.run(Request::from_parts(parts, Body::from(body))).await,
+            let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+            match (method.as_str(), segs.as_slice()) {
+                ("GET", ["repos", o, r, "actions", "jobs", id, "logs"]) => {
+                    super::ci::logs_redirect(&s, &format!("{o}/{r}"), id, &headers)
+                }
+                _ => match test_route(&s, &method, &path, &headers).or(guarded) {
+                    Some(answer) => respond(answer, None),
+                    None => next.run(Request::from_parts(parts, Body::from(body))).await,
+                },
             }
         }
     };
@@ -239,6 +252,9 @@ fn test_route(s: &Shared, method: &Method, path: &str, headers: &HeaderMap) -> O
         }),
         ("POST", ["app-manifests", code, "conversions"]) => {
             Some(super::apps::conversion(&mut s.extras(), code))
+        }
+        ("POST", ["repos", o, r, "actions", "jobs", id, "rerun"]) => {
+            Some(super::ci::rerun(s, &format!("{o}/{r}"), id, headers))
         }
         _ => None,
     }

@@ -29,6 +29,8 @@ use vibeloop::forge::Forge;
 
 // Each test binary uses a different part of the forge's vocabulary.
 #[allow(unused_imports)]
+pub use ci::JobRun;
+#[allow(unused_imports)]
 pub use protection::Protection;
 #[allow(unused_imports)]
 pub use vibeloop::forge::json::user_json;
@@ -123,6 +125,8 @@ pub struct Extras {
     oauth: oauth::OAuthApp,
     /// Branch protection and the merge methods repositories turn off (`protection.rs`).
     pub rules: protection::Rules,
+    /// GitHub Actions' jobs: logs, scripted re-runs, downloads (`ci.rs`).
+    pub actions: ci::Actions,
 }
 
 /// What a fake needs to know of the app.

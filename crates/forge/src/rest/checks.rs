@@ -56,6 +56,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                 status,
                 annotations,
                 actions: actions(body).unwrap_or_default(),
+                app: None,
             };
             if c.status == "completed" && c.conclusion.is_none() {
                 return Some(unprocessable(
@@ -110,17 +111,44 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
         ("GET", ["commits", reference @ .., "check-runs"]) => {
             let reference = reference.join("/");
             let sha = gitops::resolve(cx.bare, &reference).unwrap_or(reference);
-            let runs: Vec<Value> = cx
+            // `filter=latest` (GitHub's default): the newest run of each name only.
+            let all = cx.query().get("filter").map(String::as_str) == Some("all");
+            let on_sha: Vec<&CheckRun> = cx
                 .r()
                 .check_runs
                 .iter()
                 .filter(|c| c.head_sha == sha)
-                .map(|c| check_json(&repo, c))
+                .collect();
+            let runs: Vec<Value> = on_sha
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| all || !on_sha[i + 1..].iter().any(|later| later.name == c.name))
+                .rev()
+                .map(|(_, c)| check_json(&repo, c))
                 .collect();
             (
                 StatusCode::OK,
                 json!({ "total_count": runs.len(), "check_runs": runs }),
             )
+        }
+        ("GET", ["commits", reference @ .., "status"]) => {
+            let reference = reference.join("/");
+            let sha = gitops::resolve(cx.bare, &reference).unwrap_or(reference);
+            combined_status(&repo, &sha, &cx.r().statuses)
+        }
+        ("GET", ["check-runs", cid]) => {
+            let cid = tri!(num(cid));
+            match cx.r().check_runs.iter().find(|c| c.id == cid) {
+                Some(c) => (StatusCode::OK, check_json(&repo, c)),
+                None => return Some(not_found()),
+            }
+        }
+        ("GET", ["check-runs", cid, "annotations"]) => {
+            let cid = tri!(num(cid));
+            match cx.r().check_runs.iter().find(|c| c.id == cid) {
+                Some(c) => (StatusCode::OK, Value::Array(c.annotations.clone())),
+                None => return Some(not_found()),
+            }
         }
         ("POST", ["statuses", sha]) => {
             let sha = (*sha).to_owned();
@@ -135,6 +163,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                 context: cx.field("context").unwrap_or_else(|| "default".into()),
                 state,
                 description: cx.field("description"),
+                target_url: cx.field("target_url"),
             };
             let id = cx.id();
             let v = json!({
@@ -148,4 +177,46 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
         }
         _ => return None,
     })
+}
+
+/// `GET …/commits/{ref}/status`: the latest status of each context on `sha`, and their
+/// combination (failure over pending over success), as GitHub answers.
+fn combined_status(repo: &str, sha: &str, statuses: &[CommitStatus]) -> Answer {
+    let mut latest: Vec<&CommitStatus> = Vec::new();
+    for s in statuses.iter().rev().filter(|s| s.sha == sha) {
+        if !latest.iter().any(|l| l.context == s.context) {
+            latest.push(s);
+        }
+    }
+    let state = if latest
+        .iter()
+        .any(|s| s.state == "failure" || s.state == "error")
+    {
+        "failure"
+    } else if latest.is_empty() || latest.iter().any(|s| s.state == "pending") {
+        "pending"
+    } else {
+        "success"
+    };
+    let list: Vec<Value> = latest
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "id": i + 1, "node_id": format!("SC_{}", i + 1), "state": s.state, "context": s.context,
+                "description": s.description, "target_url": s.target_url, "avatar_url": null,
+                "url": format!("https://api.github.com/repos/{repo}/statuses/{sha}"),
+                "created_at": super::now(), "updated_at": super::now(),
+            })
+        })
+        .collect();
+    (
+        StatusCode::OK,
+        json!({
+            "state": state, "sha": sha, "total_count": list.len(), "statuses": list,
+            "commit_url": format!("https://api.github.com/repos/{repo}/commits/{sha}"),
+            "url": format!("https://api.github.com/repos/{repo}/commits/{sha}/status"),
+            "repository": { "full_name": repo },
+        }),
+    )
 }

@@ -65,9 +65,18 @@ pub fn check_json(repo: &str, c: &CheckRun) -> Value {
         "id": c.id, "name": c.name, "head_sha": c.head_sha, "external_id": c.external_id,
         "status": c.status, "conclusion": c.conclusion, "started_at": c.started_at, "completed_at": c.completed_at,
         "html_url": format!("{WEB}/{repo}/runs/{}", c.id),
+        "details_url": format!("{WEB}/{repo}/runs/{}", c.id),
         "output": { "title": c.title, "summary": c.summary, "annotations_count": c.annotations.len() },
         "actions": c.actions,
+        "app": app_json(c.app.as_deref()),
     })
+}
+
+/// The App that reported a check run: another App by slug, or the one the forge serves.
+fn app_json(slug: Option<&str>) -> Value {
+    let slug = slug.unwrap_or(crate::APP_SLUG);
+    let id = user_id(slug);
+    json!({ "id": id, "slug": slug, "node_id": format!("A_{id}"), "name": slug })
 }
 
 pub fn label_json(repo: &str, name: &str) -> Value {
