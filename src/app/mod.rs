@@ -129,7 +129,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         store: store.clone(),
         access: Arc::new(config.access.clone()),
         keys: crate::dashboard::auth::Keys::derive(
-            config.webhook_secrets[0].expose_secret().as_bytes(),
+            session_key(&config)?.expose_secret().as_bytes(),
+            config.access.token.as_ref(),
         ),
         github_url: config.github_git_url.clone(),
         github_api_url: config.github_api_url.clone(),
@@ -138,6 +139,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         http: reqwest::Client::builder()
             .timeout(std::time::Duration::from_secs(20))
             .build()?,
+        login_throttle: Default::default(),
     };
     let http = if role.takes_webhooks() {
         let ingress = Ingress {
@@ -264,4 +266,46 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "vibeloop".into())
+}
+
+/// The key that signs dashboard sessions: `VIBELOOP_SESSION_KEY`, else `<data>/session.key`,
+/// made with 32 random bytes the first time (readable by its owner only). Never the webhook
+/// secret: whoever knows that could sign themselves in.
+fn session_key(config: &crate::config::ServeConfig) -> anyhow::Result<secrecy::SecretString> {
+    use anyhow::Context as _;
+    if let Some(k) = &config.access.session_key {
+        return Ok(k.clone());
+    }
+    let path = config.data_dir.join("session.key");
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && text.trim().len() >= 32
+    {
+        return Ok(secrecy::SecretString::from(text.trim().to_owned()));
+    }
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("cannot make {}", config.data_dir.display()))?;
+    let key = hex::encode(rand::random::<[u8; 32]>());
+    let scratch = config
+        .data_dir
+        .join(format!("session.key.{}", std::process::id()));
+    {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&scratch)
+            .with_context(|| format!("cannot write {}", scratch.display()))?;
+        f.write_all(key.as_bytes())?;
+        f.sync_all()?;
+    }
+    // Two processes starting at once: the first rename wins, and both read what is there.
+    if std::fs::hard_link(&scratch, &path).is_err() && !path.exists() {
+        std::fs::rename(&scratch, &path)?;
+    }
+    let _ = std::fs::remove_file(&scratch);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(secrecy::SecretString::from(text.trim().to_owned()))
 }

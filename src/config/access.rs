@@ -27,6 +27,14 @@ pub struct AccessArgs {
     /// GitHub logins allowed to sign in with GitHub (comma-separated).
     #[arg(long, env = "VIBELOOP_DASHBOARD_USERS")]
     pub dashboard_users: Option<String>,
+    /// Key that signs the dashboard's sessions (at least 32 characters; the same on every
+    /// ingress replica). Unset: a random one kept in the data directory (`session.key`).
+    #[arg(long, env = "VIBELOOP_SESSION_KEY", hide_env_values = true)]
+    pub session_key: Option<String>,
+    /// Session cookies without `Secure`: only when the dashboard is served over plain HTTP on
+    /// purpose (a laptop, a test), never behind a public address.
+    #[arg(long, env = "VIBELOOP_INSECURE_COOKIES")]
+    pub insecure_cookies: Option<String>,
     /// Seconds between two sweeps for missed webhooks and tickets changed on GitHub by hand.
     #[arg(long, env = "VIBELOOP_SWEEP_INTERVAL", default_value = "600")]
     pub sweep_interval: String,
@@ -78,6 +86,10 @@ pub struct OAuth {
 pub struct Access {
     pub token: Option<SecretString>,
     pub oauth: Option<OAuth>,
+    /// `VIBELOOP_SESSION_KEY`; `None`: the data directory's.
+    pub session_key: Option<SecretString>,
+    /// Cookies carry `Secure` (off only with `VIBELOOP_INSECURE_COOKIES`).
+    pub secure_cookies: bool,
 }
 
 impl Access {
@@ -181,9 +193,31 @@ impl AccessArgs {
                 ));
             }
         };
+        let session_key = some(&self.session_key);
+        if session_key.as_ref().is_some_and(|k| k.len() < 32) {
+            return Err(bad(
+                "VIBELOOP_SESSION_KEY",
+                "is shorter than 32 characters; use a long random one (e.g. openssl rand -hex 32)",
+            ));
+        }
+        let insecure = match some(&self.insecure_cookies)
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("0" | "false" | "no") => false,
+            Some("1" | "true" | "yes") => true,
+            Some(v) => {
+                return Err(bad(
+                    "VIBELOOP_INSECURE_COOKIES",
+                    format!("{v:?} is neither true nor false"),
+                ));
+            }
+        };
         let access = Access {
             token: token.map(SecretString::from),
             oauth,
+            session_key: session_key.map(SecretString::from),
+            secure_cookies: !insecure,
         };
         if access.closed() {
             warnings.push(

@@ -26,6 +26,10 @@ pub struct HiveConfig {
     /// The label that asks for a plan only: the Architect plans and the ticket waits for
     /// `/hive approve` (or [`HiveConfig::label`]) before anything is built.
     pub plan_label: String,
+    /// The least permission of whoever puts either label on an issue for it to start a ticket
+    /// (one of [`ASK_PERMISSIONS`]); and of whoever edits the issue for the agents to read the
+    /// edit.
+    pub label_permission: String,
     /// Who may ask the read-only agent questions (`/hive ask`).
     pub ask: Ask,
     /// Base branch; the repository's default branch when absent.
@@ -133,6 +137,7 @@ impl Default for HiveConfig {
         Self {
             label: "hive".into(),
             plan_label: "hive:plan".into(),
+            label_permission: "triage".into(),
             ask: Ask::default(),
             base: None,
             image: "vibeloop-runner:python".into(),
@@ -323,6 +328,13 @@ impl HiveConfig {
             ));
         }
         self.ask.check().map_err(RepoConfigError)?;
+        if !ASK_PERMISSIONS.contains(&self.label_permission.as_str()) {
+            return bad(format!(
+                "label_permission: {:?} is none of {}",
+                self.label_permission,
+                ASK_PERMISSIONS.join(", ")
+            ));
+        }
         if self.image.trim().is_empty() || self.image.chars().any(char::is_whitespace) {
             return bad(format!("image: {:?} is not an image name", self.image));
         }

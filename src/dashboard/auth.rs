@@ -6,10 +6,14 @@
 //! * GitHub sign-in (the App's OAuth client): the person's login must be in
 //!   `VIBELOOP_DASHBOARD_USERS`, and their repository permission decides what they may do.
 //!
-//! Sessions are stateless: the cookie holds who and until when, signed with HMAC-SHA256 under a
-//! key derived from the webhook secret (so every ingress replica accepts every other's
-//! cookies). The OAuth `state` is signed the same way. Tokens and the user's OAuth access token
-//! are compared in constant time and never stored or logged.
+//! Sessions are stateless: the cookie holds who and until when, signed with HMAC-SHA256 under
+//! the session key — `VIBELOOP_SESSION_KEY`, or a random one kept in the data directory; never
+//! the webhook secret, which every ingress and the App's settings know. An operator's session
+//! also names the dashboard token it was opened with (a keyed fingerprint), so changing the
+//! token signs every operator out. The OAuth `state` is signed the same way and tied to the
+//! browser that started the sign-in (a nonce in a short-lived cookie): a sign-in link cannot be
+//! finished in someone else's browser. Tokens and the user's OAuth access token are compared in
+//! constant time and never stored or logged.
 
 use axum::http::HeaderMap;
 use hmac::{Hmac, Mac as _};
@@ -22,6 +26,8 @@ use crate::hive::intervene::Person;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "vibeloop_session";
+/// The cookie that ties a GitHub sign-in to the browser that started it.
+pub const OAUTH_COOKIE: &str = "vibeloop_oauth";
 /// How long a sign-in lasts.
 pub const SESSION_SECONDS: i64 = 12 * 3600;
 /// How long a GitHub sign-in may take.
@@ -31,17 +37,24 @@ const STATE_SECONDS: i64 = 600;
 #[derive(Clone)]
 pub struct Keys {
     key: [u8; 32],
+    /// The dashboard token's keyed fingerprint: what an operator's session must name.
+    operator: Option<String>,
 }
 
 impl Keys {
-    /// Keys derived from `secret` (the webhook secret: every replica has it).
-    pub fn derive(secret: &[u8]) -> Self {
+    /// Keys derived from the session key `secret` (the same on every replica); operators'
+    /// sessions bound to `token`, the dashboard token.
+    pub fn derive(secret: &[u8], token: Option<&secrecy::SecretString>) -> Self {
         let mut h = Sha256::new();
-        h.update(b"vibeloop dashboard sessions v1\0");
+        h.update(b"vibeloop dashboard sessions v2\0");
         h.update(secret);
-        Self {
+        let mut keys = Self {
             key: h.finalize().into(),
-        }
+            operator: None,
+        };
+        keys.operator =
+            token.map(|t| keys.mac(&format!("token:{}", t.expose_secret()))[..16].to_owned());
+        keys
     }
 
     fn mac(&self, text: &str) -> String {
@@ -62,7 +75,7 @@ impl Keys {
     /// A cookie value for `who`, valid until `now + SESSION_SECONDS`.
     pub fn session(&self, who: &Person, now: i64) -> String {
         let who = match who {
-            Person::Operator => "op".to_owned(),
+            Person::Operator => format!("op_{}", self.operator.as_deref().unwrap_or("none")),
             Person::GitHub(login) => format!("u_{login}"),
             // Never a dashboard sign-in: `person` reads no session back from it.
             Person::Local => "local".to_owned(),
@@ -83,7 +96,13 @@ impl Keys {
             return None;
         }
         match who {
-            "op" => Some(Person::Operator),
+            w if w.starts_with("op_") => {
+                let current = self.operator.as_deref()?;
+                let named = &w[3..];
+                (named.len() == current.len()
+                    && bool::from(named.as_bytes().ct_eq(current.as_bytes())))
+                .then_some(Person::Operator)
+            }
             w => w
                 .strip_prefix("u_")
                 .filter(|l| is_login(l))
@@ -100,23 +119,29 @@ impl Keys {
         self.verify(&format!("csrf:{session}"), token)
     }
 
-    /// An OAuth `state` for a sign-in starting now, carrying where to go afterwards.
-    pub fn oauth_state(&self, next: &str, now: i64) -> String {
-        let nonce: u64 = rand::random();
+    /// An OAuth `state` for a sign-in starting now in the browser holding `nonce` (its
+    /// [`OAUTH_COOKIE`]), carrying where to go afterwards.
+    pub fn oauth_state(&self, next: &str, nonce: &str, now: i64) -> String {
+        let nonce = hex::encode(nonce.as_bytes());
         let next = hex::encode(safe_next(next).as_bytes());
-        let text = format!("{nonce:016x}.{}.{next}", now + STATE_SECONDS);
+        let text = format!("{nonce}.{}.{next}", now + STATE_SECONDS);
         let mac = self.mac(&format!("state:{text}"));
         format!("{text}.{mac}")
     }
 
-    /// Where a valid, unexpired `state` says to go.
-    pub fn check_state(&self, state: &str, now: i64) -> Option<String> {
+    /// Where a valid, unexpired `state` says to go, when the browser that brings it holds the
+    /// nonce it was made for (`browser`: its [`OAUTH_COOKIE`]).
+    pub fn check_state(&self, state: &str, browser: Option<&str>, now: i64) -> Option<String> {
         let (text, mac) = state.rsplit_once('.')?;
         if !self.verify(&format!("state:{text}"), mac) {
             return None;
         }
         let mut parts = text.split('.');
-        let (_nonce, until, next) = (parts.next()?, parts.next()?, parts.next()?);
+        let (nonce, until, next) = (parts.next()?, parts.next()?, parts.next()?);
+        let browser = hex::encode(browser?.as_bytes());
+        if browser.is_empty() || !bool::from(nonce.as_bytes().ct_eq(browser.as_bytes())) {
+            return None;
+        }
         if until.parse::<i64>().ok()? <= now {
             return None;
         }
@@ -152,13 +177,18 @@ pub fn token_matches(access: &Access, given: &str) -> bool {
 
 /// The session cookie's value in a request, if any.
 pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    cookie(headers, COOKIE)
+}
+
+/// Cookie `name`'s value in a request, if any.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(axum::http::header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(n, _)| *n == name)
         .map(|(_, value)| value.to_owned())
 }
 
@@ -188,14 +218,25 @@ pub fn allowed(access: &Access, login: &str) -> bool {
         .is_some_and(|o| o.users.iter().any(|u| u.eq_ignore_ascii_case(login)))
 }
 
-/// `Set-Cookie` for a session (empty value and no age: signs out).
-pub fn set_cookie(value: Option<&str>) -> String {
+/// `Set-Cookie` for a session (empty value and no age: signs out); `Secure` unless the
+/// operator serves plain HTTP on purpose.
+pub fn set_cookie(value: Option<&str>, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
     match value {
-        Some(v) => {
-            format!("{COOKIE}={v}; Path=/; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECONDS}")
-        }
-        None => format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+        Some(v) => format!(
+            "{COOKIE}={v}; Path=/; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECONDS}{secure}"
+        ),
+        None => format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}"),
     }
+}
+
+/// `Set-Cookie` for a GitHub sign-in's browser nonce: sent back only to the callback, on the
+/// top-level navigation from GitHub (`Lax`), for as long as a sign-in may take.
+pub fn set_oauth_cookie(nonce: &str, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!(
+        "{OAUTH_COOKIE}={nonce}; Path=/login/github; HttpOnly; SameSite=Lax; Max-Age={STATE_SECONDS}{secure}"
+    )
 }
 
 #[cfg(test)]
@@ -212,17 +253,23 @@ mod tests {
                 client_secret: SecretString::from("s".to_owned()),
                 users: vec!["octocat".into()],
             }),
+            session_key: None,
+            secure_cookies: true,
         }
+    }
+
+    fn keys() -> Keys {
+        Keys::derive(b"secret", access().token.as_ref())
     }
 
     #[test]
     fn sessions_are_signed_and_expire() {
-        let k = Keys::derive(b"secret");
+        let k = keys();
         let c = k.session(&Person::GitHub("octocat".into()), 1_000);
         assert_eq!(k.person(&c, 1_001), Some(Person::GitHub("octocat".into())));
         assert_eq!(k.person(&c, 1_000 + SESSION_SECONDS), None, "expired");
         assert_eq!(
-            Keys::derive(b"other").person(&c, 1_001),
+            Keys::derive(b"other", access().token.as_ref()).person(&c, 1_001),
             None,
             "another key"
         );
@@ -230,11 +277,17 @@ mod tests {
         assert_eq!(k.person(&forged, 1_001), None);
         let op = k.session(&Person::Operator, 0);
         assert_eq!(k.person(&op, 1), Some(Person::Operator));
+        // A new dashboard token signs the operator out; no token, no operator session.
+        let other = SecretString::from("another-token-0123456789".to_owned());
+        assert_eq!(Keys::derive(b"secret", Some(&other)).person(&op, 1), None);
+        assert_eq!(Keys::derive(b"secret", None).person(&op, 1), None);
+        let forged = op.replace(&op[3..19], "0000000000000000");
+        assert_eq!(k.person(&forged, 1), None);
     }
 
     #[test]
     fn requests_are_let_in_by_token_or_cookie_only() {
-        let (a, k) = (access(), Keys::derive(b"secret"));
+        let (a, k) = (access(), keys());
         let mut h = HeaderMap::new();
         assert_eq!(person(&a, &k, &h, 5), None);
         h.insert(
@@ -269,11 +322,17 @@ mod tests {
 
     #[test]
     fn oauth_states_round_trip_and_redirects_stay_on_the_site() {
-        let k = Keys::derive(b"secret");
-        let s = k.oauth_state("/tickets/3", 100);
-        assert_eq!(k.check_state(&s, 200).as_deref(), Some("/tickets/3"));
-        assert_eq!(k.check_state(&s, 100 + STATE_SECONDS), None);
-        assert_eq!(k.check_state(&format!("{s}0"), 200), None);
+        let k = keys();
+        let s = k.oauth_state("/tickets/3", "n0nce", 100);
+        assert_eq!(
+            k.check_state(&s, Some("n0nce"), 200).as_deref(),
+            Some("/tickets/3")
+        );
+        assert_eq!(k.check_state(&s, Some("n0nce"), 100 + STATE_SECONDS), None);
+        assert_eq!(k.check_state(&format!("{s}0"), Some("n0nce"), 200), None);
+        // Another browser (login CSRF) cannot finish it.
+        assert_eq!(k.check_state(&s, Some("other"), 200), None);
+        assert_eq!(k.check_state(&s, None, 200), None);
         for bad in [
             "https://evil.example",
             "//evil.example",
@@ -286,7 +345,7 @@ mod tests {
 
     #[test]
     fn csrf_tokens_are_bound_to_the_session() {
-        let k = Keys::derive(b"secret");
+        let k = keys();
         let t = k.csrf("a.1.b");
         assert!(k.csrf_ok("a.1.b", &t));
         assert!(!k.csrf_ok("c.1.d", &t));

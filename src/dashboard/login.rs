@@ -1,11 +1,12 @@
 //! Signing in and out: the sign-in page (the dashboard token, and a "Sign in with GitHub"
 //! button when the App's OAuth client is configured), GitHub's OAuth web flow (authorize →
 //! callback → code exchanged for a user token → `GET /user` → the login checked against the
-//! allowed list; the user token is then dropped), and signing out.
+//! allowed list; the user token is then dropped), and signing out. Wrong dashboard tokens are
+//! throttled ([`Throttle`]): past [`MAX_FAILURES`] in a minute, `POST /login` answers 429.
 
 use axum::Form;
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use secrecy::ExposeSecret as _;
 use serde::Deserialize;
@@ -14,6 +15,35 @@ use super::auth::{self, safe_next};
 use super::html::{bare_layout, esc, page as html_page};
 use super::{Dashboard, now};
 use crate::hive::intervene::Person;
+
+/// Wrong dashboard tokens allowed in [`WINDOW`], from anyone, before `POST /login` refuses.
+pub const MAX_FAILURES: usize = 10;
+const WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The wrong tokens of the last minute: guessing the token is slowed to
+/// [`MAX_FAILURES`] a minute (the bearer token and GitHub sign-in still work meanwhile).
+#[derive(Debug, Default)]
+pub struct Throttle {
+    failures: std::sync::Mutex<std::collections::VecDeque<std::time::Instant>>,
+}
+
+impl Throttle {
+    /// How long until a try is allowed; `None`: now.
+    fn wait(&self) -> Option<std::time::Duration> {
+        let mut f = self.failures.lock().expect("lock");
+        while f.front().is_some_and(|t| t.elapsed() >= WINDOW) {
+            f.pop_front();
+        }
+        (f.len() >= MAX_FAILURES).then(|| WINDOW.saturating_sub(f[0].elapsed()))
+    }
+
+    fn failed(&self) {
+        self.failures
+            .lock()
+            .expect("lock")
+            .push_back(std::time::Instant::now());
+    }
+}
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Next {
@@ -68,7 +98,19 @@ pub struct TokenForm {
 /// `POST /login`: the dashboard token from the form.
 pub async fn with_token(State(d): State<Dashboard>, Form(f): Form<TokenForm>) -> Response {
     let next = safe_next(f.next.as_deref().unwrap_or("/")).to_owned();
+    if let Some(wait) = d.login_throttle.wait() {
+        let secs = wait.as_secs().max(1);
+        let why = format!("Too many wrong tokens: try again in {secs} s.");
+        let mut r = html_page(
+            StatusCode::TOO_MANY_REQUESTS,
+            sign_in_page(&d, &next, Some(&why)),
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
+        return r;
+    }
     if !auth::token_matches(&d.access, &f.token) {
+        d.login_throttle.failed();
         tracing::warn!("dashboard sign-in with a wrong token");
         let page = sign_in_page(&d, &next, Some("That is not the dashboard token."));
         return html_page(StatusCode::UNAUTHORIZED, page);
@@ -79,7 +121,10 @@ pub async fn with_token(State(d): State<Dashboard>, Form(f): Form<TokenForm>) ->
 fn signed_in(d: &Dashboard, who: &Person, next: &str) -> Response {
     let cookie = d.keys.session(who, now());
     (
-        [(header::SET_COOKIE, auth::set_cookie(Some(&cookie)))],
+        [(
+            header::SET_COOKIE,
+            auth::set_cookie(Some(&cookie), d.access.secure_cookies),
+        )],
         Redirect::to(safe_next(next)),
     )
         .into_response()
@@ -90,14 +135,25 @@ pub async fn github(State(d): State<Dashboard>, Query(q): Query<Next>) -> Respon
     let Some(oauth) = &d.access.oauth else {
         return (StatusCode::NOT_FOUND, "GitHub sign-in is not configured\n").into_response();
     };
-    let state = d.keys.oauth_state(q.next.as_deref().unwrap_or("/"), now());
+    // This browser's nonce: only it can finish the sign-in the state is made for.
+    let nonce = hex::encode(rand::random::<[u8; 16]>());
+    let state = d
+        .keys
+        .oauth_state(q.next.as_deref().unwrap_or("/"), &nonce, now());
     let mut url = d.github_url.clone();
     url.set_path("/login/oauth/authorize");
     url.query_pairs_mut()
         .append_pair("client_id", &oauth.client_id)
         .append_pair("state", &state)
         .append_pair("allow_signup", "false");
-    Redirect::to(url.as_str()).into_response()
+    (
+        [(
+            header::SET_COOKIE,
+            auth::set_oauth_cookie(&nonce, d.access.secure_cookies),
+        )],
+        Redirect::to(url.as_str()),
+    )
+        .into_response()
 }
 
 #[derive(Debug, Deserialize)]
@@ -111,20 +167,25 @@ pub struct Callback {
 }
 
 /// `GET /login/github/callback`: GitHub sends the person back with a code.
-pub async fn github_callback(State(d): State<Dashboard>, Query(q): Query<Callback>) -> Response {
+pub async fn github_callback(
+    State(d): State<Dashboard>,
+    headers: HeaderMap,
+    Query(q): Query<Callback>,
+) -> Response {
     let refuse =
         |status: StatusCode, why: &str| html_page(status, sign_in_page(&d, "/", Some(why)));
     if let Some(why) = &q.error_description {
         return refuse(StatusCode::UNAUTHORIZED, &format!("GitHub said: {why}"));
     }
+    let browser = auth::cookie(&headers, auth::OAUTH_COOKIE);
     let Some(next) = q
         .state
         .as_deref()
-        .and_then(|s| d.keys.check_state(s, now()))
+        .and_then(|s| d.keys.check_state(s, browser.as_deref(), now()))
     else {
         return refuse(
             StatusCode::BAD_REQUEST,
-            "That sign-in link is not ours or has expired; start again.",
+            "That sign-in link is not ours, was started in another browser, or has expired; start again.",
         );
     };
     let Some(code) = q.code.as_deref().filter(|c| !c.is_empty()) else {
@@ -217,9 +278,12 @@ async fn github_login(d: &Dashboard, code: &str) -> Result<String, String> {
 }
 
 /// `POST /logout`.
-pub async fn logout() -> Response {
+pub async fn logout(State(d): State<Dashboard>) -> Response {
     (
-        [(header::SET_COOKIE, auth::set_cookie(None))],
+        [(
+            header::SET_COOKIE,
+            auth::set_cookie(None, d.access.secure_cookies),
+        )],
         Redirect::to("/login"),
     )
         .into_response()

@@ -50,6 +50,8 @@ pub struct Dashboard {
     /// Where this process keeps worktrees (listed in the global state).
     pub data_dir: PathBuf,
     pub http: reqwest::Client,
+    /// Wrong dashboard tokens of the last minute.
+    pub login_throttle: Arc<login::Throttle>,
 }
 
 /// The dashboard's routes, to merge with the webhook's.

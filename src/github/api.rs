@@ -5,7 +5,7 @@ use http::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{GitHubError, Idempotent, RepoClient};
+use super::{GitHubError, Idempotent, RepoClient, User};
 
 /// An issue comment, as much of it as we read.
 #[derive(Debug, Clone, Deserialize)]
@@ -13,6 +13,8 @@ pub struct Comment {
     pub id: u64,
     #[serde(default)]
     pub body: Option<String>,
+    #[serde(default)]
+    pub user: Option<User>,
 }
 
 /// An issue as the sweep compares it with its ticket.
@@ -22,6 +24,10 @@ pub struct IssueState {
     pub state: String,
     #[serde(default)]
     pub labels: Vec<Label>,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -85,17 +91,16 @@ impl RepoClient {
         Ok(all)
     }
 
-    /// The first comment on `issue` whose body holds `marker`.
+    /// The first comment on `issue` the App's bot user wrote with `marker` in its body: the
+    /// same marker in anyone else's comment is theirs, never adopted.
     pub async fn find_comment(
         &self,
         issue: u64,
         marker: &str,
     ) -> Result<Option<Comment>, GitHubError> {
-        Ok(self
-            .issue_comments(issue)
-            .await?
-            .into_iter()
-            .find(|c| c.body.as_deref().is_some_and(|b| b.contains(marker))))
+        Ok(self.issue_comments(issue).await?.into_iter().find(|c| {
+            self.is_bot(c.user.as_ref()) && c.body.as_deref().is_some_and(|b| b.contains(marker))
+        }))
     }
 
     pub async fn create_comment(&self, issue: u64, body: &str) -> Result<Comment, GitHubError> {
@@ -171,6 +176,8 @@ impl RepoClient {
             number: u64,
             #[serde(default)]
             body: Option<String>,
+            #[serde(default)]
+            user: Option<User>,
         }
         for _ in 0..3 {
             let all: Vec<Listed> = self
@@ -181,10 +188,11 @@ impl RepoClient {
                     Idempotent::Yes,
                 )
                 .await?;
-            if let Some(i) = all
-                .iter()
-                .find(|i| i.body.as_deref().is_some_and(|b| b.contains(marker)))
-            {
+            // Only an issue the bot opened is the one it meant; anyone may copy a marker.
+            if let Some(i) = all.iter().find(|i| {
+                self.is_bot(i.user.as_ref())
+                    && i.body.as_deref().is_some_and(|b| b.contains(marker))
+            }) {
                 return Ok(i.number);
             }
             let req = json!({ "title": title, "body": body, "labels": labels });
@@ -244,7 +252,7 @@ impl RepoClient {
         }
     }
 
-    /// An issue's state and labels.
+    /// An issue's state, labels and text.
     pub async fn issue(&self, number: u64) -> Result<IssueState, GitHubError> {
         self.send(
             Method::GET,

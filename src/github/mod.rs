@@ -90,6 +90,8 @@ pub struct GitHubApp {
     /// Collaborator permissions looked up lately: `(repo, user) → (permission, when)`.
     permissions: Mutex<HashMap<(RepoName, String), (String, std::time::Instant)>>,
     graphql: Arc<graphql::GraphQl>,
+    /// The App's bot user (`<slug>[bot]`), asked of GitHub once.
+    bot: tokio::sync::OnceCell<Arc<str>>,
 }
 
 impl GitHubApp {
@@ -114,7 +116,29 @@ impl GitHubApp {
             clients: Mutex::new(HashMap::new()),
             permissions: Mutex::new(HashMap::new()),
             graphql: Arc::new(graphql::GraphQl::new(graphql_url.clone())?),
+            bot: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// The login of the App's bot user, who writes every comment, issue and review the bot
+    /// makes (`<slug>[bot]`, from `GET /app`, asked once).
+    pub async fn bot_login(&self) -> Result<Arc<str>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct App {
+            slug: String,
+        }
+        self.bot
+            .get_or_try_init(|| async {
+                let (bytes, _) =
+                    exchange(&self.app, None, Method::GET, "/app", None, Idempotent::Yes).await?;
+                let app: App = serde_json::from_slice(&bytes).map_err(|e| GitHubError::Decode {
+                    what: "GET /app".into(),
+                    message: e.to_string(),
+                })?;
+                Ok(Arc::from(format!("{}[bot]", app.slug)))
+            })
+            .await
+            .cloned()
     }
 
     /// A client for one repository of one installation. The token is minted for that repository
@@ -143,13 +167,15 @@ impl GitHubApp {
                 crab
             }
         };
-        let client = RepoClient {
+        let mut client = RepoClient {
             crab,
             repo: repo.clone(),
             installation,
             graphql: self.graphql.clone(),
+            bot: Arc::from(""),
         };
         client.token().await?;
+        client.bot = self.bot_login().await?;
         Ok(client)
     }
 }
@@ -185,6 +211,14 @@ pub struct RepoClient {
     pub(crate) repo: RepoName,
     installation: InstallationId,
     graphql: Arc<graphql::GraphQl>,
+    /// The App's bot user: only what it wrote carries the bot's markers.
+    bot: Arc<str>,
+}
+
+/// Who wrote a comment, an issue or a review.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct User {
+    pub login: String,
 }
 
 /// Whether a request may be sent again after an unclear failure.
@@ -197,6 +231,17 @@ pub enum Idempotent {
 impl RepoClient {
     pub fn repo(&self) -> &RepoName {
         &self.repo
+    }
+
+    /// The App's bot user's login.
+    pub fn bot(&self) -> &str {
+        &self.bot
+    }
+
+    /// Whether `user` (a comment's, an issue's, a review's author) is the App's bot user: a
+    /// marker in anything else proves nothing.
+    pub fn is_bot(&self, user: Option<&User>) -> bool {
+        user.is_some_and(|u| u.login.eq_ignore_ascii_case(&self.bot))
     }
 
     /// The installation token, renewed when it has under 5 minutes left. For git's credential

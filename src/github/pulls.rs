@@ -6,7 +6,7 @@ use http::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{GitHubError, Idempotent, RepoClient};
+use super::{GitHubError, Idempotent, RepoClient, User};
 use crate::ids::CommitSha;
 
 /// A review as we read it back.
@@ -17,6 +17,8 @@ pub struct PullReview {
     pub body: Option<String>,
     #[serde(default)]
     pub state: Option<String>,
+    #[serde(default)]
+    pub user: Option<User>,
 }
 
 /// One inline comment of a review, on the new side of the diff.
@@ -42,6 +44,8 @@ pub struct PullComment {
     pub body: String,
     #[serde(default)]
     pub commit_id: String,
+    #[serde(default)]
+    pub user: Option<User>,
 }
 
 impl RepoClient {
@@ -62,7 +66,10 @@ impl RepoClient {
         for _ in 0..3 {
             let all: Vec<PullComment> =
                 self.send(Method::GET, &list, None, Idempotent::Yes).await?;
-            if all.iter().any(|c| c.body.contains(marker)) {
+            if all
+                .iter()
+                .any(|c| self.is_bot(c.user.as_ref()) && c.body.contains(marker))
+            {
                 return Ok(());
             }
             let route = format!(
@@ -148,12 +155,10 @@ impl RepoClient {
         comments: &[ReviewComment],
     ) -> Result<u64, GitHubError> {
         for _ in 0..3 {
-            if let Some(r) = self
-                .pull_reviews(number)
-                .await?
-                .into_iter()
-                .find(|r| r.body.as_deref().is_some_and(|b| b.contains(marker)))
-            {
+            if let Some(r) = self.pull_reviews(number).await?.into_iter().find(|r| {
+                self.is_bot(r.user.as_ref())
+                    && r.body.as_deref().is_some_and(|b| b.contains(marker))
+            }) {
                 return Ok(r.id);
             }
             let comments: Vec<_> = comments

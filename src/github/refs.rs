@@ -122,11 +122,16 @@ impl RepoClient {
         }
     }
 
-    /// `admin`, `write`, `read` or `none`, as GitHub's collaborator-permission API says.
+    /// `admin`, `maintain`, `write`, `triage`, `read` or `none`, as GitHub's
+    /// collaborator-permission API says: its `role_name` where it is one of GitHub's roles (the
+    /// older `permission` folds triage into read and maintain into write), else `permission`
+    /// (a custom role's base).
     pub async fn permission(&self, user: &str) -> Result<String, GitHubError> {
         #[derive(Deserialize)]
         struct Perm {
             permission: String,
+            #[serde(default)]
+            role_name: Option<String>,
         }
         let user: String = url::form_urlencoded::byte_serialize(user.as_bytes()).collect();
         let route = format!(
@@ -138,7 +143,15 @@ impl RepoClient {
             .send::<Perm>(Method::GET, &route, None, Idempotent::Yes)
             .await
         {
-            Ok(p) => Ok(p.permission),
+            Ok(p) => Ok(match p.role_name {
+                Some(role)
+                    if ["read", "triage", "write", "maintain", "admin"]
+                        .contains(&role.to_ascii_lowercase().as_str()) =>
+                {
+                    role.to_ascii_lowercase()
+                }
+                _ => p.permission,
+            }),
             Err(GitHubError::Api { status, .. }) if status == StatusCode::NOT_FOUND => {
                 Ok("none".into())
             }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tracing::{Instrument as _, info, info_span, warn};
 
 use super::job::{Done, Hive, JobError};
+use crate::commands::Permission;
 use crate::github::{GitHubError, RepoClient};
 use crate::ids::CommitSha;
 use crate::store::jobs::JobKey;
@@ -61,11 +62,21 @@ pub async fn process(hive: &Arc<Hive>, job_id: i64, delivery_id: &str) -> Result
             },
             Ok(Event::IssueEdited {
                 repo,
+                installation,
                 number,
                 title,
                 body,
-                ..
-            }) => issue_edited(hive, &repo, number, &title, &body).await?,
+                sender,
+            }) => {
+                let edit = IssueEdit {
+                    repo: &repo,
+                    number,
+                    title: &title,
+                    body: &body,
+                    sender: &sender,
+                };
+                issue_edited(hive, &edit, installation).await?
+            }
             Ok(Event::TicketChanged {
                 repo,
                 number,
@@ -123,7 +134,8 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
     };
     // The label that hands issues to the hive may be renamed in the repository's config. A
     // broken config falls back to the default label, so the ticket can report the error.
-    let (label, plan_label) = super::repo_config::labels(&client, &l.default_branch).await?;
+    let rules = super::repo_config::starting(&client, &l.default_branch).await?;
+    let (label, plan_label) = (rules.label.as_str(), rules.plan_label.as_str());
     let start = if l.label == label {
         Start::Build
     } else if l.label == plan_label {
@@ -137,6 +149,10 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
             ),
         ));
     };
+    if let Err(why) = may_steer(hive, &client, &l.sender, rules.permission).await? {
+        refuse_label(&client, l, &why).await;
+        return Ok(("refused", why));
+    }
     let (ticket, opened) = hive
         .store
         .open_ticket(&NewTicket {
@@ -175,6 +191,63 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
     ))
 }
 
+/// `Ok(())` when `who` may start or steer a ticket with `needed` (the App's own bot user
+/// always may: it labels the issues it opens); else why not, in a sentence.
+async fn may_steer(
+    hive: &Hive,
+    client: &RepoClient,
+    who: &str,
+    needed: Permission,
+) -> Result<Result<(), String>, JobError> {
+    if who.eq_ignore_ascii_case(client.bot()) {
+        return Ok(Ok(()));
+    }
+    let have = hive
+        .github
+        .permission(client, who, super::steer::PERMISSION_TTL)
+        .await?;
+    Ok(match Permission::parse(&have) {
+        Some(p) if p >= needed => Ok(()),
+        _ => Err(format!(
+            "@{who} has {} permission on {}; it takes {needed} (`label_permission`)",
+            if have.is_empty() || have == "none" {
+                "no"
+            } else {
+                have.as_str()
+            },
+            client.repo()
+        )),
+    })
+}
+
+/// Says on the issue, once, why a label started nothing.
+async fn refuse_label(client: &RepoClient, l: &IssueLabeled, why: &str) {
+    let marker = format!(
+        "<!-- vibeloop:label-refused {} -->",
+        l.sender.replace("--", "")
+    );
+    let body = format!(
+        "{marker}\nThe `{}` label from @{} starts nothing: {why}. Someone with that permission can remove the label and put it on again.",
+        l.label.replace('`', "'"),
+        l.sender
+    );
+    if let Err(e) = client
+        .upsert_marked_comment(l.number, &marker, None, &body)
+        .await
+    {
+        tracing::warn!(error = %e, "cannot say why the label started nothing");
+    }
+}
+
+/// An issue's edit, as `issues.edited` tells it.
+struct IssueEdit<'a> {
+    repo: &'a crate::ids::RepoName,
+    number: u64,
+    title: &'a str,
+    body: &'a str,
+    sender: &'a str,
+}
+
 /// The repository's client, or the delivery's outcome when the app cannot act there.
 async fn client_for(
     hive: &Hive,
@@ -195,20 +268,36 @@ async fn client_for(
 }
 
 /// An edited issue: the ticket's copy of the issue is brought up to date (agents read it from
-/// there), and a ticket Blocked on questions plans again.
+/// there), and a ticket Blocked on questions plans again — when the editor may steer it
+/// (`label_permission`); an edit by anyone else never reaches the agents, and the status says
+/// so.
 async fn issue_edited(
     hive: &Hive,
-    repo: &crate::ids::RepoName,
-    number: u64,
-    title: &str,
-    body: &str,
+    e: &IssueEdit<'_>,
+    installation: Option<crate::ids::InstallationId>,
 ) -> Result<(&'static str, String), JobError> {
-    let Some(t) = hive.store.ticket_for_issue(repo, number).await? else {
+    let Some(t) = hive.store.ticket_for_issue(e.repo, e.number).await? else {
         return Ok(("ignored", "no ticket on this issue".into()));
     };
     if t.state.is_final() {
         return Ok(("ignored", format!("{} is {}", t.id, t.state)));
     }
+    let client = match client_for(hive, installation, e.repo).await? {
+        Ok(c) => c,
+        Err(why) => return Ok(why),
+    };
+    let rules = super::repo_config::starting(&client, &t.base_branch).await?;
+    if let Err(why) = may_steer(hive, &client, e.sender, rules.permission).await? {
+        let refused = Signal::EditRefused {
+            by: e.sender.to_owned(),
+        };
+        super::signal::send(hive, &t, &refused, e.sender).await?;
+        return Ok((
+            "refused",
+            format!("{} keeps the issue as labelled: {why}", t.id),
+        ));
+    }
+    let (title, body) = (e.title, e.body);
     hive.store.set_ticket_issue(t.key, title, body).await?;
     if t.state == crate::ticket::TaskState::Blocked {
         super::signal::send(hive, &t, &Signal::Plan, "issue edit").await?;

@@ -3,6 +3,7 @@
 //! parse error — to be said on the issue — when it is invalid. One loader for every job.
 
 use super::job::JobError;
+use crate::commands::Permission;
 use crate::config::repo::{HiveConfig, PATH, RepoConfigError};
 use crate::github::RepoClient;
 
@@ -19,8 +20,26 @@ pub async fn load(
 /// the default labels when the config is broken, so the ticket can still start and report the
 /// error.
 pub async fn labels(client: &RepoClient, branch: &str) -> Result<(String, String), JobError> {
+    let r = starting(client, branch).await?;
+    Ok((r.label, r.plan_label))
+}
+
+/// What starts a ticket on `branch`'s config: the labels, and the least permission of who puts
+/// one on (and of who edits the issue afterwards, for the agents to read it). The defaults when
+/// the config is broken.
+pub struct Starting {
+    pub label: String,
+    pub plan_label: String,
+    pub permission: Permission,
+}
+
+pub async fn starting(client: &RepoClient, branch: &str) -> Result<Starting, JobError> {
     let c = load(client, branch)
         .await?
         .unwrap_or_else(|_| HiveConfig::default());
-    Ok((c.label, c.plan_label))
+    Ok(Starting {
+        permission: Permission::parse(&c.label_permission).unwrap_or(Permission::Triage),
+        label: c.label,
+        plan_label: c.plan_label,
+    })
 }

@@ -74,6 +74,11 @@ pub fn render(t: &Ticket, extras: &Extras<'_>) -> String {
     if let Some(spent) = extras.spent {
         s.push_str(&format!("| Budget spent | {} |\n", spent.describe()));
     }
+    if let Some(by) = extras.flow.and_then(|f| f.edit_refused.as_deref()) {
+        s.push_str(&format!(
+            "| Issue text | as labelled: edited by @{by} after labelling. Re-label the issue or comment `/hive plan` to take the edit. |\n"
+        ));
+    }
     if let Some(f) = extras.flow.filter(|f| !f.instructions.is_empty()) {
         let files: Vec<String> = f.instructions.iter().map(|p| format!("`{p}`")).collect();
         s.push_str(&format!("| Instructions read | {} |\n", files.join(", ")));

@@ -209,6 +209,25 @@ async fn decide(
     act(hive, t, cmd, c.installation, &c.author).await
 }
 
+/// The issue's title and body as they are on GitHub now become the ticket's (what the agents
+/// read), when the bot can read them.
+async fn take_current_text(
+    hive: &Hive,
+    t: &Ticket,
+    installation: Option<crate::ids::InstallationId>,
+) -> Result<(), JobError> {
+    let Some(installation) = installation else {
+        return Ok(());
+    };
+    let client = hive.github.repo(installation, &t.repo).await?;
+    let issue = client.issue(t.issue_number).await?;
+    let body = issue.body.unwrap_or_default();
+    hive.store
+        .set_ticket_issue(t.key, &issue.title, &body)
+        .await?;
+    Ok(())
+}
+
 /// `/hive plan` on an issue without a ticket: a plan-only ticket, started by the command.
 async fn plan_only(
     hive: &Hive,
@@ -274,7 +293,11 @@ pub(super) async fn act(
             };
             return super::reset::reset(hive, &who, tag).await;
         }
-        Command::Plan => (Signal::Plan, format!("{} will plan again.", t.id)),
+        Command::Plan => {
+            // Asked by someone who may steer: the issue's text as it is now is the plan's.
+            take_current_text(hive, t, installation).await?;
+            (Signal::Plan, format!("{} will plan again.", t.id))
+        }
         Command::Retry(role) => {
             let role = role.map(|r| r.as_str().to_owned());
             let from = role

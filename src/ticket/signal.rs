@@ -55,6 +55,9 @@ pub enum Signal {
     /// checkpoint and runs again from there; an approval given before is withdrawn unless the
     /// approver pushed.
     Push { sha: CommitSha },
+    /// Someone without the permission to steer edited the issue after it was labelled: the
+    /// agents keep the text as labelled.
+    EditRefused { by: String },
 }
 
 /// A person's comment on a line of the pull request, answered in its thread with what the
@@ -82,6 +85,7 @@ impl Signal {
             Signal::Recheck => "recheck",
             Signal::Review { .. } => "review",
             Signal::Push { .. } => "push",
+            Signal::EditRefused { .. } => "edit_refused",
         }
     }
 
@@ -134,6 +138,9 @@ mod tests {
                 role: Some("breaker".into()),
             },
             Signal::Recheck,
+            Signal::EditRefused {
+                by: "mallory".into(),
+            },
             Signal::Push {
                 sha: CommitSha::parse(&"b".repeat(40)).unwrap(),
             },

@@ -73,6 +73,8 @@ pub enum Event {
         /// The issue's title and body after the edit.
         title: String,
         body: String,
+        /// Who edited it.
+        sender: String,
     },
     /// A pull-request review was submitted.
     ReviewSubmitted(ReviewEvent),
@@ -235,6 +237,11 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                     number: p.issue.number,
                     title: p.issue.title.clone(),
                     body: p.issue.body.clone().unwrap_or_default(),
+                    sender: parsed
+                        .sender
+                        .as_ref()
+                        .map(|s| s.login.clone())
+                        .unwrap_or_default(),
                 });
             }
             if matches!(

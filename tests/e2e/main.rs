@@ -37,6 +37,8 @@ mod repo_ci;
 mod reviews;
 mod run_local;
 mod scale_out;
+mod sessions;
 mod sweep;
 mod trust_boundary;
 mod verdicts;
+mod who_steers;

@@ -61,8 +61,15 @@ fn count(gh: &FakeGitHub, method: &str, suffix: &str) -> usize {
 async fn the_app_jwt_is_rs256_issued_in_the_past_and_short_lived() {
     let (_d, gh, app) = setup(Duration::from_secs(3600)).await;
     widgets(&app).await;
+    // One for the installation token, one for the App's own name (`GET /app`, asked once).
     let claims = gh.jwt_claims();
-    assert_eq!(claims.len(), 1);
+    assert_eq!(claims.len(), 2);
+    widgets(&app).await;
+    assert_eq!(
+        gh.jwt_claims().len(),
+        2,
+        "a token or the App's name was asked again"
+    );
     let now = chrono::Utc::now().timestamp();
     let (iat, exp) = (
         claims[0]["iat"].as_i64().unwrap(),

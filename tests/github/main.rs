@@ -11,6 +11,7 @@ mod fake_github;
 mod fake_github_git;
 mod fake_github_merge;
 mod github_client;
+mod markers;
 mod redproof;
 mod repo_ci;
 mod workspace;

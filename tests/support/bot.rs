@@ -112,6 +112,8 @@ impl Bot {
                 cmd.env("VIBELOOP_DATA_DIR", &env.data_dir);
             }
         }
+        // The tests serve the dashboard over plain HTTP on purpose.
+        cmd.env("VIBELOOP_INSECURE_COOKIES", "true");
         cmd.env("GITHUB_WEBHOOK_SECRET", &env.webhook_secret)
             .env("GITHUB_API_URL", &env.github_api_url)
             .env("VIBELOOP_LLM_BASE_URL", &env.llm_url)

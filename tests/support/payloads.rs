@@ -37,12 +37,31 @@ pub fn issues_labeled(
     body: &str,
     label: &str,
 ) -> Vec<u8> {
+    issues_labeled_by(repo, installation, number, title, body, label, "Codertocat")
+}
+
+/// [`issues_labeled`] with `sender` as who put the label on.
+pub fn issues_labeled_by(
+    repo: &str,
+    installation: Option<u64>,
+    number: u64,
+    title: &str,
+    body: &str,
+    label: &str,
+    sender: &str,
+) -> Vec<u8> {
     let mut v: Value = serde_json::from_slice(&example("issues/labeled.payload.json")).unwrap();
     retarget(&mut v, repo, installation);
     v["issue"]["number"] = json!(number);
     v["issue"]["title"] = json!(title);
     v["issue"]["body"] = json!(body);
     v["label"]["name"] = json!(label);
+    v["sender"]["login"] = json!(sender);
+    v["sender"]["type"] = json!(if sender.ends_with("[bot]") {
+        "Bot"
+    } else {
+        "User"
+    });
     serde_json::to_vec(&v).unwrap()
 }
 

@@ -147,6 +147,8 @@ pub struct Issue {
     pub body: String,
     /// Closed, by a merged pull request that closes it.
     pub closed: bool,
+    /// Who opened it ([`BOT_LOGIN`] for issues created through the API).
+    pub author: String,
 }
 
 /// One repository's issues, pull requests and the rest; its git objects live in the bare
@@ -373,6 +375,11 @@ impl Forge {
 
     /// Files issue `title`/`body` on `repo`; returns its number.
     pub fn add_issue(&self, repo: &str, title: &str, body: &str) -> Option<u64> {
+        self.add_issue_by(repo, "octocat", title, body)
+    }
+
+    /// Issue `title` opened by `author` (a person, or anyone posing as the bot).
+    pub fn add_issue_by(&self, repo: &str, author: &str, title: &str, body: &str) -> Option<u64> {
         let mut st = self.state();
         let r = st.repos.get_mut(repo)?;
         let number = r.next_number();
@@ -383,6 +390,7 @@ impl Forge {
                 number,
                 title: title.into(),
                 body: body.into(),
+                author: author.into(),
             },
         );
         Some(number)

@@ -10,6 +10,7 @@ use crate::ticket::{Signal, TaskState};
 
 /// Back to the Architect: the plan, its questions and its approval are dropped.
 fn plan_again(flow: &mut Flow) {
+    flow.edit_refused = None;
     flow.next = Node::Plan;
     flow.blueprint = None;
     flow.questions.clear();
@@ -147,6 +148,11 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
             Signal::Rebase => None,
             Signal::Push { sha } => {
                 pushed(cx, sha, &s.author).await;
+                None
+            }
+            // Said in the status until the text is taken (`/hive plan`, or a new label).
+            Signal::EditRefused { by } => {
+                cx.flow.edit_refused = Some(by.clone());
                 None
             }
             // After the retry engine gave up on failures in passing, the flow goes on where it

@@ -240,6 +240,9 @@ pub struct Flow {
     pub instructions: std::collections::BTreeSet<String>,
     /// What the repository's own CI said of the pull request's heads.
     pub ci: CiWatch,
+    /// Who edited the issue after it was labelled without the permission to steer the ticket:
+    /// the agents keep the text as labelled.
+    pub edit_refused: Option<String>,
 }
 
 /// The repository's own CI, as the landing heard it.
@@ -252,9 +255,6 @@ pub struct CiWatch {
     pub reruns: Vec<(CommitSha, String)>,
     /// Checks that failed and then passed on the same commit: not charged to the Builder.
     pub flaky: Vec<(CommitSha, String)>,
-    /// The names of the checks other Apps reported on the pull request's heads so far: each is
-    /// expected on a later head too, even before it starts.
-    pub seen: std::collections::BTreeSet<String>,
 }
 
 /// A rebase onto the base that conflicted (strategy C): `feat/T-n`'s head `head` is marked

@@ -358,9 +358,24 @@ impl FakeGitHub {
         self.send_webhook("issue_comment", &payload).await
     }
 
-    /// Someone edits issue `n`'s title and body: stored, and `issues.edited` delivered with
+    /// A maintainer edits issue `n`'s title and body: stored, and `issues.edited` delivered with
     /// `changes` holding what changed.
     pub async fn edit_issue(&self, repo: &str, n: u64, title: &str, body: &str) -> Sent {
+        super::ensure_role(&mut self.state(), repo, super::LABELLER, "maintain");
+        self.edit_issue_as(repo, n, title, body, super::LABELLER)
+            .await
+    }
+
+    /// [`Self::edit_issue`] by `sender`, whatever their permission.
+    pub async fn edit_issue_as(
+        &self,
+        repo: &str,
+        n: u64,
+        title: &str,
+        body: &str,
+        sender: &str,
+    ) -> Sent {
+        self.state().users.insert(sender.to_owned());
         let old = {
             let mut st = self.state();
             let i = st
@@ -383,6 +398,7 @@ impl FakeGitHub {
             if old.1 != body {
                 v["changes"]["body"] = json!({ "from": old.1 });
             }
+            v["sender"]["login"] = json!(sender);
         });
         self.send_webhook("issues", &payload).await
     }

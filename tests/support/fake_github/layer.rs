@@ -204,13 +204,14 @@ async fn announce_issue(s: &Shared, path: &str, response: Response<Body>) -> Res
     let s = s.clone();
     tokio::spawn(async move {
         for label in labels {
-            let payload = crate::support::payloads::issues_labeled(
+            let payload = crate::support::payloads::issues_labeled_by(
                 &repo,
                 installation,
                 number,
                 &title,
                 &text,
                 &label,
+                vibeloop::forge::BOT_LOGIN,
             );
             super::hooks::deliver(&s, "issues", &payload, None).await;
         }
@@ -312,13 +313,15 @@ async fn control_label(s: &Shared, rest: &str) -> Response<Body> {
             None,
         );
     };
-    let body = crate::support::payloads::issues_labeled(
+    super::ensure_role(&mut s.state(), &repo, super::LABELLER, "maintain");
+    let body = crate::support::payloads::issues_labeled_by(
         &repo,
         Some(installation),
         issue.number,
         &issue.title,
         &issue.body,
         label,
+        super::LABELLER,
     );
     let sent = super::hooks::deliver(s, "issues", &body, None).await;
     respond(

@@ -228,33 +228,55 @@ impl FakeGitHub {
         self.deliver(event, body, None).await
     }
 
-    /// Puts `label` on issue `number` of `repo` (stored, see [`FakeGitHub::labels`]): GitHub
-    /// sends `issues.labeled`.
+    /// A maintainer ([`LABELLER`], given the maintain role where they hold none) puts `label`
+    /// on issue `number` of `repo` (stored, see [`FakeGitHub::labels`]): GitHub sends
+    /// `issues.labeled`.
     pub async fn label_issue(
         &self,
         repo: &str,
         number: u64,
         label: &str,
     ) -> crate::support::payloads::Sent {
+        ensure_role(&mut self.state(), repo, LABELLER, "maintain");
+        self.label_issue_as(repo, number, label, LABELLER).await
+    }
+
+    /// `sender` puts `label` on issue `number`, whatever their permission.
+    pub async fn label_issue_as(
+        &self,
+        repo: &str,
+        number: u64,
+        label: &str,
+        sender: &str,
+    ) -> crate::support::payloads::Sent {
         let (installation, issue) = {
             let mut st = self.state();
+            st.users.insert(sender.to_owned());
             let r = st.repos.get_mut(repo).expect("repo added");
             r.add_label(number, label);
             (r.installation, r.issues[&number].clone())
         };
-        let body = crate::support::payloads::issues_labeled(
+        let body = crate::support::payloads::issues_labeled_by(
             repo,
             Some(installation),
             number,
             &issue.title,
             &issue.body,
             label,
+            sender,
         );
         self.send_webhook("issues", &body).await
     }
 
     pub fn add_issue(&self, repo: &str, title: &str, body: &str) -> u64 {
         self.forge.add_issue(repo, title, body).expect("repo added")
+    }
+
+    /// An issue `author` opened (no webhook).
+    pub fn add_issue_by(&self, repo: &str, author: &str, title: &str, body: &str) -> u64 {
+        self.forge
+            .add_issue_by(repo, author, title, body)
+            .expect("repo added")
     }
 
     pub fn comments(&self, repo: &str, issue: u64) -> Vec<Comment> {
@@ -334,6 +356,19 @@ impl FakeGitHub {
 
     pub fn branch_sha(&self, repo: &str, branch: &str) -> Option<String> {
         crate::support::repos::branch_sha(&self.bare_path(repo), branch)
+    }
+}
+
+/// Who labels issues in the tests unless a test says otherwise: a maintainer.
+pub const LABELLER: &str = "maintainer";
+
+/// Gives `user` `role` on `repo` unless they hold one there already.
+fn ensure_role(st: &mut State, repo: &str, user: &str, role: &str) {
+    st.users.insert(user.to_owned());
+    if let Some(r) = st.repos.get_mut(repo) {
+        r.permissions
+            .entry(user.to_owned())
+            .or_insert_with(|| role.to_owned());
     }
 }
 

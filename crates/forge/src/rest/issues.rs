@@ -46,6 +46,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                     number,
                     title: title.clone(),
                     body: body.clone().unwrap_or_default(),
+                    author: BOT_LOGIN.into(),
                 },
             );
             for l in &labels {
@@ -57,6 +58,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                 json!({
                     "number": number, "title": title, "body": body, "labels": labels, "state": "open",
                     "html_url": format!("https://github.com/{repo}/issues/{number}"),
+                    "user": user_json(BOT_LOGIN),
                 }),
             )
         }
@@ -77,6 +79,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                         "number": i.number, "title": i.title, "body": i.body,
                         "labels": labels_json(&repo, r, i.number),
                         "state": if i.closed { "closed" } else { "open" },
+                        "user": user_json(&i.author),
                     })
                 })
                 .collect();
@@ -92,6 +95,7 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
                     json!({
                         "number": i.number, "title": i.title, "body": i.body, "labels": labels,
                         "state": if i.closed { "closed" } else { "open" },
+                        "user": user_json(&i.author),
                     }),
                 )
             } else if let Some(p) = r.pulls.iter().find(|p| p.number == n) {
@@ -192,6 +196,13 @@ pub fn route(cx: &mut Cx<'_>, rest: &[&str]) -> Option<Answer> {
             let Some(text) = text else {
                 return Some(unprocessable("body is missing"));
             };
+            // The App edits what its bot user wrote; a person's comment is theirs.
+            if r.comments[i].user != BOT_LOGIN {
+                return Some(super::err(
+                    StatusCode::FORBIDDEN,
+                    "Resource not accessible by integration",
+                ));
+            }
             r.comments[i].body = text;
             let c = r.comments[i].clone();
             (
