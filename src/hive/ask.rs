@@ -41,13 +41,34 @@ pub(super) async fn request(
     let config = super::repo_config::load(client, &c.default_branch)
         .await?
         .unwrap_or_default();
-    let needed = Permission::parse(&config.ask.permission).unwrap_or(Permission::Read);
+    let needed = match Permission::parse(&config.ask.permission) {
+        // Every GitHub user reads a public repository: asking takes triage there unless the
+        // repository opens it.
+        _ if !config.is_set("ask.permission") && !c.private => Permission::Triage,
+        Some(p) => p,
+        None => Permission::Read,
+    };
     if have.is_none_or(|p| p < needed) {
         let had = have.map(|p| p.as_str()).unwrap_or("no access");
+        let why = if config.is_set("ask.permission") {
+            "`ask.permission` in .github/hive.yml"
+        } else if c.private {
+            "the default"
+        } else {
+            "the default on a public repository; `ask.permission: read` opens it"
+        };
         let reply = format!(
-            "`/hive ask` needs {needed} permission on this repository (`ask.permission` in .github/hive.yml); you have {had}."
+            "`/hive ask` needs {needed} permission on this repository ({why}); you have {had}."
         );
         return Ok(("-1", reply, "refused: permission".into()));
+    }
+    if hive.store.comment_asked(source).await? {
+        let reply = "one question per comment: ask the next one in a new comment.".to_owned();
+        return Ok(("-1", reply, "refused: one per comment".into()));
+    }
+    if let Some(next) = rate_limited(hive, &config.ask, c).await? {
+        let reply = format!("rate limited: {next}");
+        return Ok(("-1", reply, "refused: rate".into()));
     }
     let Some(installation) = c.installation else {
         let reply = "this comment did not come through a GitHub App installation.".to_owned();
@@ -71,6 +92,73 @@ pub(super) async fn request(
         hive.jobs_queued.notify_one();
     }
     Ok(("eyes", String::new(), "asked".into()))
+}
+
+/// Why `c`'s author may not ask now, and when they may again: `ask.rate` per person and per
+/// repository in the last hour, `ask.daily_budget` in the last day.
+async fn rate_limited(
+    hive: &Hive,
+    ask: &crate::config::ask::Ask,
+    c: &CommentEvent,
+) -> Result<Option<String>, JobError> {
+    const HOUR: i64 = 3_600_000;
+    const DAY: i64 = 24 * HOUR;
+    let now = crate::now_ms();
+    let asked = hive
+        .store
+        .asked_since(c.repo.as_str(), &c.author, now - HOUR, now - DAY)
+        .await?;
+    let at = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+            .unwrap_or_default()
+    };
+    if asked.by_person >= u64::from(ask.rate.per_person) {
+        let next = asked.by_person_oldest.unwrap_or(now) + HOUR;
+        return Ok(Some(format!(
+            "you asked {} questions here in the last hour (`ask.rate.per_person`: {}); next question at {}.",
+            asked.by_person,
+            ask.rate.per_person,
+            at(next)
+        )));
+    }
+    if asked.in_repo >= u64::from(ask.rate.per_repository) {
+        let next = asked.in_repo_oldest.unwrap_or(now) + HOUR;
+        return Ok(Some(format!(
+            "{} questions were asked in {} in the last hour (`ask.rate.per_repository`: {}); next question at {}.",
+            asked.in_repo,
+            c.repo,
+            ask.rate.per_repository,
+            at(next)
+        )));
+    }
+    let spent: f64 = asked.spent.iter().map(|(_, usd)| usd).sum();
+    if let Some(next) = budget_back_at(&asked.spent, ask.daily_budget, now) {
+        return Ok(Some(format!(
+            "answers in {} cost ${spent:.2} in the last day (`ask.daily_budget`: ${:.2}); next question at {}.",
+            c.repo,
+            ask.daily_budget,
+            at(next)
+        )));
+    }
+    Ok(None)
+}
+
+/// When a day's spend (`(asked at, dollars)`, oldest first) falls under `cap` again as its
+/// oldest answers age out of the day; `None` while it is under (or `cap` is 0: no cap).
+fn budget_back_at(spent: &[(i64, f64)], cap: f64, now: i64) -> Option<i64> {
+    const DAY: i64 = 24 * 3_600_000;
+    let mut left: f64 = spent.iter().map(|(_, usd)| usd).sum();
+    if cap <= 0.0 || left < cap {
+        return None;
+    }
+    for (when, usd) in spent {
+        left -= usd;
+        if left < cap {
+            return Some(when + DAY);
+        }
+    }
+    Some(now + DAY)
 }
 
 /// Answers the question recorded as `source` (a job): one reply, edited if it is there.
@@ -349,4 +437,21 @@ async fn post(client: &RepoClient, q: &Question, text: &str) -> Result<(), JobEr
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spent_day_comes_back_as_its_oldest_answers_age_out() {
+        const DAY: i64 = 24 * 3_600_000;
+        let spent = [(1_000, 4.0), (2_000, 4.0), (3_000, 4.0)];
+        assert_eq!(budget_back_at(&spent, 20.0, 9_000), None);
+        assert_eq!(budget_back_at(&spent, 0.0, 9_000), None, "no cap");
+        // $12 against $10: the first $4 ageing out brings it to $8.
+        assert_eq!(budget_back_at(&spent, 10.0, 9_000), Some(1_000 + DAY));
+        // $12 against $5: two must age out.
+        assert_eq!(budget_back_at(&spent, 5.0, 9_000), Some(2_000 + DAY));
+    }
 }

@@ -151,7 +151,86 @@ impl Store {
     }
 }
 
+/// What was asked lately, for `ask.rate` and `ask.daily_budget`: counts and the oldest of
+/// each (milliseconds), and the spend with when it began.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Asked {
+    pub by_person: u64,
+    pub by_person_oldest: Option<i64>,
+    pub in_repo: u64,
+    pub in_repo_oldest: Option<i64>,
+    /// `(created_at, cost in dollars)` of each answered question since the day's start.
+    pub spent: Vec<(i64, f64)>,
+}
+
 impl Store {
+    /// Whether another line of the comment `source` belongs to asked a question already.
+    pub async fn comment_asked(&self, source: &str) -> Result<bool> {
+        let Some((comment, _line)) = source.rsplit_once('#') else {
+            return Ok(false);
+        };
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM questions WHERE source LIKE $1 AND source <> $2",
+        )
+        .bind(format!("{}#%", comment.replace(['%', '_'], "")))
+        .bind(source)
+        .fetch_one(self.reader())
+        .await?;
+        Ok(n > 0)
+    }
+
+    /// What `author` and everyone asked on `repo` since `hour` (ms), and what answers cost
+    /// since `day` (ms).
+    pub async fn asked_since(
+        &self,
+        repo: &str,
+        author: &str,
+        hour: i64,
+        day: i64,
+    ) -> Result<Asked> {
+        let person = sqlx::query(
+            "SELECT COUNT(*), MIN(created_at) FROM questions \
+             WHERE repo = $1 AND created_at > $2 AND author = $3",
+        )
+        .bind(repo)
+        .bind(hour)
+        .bind(author)
+        .fetch_one(self.reader())
+        .await?;
+        let all = sqlx::query(
+            "SELECT COUNT(*), MIN(created_at) FROM questions WHERE repo = $1 AND created_at > $2",
+        )
+        .bind(repo)
+        .bind(hour)
+        .fetch_one(self.reader())
+        .await?;
+        let rows = sqlx::query(
+            "SELECT created_at, spend FROM questions WHERE repo = $1 AND created_at > $2 AND spend IS NOT NULL ORDER BY created_at",
+        )
+        .bind(repo)
+        .bind(day)
+        .fetch_all(self.reader())
+        .await?;
+        let spent = rows
+            .iter()
+            .map(|r| {
+                let usd = r
+                    .get::<Option<String>, _>(1)
+                    .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+                    .and_then(|v| v["cost_usd"].as_f64())
+                    .unwrap_or(0.0);
+                (r.get::<i64, _>(0), usd)
+            })
+            .collect();
+        Ok(Asked {
+            by_person: person.get::<i64, _>(0) as u64,
+            by_person_oldest: person.get::<Option<i64>, _>(1),
+            in_repo: all.get::<i64, _>(0) as u64,
+            in_repo_oldest: all.get::<Option<i64>, _>(1),
+            spent,
+        })
+    }
+
     /// Records why the question asked as `source` could not be answered.
     pub async fn question_failed(&self, source: &str, why: &str) -> Result<()> {
         sqlx::query("UPDATE questions SET error = $1 WHERE source = $2")

@@ -121,6 +121,8 @@ pub struct CommentEvent {
     pub issue_title: String,
     pub issue_body: String,
     pub default_branch: String,
+    /// The repository is private (only people it was shared with read it).
+    pub private: bool,
 }
 
 /// `push`.
@@ -314,6 +316,7 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                 issue_title: p.issue.title,
                 issue_body: p.issue.body.unwrap_or_default(),
                 default_branch: default_branch(parsed.repository.as_ref()),
+                private: is_private(parsed.repository.as_ref()),
             }))
         }
         WebhookEventPayload::PullRequestReviewComment(p)
@@ -340,6 +343,7 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                 issue_title: p.pull_request.title.clone().unwrap_or_default(),
                 issue_body: p.pull_request.body.clone().unwrap_or_default(),
                 default_branch: default_branch(parsed.repository.as_ref()),
+                private: is_private(parsed.repository.as_ref()),
             }))
         }
         WebhookEventPayload::Push(p) => {
@@ -498,6 +502,12 @@ fn repo_of(repository: Option<&octocrab::models::Repository>) -> Result<RepoName
 }
 
 /// A payload repository's default branch (`main` when the payload does not say).
+/// Whether the repository is private; a payload that does not say is taken as public (the
+/// stricter defaults apply).
+fn is_private(repository: Option<&octocrab::models::Repository>) -> bool {
+    repository.and_then(|r| r.private).unwrap_or(false)
+}
+
 fn default_branch(repository: Option<&octocrab::models::Repository>) -> String {
     repository
         .and_then(|r| r.default_branch.clone())

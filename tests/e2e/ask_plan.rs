@@ -12,6 +12,10 @@ use support::leaks::{assert_nothing_leaked, refusals};
 use vibeloop::ids::RepoName;
 use vibeloop::ticket::TaskState;
 
+/// A public repository that opens `/hive ask` to its readers (triage is the default there).
+const READERS_ASK: &str =
+    "gates: { test: \"python3 -m unittest -v\" }\nask: { permission: read }\n";
+
 /// The chat agent reads calc.py, then answers citing two good places and one that is not.
 fn chat_script() -> Vec<(&'static str, Vec<Step>)> {
     vec![
@@ -37,7 +41,7 @@ fn chat_script() -> Vec<(&'static str, Vec<Step>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_readers_question_is_answered_with_checked_citations_and_a_follow_up_has_context() {
-    let w = World::start(script_with(chat_script()), &calc(HIVE_YML)).await;
+    let w = World::start(script_with(chat_script()), &calc(READERS_ASK)).await;
     w.gh.set_permission(REPO, "visitor", "read");
     let main = w.gh.branch_sha(REPO, "main").unwrap();
 
@@ -147,7 +151,7 @@ async fn hostile_questions_leak_nothing_and_steer_nothing() {
     let in_thread = vec![Step::say("It adds since this change: `calc.py:2`.")];
     let w = World::start_with(
         script_with(vec![("chat", hostile), ("chat|this line", in_thread)]),
-        &calc(HIVE_YML),
+        &calc(READERS_ASK),
         vec![("VIBELOOP_TEST_CANARY".into(), "canary-5f3a9c".into())],
     )
     .await;

@@ -100,3 +100,83 @@ async fn an_edit_after_labelling_by_someone_without_triage_never_reaches_the_age
     let t = w.ticket().await.unwrap();
     assert_eq!(t.body, "`add(2, 3)` returns -1; it should return 5.");
 }
+
+/// The chat agent answers at once.
+fn chat() -> Vec<(&'static str, Vec<support::fake_llm::Step>)> {
+    vec![(
+        "chat",
+        vec![support::fake_llm::Step::say(
+            "`add` subtracts: `calc.py:2`.",
+        )],
+    )]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_public_repository_asking_takes_triage_unless_the_repository_opens_it() {
+    let w = World::start(script_with(chat()), &calc(HIVE_YML)).await;
+    w.gh.set_permission(REPO, "passer-by", "read");
+    let id = w.say_as("passer-by", "/hive ask where is the bug?").await;
+    let refused = w.reply_to(id).await;
+    assert!(
+        refused.contains("`/hive ask` needs triage permission")
+            && refused.contains("public repository")
+            && refused.contains("`ask.permission: read` opens it"),
+        "{refused}"
+    );
+    assert!(w.llm.requests("chat").is_empty(), "a model was asked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asking_is_one_question_per_comment_and_rate_limited_per_person() {
+    let yml = format!("{HIVE_YML}ask: {{ permission: read, rate: {{ per_person: 2 }} }}\n");
+    let w = World::start(script_with(chat()), &calc(&yml)).await;
+    w.gh.set_permission(REPO, "curious", "read");
+    // Two questions in one comment: the first is asked, the second refused.
+    let two = "/hive ask where is the bug?\n/hive ask and where is it tested?";
+    let (id, sent) = w.gh.comment_on(REPO, w.issue, "curious", two).await;
+    let handled = w.handled(&sent).await;
+    let detail = handled.detail.unwrap_or_default();
+    assert!(
+        detail.contains("where is the bug?: asked")
+            && detail.contains("where is it tested?: refused: one per comment"),
+        "{detail}"
+    );
+    let replies = w
+        .bot
+        .wait_until("both replies", WAIT, || async {
+            let r: Vec<String> =
+                w.gh.comments(REPO, w.issue)
+                    .into_iter()
+                    .filter(|c| {
+                        c.body
+                            .contains(&format!("<!-- vibeloop:reply comment:{id}#"))
+                    })
+                    .map(|c| c.body)
+                    .collect();
+            (r.len() == 2).then_some(r)
+        })
+        .await;
+    assert!(
+        replies
+            .iter()
+            .any(|r| r.contains("one question per comment")),
+        "{replies:#?}"
+    );
+    // A second comment is the second question of the hour; a third waits.
+    let id = w.say_as("curious", "/hive ask and the fix?").await;
+    assert!(w.reply_to(id).await.contains("`add` subtracts"));
+    let id = w.say_as("curious", "/hive ask one more?").await;
+    let limited = w.reply_to(id).await;
+    assert!(
+        limited.contains("rate limited: you asked 2 questions here in the last hour")
+            && limited.contains("`ask.rate.per_person`: 2")
+            && limited.contains("next question at"),
+        "{limited}"
+    );
+    assert_eq!(
+        w.llm.requests("chat").len(),
+        2,
+        "{:?}",
+        w.llm.requests("chat").len()
+    );
+}

@@ -11,7 +11,68 @@ use vibeloop::store::tickets::{NewTicket, Start};
 both!(
     a_question_is_recorded_once_with_its_job_and_earlier_answers_are_found,
     a_plan_only_ticket_starts_with_its_flow_saying_so,
+    what_was_asked_lately_is_counted_per_person_per_repository_and_in_dollars,
 );
+
+async fn what_was_asked_lately_is_counted_per_person_per_repository_and_in_dollars(store: Store) {
+    let (repo, other) = (
+        RepoName::parse("acme/a").unwrap(),
+        RepoName::parse("acme/b").unwrap(),
+    );
+    let ask = |repo, source, author| NewQuestion {
+        source,
+        repo,
+        installation_id: InstallationId(7),
+        issue: 3,
+        pull_request: false,
+        thread: None,
+        base_branch: "main",
+        author,
+        question: "why?",
+    };
+    let start = vibeloop::now_ms();
+    for (r, source, author) in [
+        (&repo, "comment:1#1", "alice"),
+        (&repo, "comment:2#1", "alice"),
+        (&repo, "review-comment:3#1", "bob"),
+        (&other, "comment:4#1", "alice"),
+    ] {
+        assert!(store.ask_question(&ask(r, source, author)).await.unwrap());
+    }
+    let spend = |usd: f64| serde_json::json!({ "calls": 1, "cost_usd": usd });
+    for (source, usd) in [("comment:1#1", 0.25), ("review-comment:3#1", 0.5)] {
+        let s = spend(usd);
+        let answer = Answer {
+            text: "x",
+            reply: "x",
+            commit: &"a".repeat(40),
+            spend: &s,
+        };
+        store.answer_question(source, &answer).await.unwrap();
+    }
+    let asked = store
+        .asked_since("acme/a", "alice", start - 1, start - 1)
+        .await
+        .unwrap();
+    assert_eq!((asked.by_person, asked.in_repo), (2, 3));
+    assert!(asked.by_person_oldest.is_some_and(|t| t >= start - 1));
+    let dollars: Vec<f64> = asked.spent.iter().map(|(_, usd)| *usd).collect();
+    assert_eq!(dollars, [0.25, 0.5]);
+    // Nothing since a moment from now.
+    let later = store
+        .asked_since("acme/a", "alice", i64::MAX - 1, i64::MAX - 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        (later.by_person, later.in_repo, later.spent.len()),
+        (0, 0, 0)
+    );
+    // One question per comment: another line of comment 1 sees the first.
+    assert!(store.comment_asked("comment:1#2").await.unwrap());
+    assert!(!store.comment_asked("comment:1#1").await.unwrap(), "itself");
+    assert!(!store.comment_asked("comment:9#1").await.unwrap());
+    assert!(!store.comment_asked("comment:1").await.unwrap(), "no line");
+}
 
 async fn a_question_is_recorded_once_with_its_job_and_earlier_answers_are_found(store: Store) {
     let repo = RepoName::parse("acme/a").unwrap();
