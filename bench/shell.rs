@@ -2,7 +2,8 @@
 //! minutes: regex 1.13.2 with regex-syntax 0.8.12 as a member (crates from crates.io, pinned by
 //! checksum, fetched once and cached like the tests' fixtures, laid out as the regex repository
 //! is), its dependencies fetched by this machine's cargo into an environment mounted at
-//! `/cache`, then built and tested offline in the Rust runner image. After a warm-up build,
+//! `/cache`, then built and tested offline in the Rust runner image (the package leaves out
+//! the integration tests' `fuzz` module; an empty one stands in). After a warm-up build,
 //! each run is one Builder attempt's verification after an edit (`src/lib.rs` touched), as the
 //! agent's tools run it: `shell` running one test, against `run_command test` running the
 //! workspace's whole suite (unit, integration and about 250 doc tests). Prints medians;
@@ -50,6 +51,9 @@ fn workspace(root: &Path) {
     copy_dir(&regex, root);
     let (_kept, syntax) = REGEX_SYNTAX.unpacked(&["Cargo.lock"]);
     copy_dir(&syntax, &root.join("regex-syntax"));
+    // The package leaves out the integration tests' `fuzz` module (its data is binary): an
+    // empty one stands in, as in a checkout whose fuzz regressions are elsewhere.
+    write(root, "tests/fuzz/mod.rs", "");
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     write(
         root,
@@ -107,7 +111,9 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-async fn timed(tb: &mut Toolbox, tool: &str, args: serde_json::Value) -> Duration {
+/// How long `tool` took; its output must say each of `shows` (that it rebuilt after the
+/// edit, that it ran what it should).
+async fn timed(tb: &mut Toolbox, tool: &str, args: serde_json::Value, shows: &[&str]) -> Duration {
     let started = Instant::now();
     let out = tb
         .call(tool, &args.to_string())
@@ -115,11 +121,14 @@ async fn timed(tb: &mut Toolbox, tool: &str, args: serde_json::Value) -> Duratio
         .expect("the tool runs");
     let took = started.elapsed();
     let status = out.lines().next().unwrap_or_default().to_owned();
+    let tail = &out[out.len().saturating_sub(3000)..];
     assert!(
         status.contains("exit code 0"),
-        "{tool} {args}: {status}\n{}",
-        &out[out.len().saturating_sub(3000)..]
+        "{tool} {args}: {status}\n{tail}"
     );
+    for s in shows {
+        assert!(out.contains(s), "{tool} {args}: {s:?} not in\n{tail}");
+    }
     took
 }
 
@@ -154,7 +163,7 @@ async fn main() {
     let one = format!("{CARGO} {ONE}");
     let warm = json!({ "command": format!("{CARGO} test --offline --workspace --no-run") });
     let started = Instant::now();
-    timed(&mut tb, "shell", warm).await;
+    timed(&mut tb, "shell", warm, &[]).await;
     eprintln!(
         "bench/shell: warm-up build {:.0} s",
         started.elapsed().as_secs_f64()
@@ -163,9 +172,16 @@ async fn main() {
     let (mut shell, mut gate) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         tb.call("shell", &edit.to_string()).await.unwrap();
-        shell.push(timed(&mut tb, "shell", json!({ "command": one })).await);
+        let rebuilt = "Compiling regex v1.13.2";
+        let ran = ["test misc::capture_names ... ok", "1 passed", rebuilt];
+        shell.push(timed(&mut tb, "shell", json!({ "command": one }), &ran).await);
         tb.call("shell", &edit.to_string()).await.unwrap();
-        gate.push(timed(&mut tb, "run_command", json!({ "name": "test" })).await);
+        // Its output ends with regex-syntax's doc tests (a tail is what the tool keeps).
+        let all = [
+            "regex-syntax/src/lib.rs - (line 39) ... ok",
+            "test result: ok.",
+        ];
+        gate.push(timed(&mut tb, "run_command", json!({ "name": "test" }), &all).await);
     }
     drop(tb);
     if let Ok(s) = Arc::try_unwrap(sandbox) {
