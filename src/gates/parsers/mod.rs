@@ -20,6 +20,8 @@ mod paths;
 mod pytest;
 mod rust_test;
 mod text;
+
+pub use text::strip_ansi;
 mod traceback;
 mod unittest;
 

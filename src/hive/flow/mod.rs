@@ -14,12 +14,14 @@
 //! asked when they cannot run).
 //!
 //! This file is the dispatcher only; data flows down from it: the nodes ([`plan`], [`code`],
-//! [`proof`], [`review`], [`merge`], [`land`], with [`reflect`], [`resolve`] and [`memory`]
+//! [`proof`], [`review`], [`merge`], [`ci`], [`land`], with [`reflect`], [`resolve`],
+//! [`memory`] and [`ci_report`]
 //! beside them, and [`signals`] between them) →
 //! [`ctx`] (what every node shares) → [`git`] and [`state`].
 
 mod baseline;
 mod ci;
+mod ci_report;
 mod code;
 mod critic;
 mod ctx;
