@@ -182,28 +182,21 @@ async fn rerun_flaky_suspects(
     if suspects.is_empty() {
         return Ok(false);
     }
-    // Recorded, and the wait stored, before GitHub is asked: a retried step never asks twice,
-    // and the re-run's completion always finds the ticket waiting for it.
-    for f in &suspects {
-        cx.flow.ci.reruns.push((sha.clone(), f.name.clone()));
-    }
-    cx.flow.waiting = Some(Wait::Checks);
-    cx.checkpoint(
-        Node::Ci,
-        serde_json::json!({ "sha": sha.as_str() }),
-        serde_json::json!({ "rerunning": suspects.iter().map(|f| &f.name).collect::<Vec<_>>() }),
-    )
-    .await?;
+    // Each job is asked once: one GitHub re-ran, or would not (no permission, too old), is
+    // recorded; a request that failed in passing is not, and the retried step asks again (a
+    // job already re-running is refused, and recorded then). The re-run's completion finds
+    // the ticket whether or not its wait is stored yet (`deliveries.rs` wakes any landing of
+    // that head).
     let mut rerun = Vec::new();
     for f in suspects {
-        if let Some(id) = f.id
-            && cx.run.client.rerun_job(id).await?
-        {
+        let Some(id) = f.id else { continue };
+        let accepted = cx.run.client.rerun_job(id).await?;
+        cx.flow.ci.reruns.push((sha.clone(), f.name.clone()));
+        if accepted {
             rerun.push(f.describe());
         }
     }
     if rerun.is_empty() {
-        cx.flow.waiting = None;
         return Ok(false);
     }
     let said = format!(
