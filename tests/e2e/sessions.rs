@@ -51,6 +51,21 @@ async fn api_with(w: &World, cookie: &str) -> StatusCode {
         .status()
 }
 
+/// A GitHub sign-in started in a browser: its nonce cookie (`name=value`) and the link GitHub
+/// sends back to the callback, with the code and state.
+async fn github_sign_in_link(w: &World, http: &reqwest::Client) -> (String, String) {
+    let start = http
+        .get(format!("{}/login/github?next=/", w.bot.url))
+        .send()
+        .await
+        .unwrap();
+    let nonce = session_of(&start);
+    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
+    let back = http.get(&authorize).send().await.unwrap();
+    let link = back.headers()["location"].to_str().unwrap().to_owned();
+    (nonce, link)
+}
+
 /// An operator's cookie as anyone who knows the webhook secret could sign one until now: the
 /// key derived from the secret, `op` until some day, HMAC-SHA256.
 fn minted_with_the_webhook_secret() -> String {
@@ -124,16 +139,8 @@ async fn a_github_sign_in_cannot_be_finished_in_another_browser() {
     // Mallory starts a sign-in in her browser and gets GitHub's link back with her code…
     w.gh.set_oauth_user(Some("mallory"));
     let http = no_redirects();
-    let start = http
-        .get(format!("{}/login/github?next=/", w.bot.url))
-        .send()
-        .await
-        .unwrap();
-    let nonce = session_of(&start);
+    let (nonce, link) = github_sign_in_link(&w, &http).await;
     assert!(nonce.starts_with("vibeloop_oauth="), "{nonce}");
-    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
-    let back = http.get(&authorize).send().await.unwrap();
-    let link = back.headers()["location"].to_str().unwrap().to_owned();
     assert!(link.starts_with(&callback), "{link}");
     // …and sends it to Alice: in Alice's browser it signs nobody in.
     let r = http.get(&link).send().await.unwrap();
@@ -146,15 +153,7 @@ async fn a_github_sign_in_cannot_be_finished_in_another_browser() {
             .contains("started in another browser")
     );
     // In the browser that started it, the same kind of link signs in.
-    let start = http
-        .get(format!("{}/login/github?next=/", w.bot.url))
-        .send()
-        .await
-        .unwrap();
-    let nonce = session_of(&start);
-    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
-    let back = http.get(&authorize).send().await.unwrap();
-    let link = back.headers()["location"].to_str().unwrap().to_owned();
+    let (nonce, link) = github_sign_in_link(&w, &http).await;
     let r = http
         .get(&link)
         .header("cookie", &nonce)

@@ -4,42 +4,10 @@
 
 use crate::support;
 
-use std::time::Duration;
-
-use support::bot::{app_key_path, app_public_key};
-use support::fake_github::{self, FakeGitHub};
-use vibeloop::config::AppCredentials;
-use vibeloop::github::GitHubApp;
-use vibeloop::ids::{CommitSha, InstallationId, RepoName};
+use super::repo_ci::setup;
+use vibeloop::ids::CommitSha;
 
 const REPO: &str = "acme/widgets";
-
-async fn setup() -> (tempfile::TempDir, FakeGitHub, vibeloop::github::RepoClient) {
-    let dir = tempfile::tempdir().unwrap();
-    let gh = FakeGitHub::start(fake_github::Options {
-        app_id: 99,
-        public_key_pem: app_public_key(),
-        git_root: dir.path().join("gh"),
-        token_ttl: Duration::from_secs(3600),
-    })
-    .await;
-    gh.add_installation(7, "acme");
-    gh.add_repo(7, REPO, &[("README.md", "hi\n")]);
-    // People's reviews and comments send webhooks; nobody listens here.
-    gh.set_webhook("http://127.0.0.1:9", "secret");
-    let creds = AppCredentials {
-        app_id: 99,
-        private_key_pem: std::fs::read_to_string(app_key_path()).unwrap().into(),
-    };
-    let api = url::Url::parse(&gh.url).unwrap();
-    let graphql = url::Url::parse(&format!("{}/graphql", gh.url)).unwrap();
-    let app = GitHubApp::new(&creds, &api, &graphql).unwrap();
-    let client = app
-        .repo(InstallationId(7), &RepoName::parse(REPO).unwrap())
-        .await
-        .unwrap();
-    (dir, gh, client)
-}
 
 #[tokio::test]
 async fn a_marker_in_a_persons_comment_is_not_the_bots_comment() {

@@ -15,7 +15,9 @@ use vibeloop::ids::{CommitSha, InstallationId, RepoName};
 
 const REPO: &str = "acme/widgets";
 
-async fn setup() -> (tempfile::TempDir, FakeGitHub, vibeloop::github::RepoClient) {
+/// The fake GitHub with `acme/widgets` (installation 7) and the App's client for it; webhooks
+/// go nowhere.
+pub(crate) async fn setup() -> (tempfile::TempDir, FakeGitHub, vibeloop::github::RepoClient) {
     let dir = tempfile::tempdir().unwrap();
     let gh = FakeGitHub::start(fake_github::Options {
         app_id: 99,

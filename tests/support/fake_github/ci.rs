@@ -67,6 +67,20 @@ pub struct Actions {
 
 /// Stores a completed Actions job on `sha` and its log; its check run's id and its webhook.
 fn store_job(s: &Shared, repo: &str, sha: &str, name: &str, run: &JobRun) -> (u64, Vec<u8>) {
+    let stored = store_run(s, repo, sha, name, "github-actions", run);
+    s.extras().actions.logs.insert(stored.0, run.log.clone());
+    stored
+}
+
+/// Stores a completed check run of App `app` on `sha`; its id and its webhook.
+fn store_run(
+    s: &Shared,
+    repo: &str,
+    sha: &str,
+    name: &str,
+    app: &str,
+    run: &JobRun,
+) -> (u64, Vec<u8>) {
     let (id, installation) = {
         let mut st = s.state();
         let id = st.next_id();
@@ -85,11 +99,10 @@ fn store_job(s: &Shared, repo: &str, sha: &str, name: &str, run: &JobRun) -> (u6
             statuses: vec!["queued".into(), "completed".into()],
             annotations: run.annotations.clone(),
             actions: vec![],
-            app: Some("github-actions".into()),
+            app: Some(app.into()),
         });
         (id, r.installation)
     };
-    s.extras().actions.logs.insert(id, run.log.clone());
     let branch = branches_at(s, repo, sha)
         .into_iter()
         .next()
@@ -223,35 +236,8 @@ impl FakeGitHub {
         name: &str,
         conclusion: &str,
     ) -> Sent {
-        let branch = self
-            .branches_at(repo, sha)
-            .into_iter()
-            .next()
-            .unwrap_or_default();
-        let installation = {
-            let mut st = self.state();
-            let id = st.next_id();
-            let r = st.repos.get_mut(repo).expect("repo added");
-            r.check_runs.push(CheckRun {
-                id,
-                name: name.into(),
-                head_sha: sha.into(),
-                external_id: None,
-                status: "completed".into(),
-                conclusion: Some(conclusion.into()),
-                title: None,
-                summary: None,
-                started_at: None,
-                completed_at: Some(chrono::Utc::now().to_rfc3339()),
-                statuses: vec!["completed".into()],
-                annotations: vec![],
-                actions: vec![],
-                app: Some("external-ci".into()),
-            });
-            r.installation
-        };
-        let body =
-            payloads::check_run_completed(repo, installation, name, sha, &branch, conclusion);
+        let run = JobRun::new(conclusion, "");
+        let (_, body) = store_run(&self.shared(), repo, sha, name, "external-ci", &run);
         self.send_webhook("check_run", &body).await
     }
 
