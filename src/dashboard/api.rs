@@ -17,6 +17,7 @@ use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 
 use super::Dashboard;
+use super::sight::Sight;
 use crate::hive::intervene::{Person, Request, request};
 use crate::ids::TicketKey;
 use crate::llm::budget::Spend;
@@ -117,9 +118,12 @@ async fn row(d: &Dashboard, t: Ticket) -> TicketRow {
     }
 }
 
-/// Every ticket, newest first.
-pub async fn ticket_rows(d: &Dashboard) -> Result<Vec<TicketRow>, crate::store::StoreError> {
-    let mut tickets = d.store.tickets().await?;
+/// Every ticket the person may see, newest first.
+pub async fn ticket_rows(
+    d: &Dashboard,
+    sight: &mut Sight<'_>,
+) -> Result<Vec<TicketRow>, crate::store::StoreError> {
+    let mut tickets = sight.filter(d.store.tickets().await?).await;
     tickets.sort_by_key(|t| std::cmp::Reverse(t.key));
     let mut rows = Vec::with_capacity(tickets.len());
     for t in tickets {
@@ -176,16 +180,18 @@ pub enum Found {
     Nothing,
 }
 
-/// The ticket `id` (`T-1`, or an old numeric key) names, in `repo` when given.
+/// The ticket `id` (`T-1`, or an old numeric key) names, in `repo` when given, among those
+/// the person may see.
 pub async fn find(
     d: &Dashboard,
+    sight: &mut Sight<'_>,
     repo: Option<&str>,
     id: &str,
 ) -> Result<Found, crate::store::StoreError> {
     if repo.is_none()
         && let Ok(key) = id.parse::<i64>()
     {
-        return Ok(match d.store.ticket(TicketKey(key)).await? {
+        return Ok(match sight.ticket(TicketKey(key)).await? {
             Some(t) => Found::Moved(t.repo.to_string(), t.id.to_string()),
             None => Found::Nothing,
         });
@@ -193,13 +199,14 @@ pub async fn find(
     let Some(id) = crate::ticket::TicketId::parse(id) else {
         return Ok(Found::Nothing);
     };
-    let mut all: Vec<Ticket> = d
+    let named: Vec<Ticket> = d
         .store
         .tickets()
         .await?
         .into_iter()
         .filter(|t| t.id == id && repo.is_none_or(|r| t.repo.as_str() == r))
         .collect();
+    let mut all = sight.filter(named).await;
     Ok(match all.len() {
         0 => Found::Nothing,
         1 => Found::One(all.remove(0).key),
@@ -207,9 +214,15 @@ pub async fn find(
     })
 }
 
-/// The global state.
-pub async fn global_state(d: &Dashboard) -> Result<GlobalState, crate::store::StoreError> {
-    let tickets = ticket_rows(d).await?;
+/// The global state, of what the person may see: the operator everything; anyone else the
+/// worktrees, jobs and events of the tickets they may see, and no other job.
+pub async fn global_state(
+    d: &Dashboard,
+    sight: &mut Sight<'_>,
+) -> Result<GlobalState, crate::store::StoreError> {
+    let tickets = ticket_rows(d, sight).await?;
+    let all = sight.sees_all();
+    let seen = |repo: &str| all || tickets.iter().any(|t| t.repo == repo);
     let containers = match &d.hive {
         Some(h) => h.sandbox.sandboxes().await.unwrap_or_default(),
         None => Vec::new(),
@@ -217,6 +230,9 @@ pub async fn global_state(d: &Dashboard) -> Result<GlobalState, crate::store::St
     let mut worktrees = Vec::new();
     let root = d.data_dir.join("worktrees");
     for (repo, branch_dir) in list_worktrees(&root) {
+        if !seen(&repo) {
+            continue;
+        }
         let ticket = branch_dir
             .rsplit('-')
             .next()
@@ -244,12 +260,26 @@ pub async fn global_state(d: &Dashboard) -> Result<GlobalState, crate::store::St
             container,
         });
     }
+    let keys: std::collections::HashSet<TicketKey> = tickets.iter().map(|t| t.key).collect();
+    let mut task_queue = d.store.queued_jobs(200).await?;
+    task_queue.retain(|j| all || job_ticket(j).is_some_and(|k| keys.contains(&k)));
+    let mut history = d.store.recent_events(100).await?;
+    history.retain(|e| all || keys.contains(&e.ticket));
     Ok(GlobalState {
         worktrees,
-        task_queue: d.store.queued_jobs(200).await?,
-        history: d.store.recent_events(100).await?,
+        task_queue,
+        history,
         tickets,
     })
+}
+
+/// The ticket a queued job works on, when it is a ticket's (its run, or its gates again).
+fn job_ticket(j: &QueuedJob) -> Option<TicketKey> {
+    use crate::store::jobs::JobKey;
+    match JobKey::parse(&j.kind, &j.key)? {
+        JobKey::Ticket(t) | JobKey::Gates { ticket: t, .. } => Some(t),
+        _ => None,
+    }
 }
 
 /// `(owner/name, directory name)` of every worktree under `<data>/worktrees/<owner>/<name>/`.
@@ -294,31 +324,49 @@ fn role_matches(container_role: &str, worktree_role: &str) -> bool {
 }
 
 /// `GET /api/state`.
-pub async fn state(State(d): State<Dashboard>) -> ApiResult<GlobalState> {
-    global_state(&d).await.map(Json).map_err(unavailable)
+pub async fn state(
+    State(d): State<Dashboard>,
+    Extension(who): Extension<Person>,
+) -> ApiResult<GlobalState> {
+    global_state(&d, &mut Sight::new(&d, &who))
+        .await
+        .map(Json)
+        .map_err(unavailable)
 }
 
 /// `GET /api/tickets`.
-pub async fn tickets(State(d): State<Dashboard>) -> ApiResult<Vec<TicketRow>> {
-    ticket_rows(&d).await.map(Json).map_err(unavailable)
+pub async fn tickets(
+    State(d): State<Dashboard>,
+    Extension(who): Extension<Person>,
+) -> ApiResult<Vec<TicketRow>> {
+    ticket_rows(&d, &mut Sight::new(&d, &who))
+        .await
+        .map(Json)
+        .map_err(unavailable)
 }
 
 /// `GET /api/tickets/{id}`: `T-1` when one repository has it (409 with the choices when
 /// several do); an old numeric key redirects to the ticket's own address.
-pub async fn ticket(State(d): State<Dashboard>, Path(id): Path<String>) -> Response {
-    answer(&d, None, &id).await
+pub async fn ticket(
+    State(d): State<Dashboard>,
+    Extension(who): Extension<Person>,
+    Path(id): Path<String>,
+) -> Response {
+    answer(&d, &mut Sight::new(&d, &who), None, &id).await
 }
 
 /// `GET /api/tickets/{owner}/{name}/{id}`.
 pub async fn ticket_at(
     State(d): State<Dashboard>,
+    Extension(who): Extension<Person>,
     Path((owner, name, id)): Path<(String, String, String)>,
 ) -> Response {
-    answer(&d, Some(&format!("{owner}/{name}")), &id).await
+    let repo = format!("{owner}/{name}");
+    answer(&d, &mut Sight::new(&d, &who), Some(&repo), &id).await
 }
 
-async fn answer(d: &Dashboard, repo: Option<&str>, id: &str) -> Response {
-    let key = match find(d, repo, id).await {
+async fn answer(d: &Dashboard, sight: &mut Sight<'_>, repo: Option<&str>, id: &str) -> Response {
+    let key = match find(d, sight, repo, id).await {
         Ok(Found::One(key)) => key,
         Ok(Found::Moved(repo, id)) => {
             return axum::response::Redirect::permanent(&format!("/api/tickets/{repo}/{id}"))
@@ -374,15 +422,30 @@ pub struct After {
 /// after `?after=` (or the `Last-Event-ID` a reconnecting browser sends), live.
 pub async fn timeline(
     State(d): State<Dashboard>,
+    Extension(who): Extension<Person>,
     Path(key): Path<TicketKey>,
     Query(q): Query<After>,
     headers: HeaderMap,
+) -> Response {
+    match Sight::new(&d, &who).ticket(key).await {
+        Ok(Some(_)) => {
+            let resumed = headers
+                .get("last-event-id")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<i64>().ok());
+            live(d, key, resumed.or(q.after).unwrap_or(0)).into_response()
+        }
+        Ok(None) => (StatusCode::NOT_FOUND, format!("no ticket {key}\n")).into_response(),
+        Err(e) => unavailable(e).into_response(),
+    }
+}
+
+/// Ticket `key`'s events from the one after `start`, then live.
+fn live(
+    d: Dashboard,
+    key: TicketKey,
+    start: i64,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let resumed = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<i64>().ok());
-    let start = resumed.or(q.after).unwrap_or(0);
     let stream = futures_util::stream::unfold((d, start), move |(d, mut after)| async move {
         loop {
             match d.store.events_after(key, after, 200).await {
@@ -463,8 +526,7 @@ pub async fn apply(
     command: &str,
     who: &Person,
 ) -> Result<InterventionAnswer, (StatusCode, String)> {
-    let t = d
-        .store
+    let t = Sight::new(d, who)
         .ticket(key)
         .await
         .map_err(unavailable)?

@@ -8,7 +8,9 @@
 //!   addresses, the state page; [`ticket_page`]: a ticket;
 //!   [`home`]: the home page's pictures; [`charts`]: inline SVG; [`story`]: the timeline in
 //!   sentences; [`markdown`]: our Markdown as safe HTML; [`style`]: the stylesheet and script;
-//! * [`api`]: JSON, the server-sent timeline, interventions.
+//! * [`api`]: JSON, the server-sent timeline, interventions;
+//! * [`sight`]: what each signed-in person may see (the operator all; others the repositories
+//!   GitHub gives them read on). `/metrics` counts every repository's tickets: the operator's.
 
 pub mod api;
 pub mod auth;
@@ -18,6 +20,7 @@ pub mod html;
 pub mod login;
 pub mod markdown;
 pub mod pages;
+pub mod sight;
 pub mod story;
 pub mod style;
 pub mod ticket_page;
@@ -25,15 +28,16 @@ pub mod ticket_page;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 
 use crate::config::access::Access;
 use crate::hive::Hive;
+use crate::hive::intervene::Person;
 use crate::store::Store;
 
 /// What the dashboard's routes share.
@@ -123,8 +127,12 @@ async fn require_sign_in(State(d): State<Dashboard>, mut req: Request, next: Nex
     }
 }
 
-/// `GET /metrics`: Prometheus's text format.
-async fn metrics(State(d): State<Dashboard>) -> impl IntoResponse {
+/// `GET /metrics`: Prometheus's text format, for the operator's token (it counts every
+/// repository's tickets); anyone else is answered 404.
+async fn metrics(State(d): State<Dashboard>, Extension(who): Extension<Person>) -> Response {
+    if !sight::Sight::new(&d, &who).sees_all() {
+        return html::not_found().await.into_response();
+    }
     (
         [(
             header::CONTENT_TYPE,
@@ -132,6 +140,7 @@ async fn metrics(State(d): State<Dashboard>) -> impl IntoResponse {
         )],
         metrics_page(&d.store).await,
     )
+        .into_response()
 }
 
 /// Seconds since the Unix epoch.

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::api::{self, Found, TicketRow};
 pub use super::html::esc;
 use super::html::{age, issue_link, layout, page, problem, ticket_url, unavailable};
+use super::sight::Sight;
 use super::{Dashboard, session_of};
 use crate::hive::intervene::Person;
 use crate::ids::TicketKey;
@@ -28,8 +29,12 @@ pub struct Filters {
 }
 
 /// `GET /`: the pictures, the filters and the tickets.
-pub async fn tickets(State(d): State<Dashboard>, Query(f): Query<Filters>) -> Response {
-    let rows = match api::ticket_rows(&d).await {
+pub async fn tickets(
+    State(d): State<Dashboard>,
+    Extension(who): Extension<Person>,
+    Query(f): Query<Filters>,
+) -> Response {
+    let rows = match api::ticket_rows(&d, &mut Sight::new(&d, &who)).await {
         Ok(r) => r,
         Err(e) => return unavailable(&e),
     };
@@ -99,10 +104,11 @@ fn filters(rows: &[TicketRow], repo: Option<&str>, state: Option<&str>) -> Strin
 /// repositories have one), or an old numeric address (redirected).
 pub async fn ticket(
     State(d): State<Dashboard>,
+    Extension(who): Extension<Person>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    match api::find(&d, None, &id).await {
+    match api::find(&d, &mut Sight::new(&d, &who), None, &id).await {
         Ok(Found::Moved(repo, id)) => Redirect::permanent(&ticket_url(&repo, &id)).into_response(),
         Ok(Found::One(key)) => super::ticket_page::render(&d, key, &headers, None).await,
         Ok(Found::Many(rows)) => {
@@ -131,11 +137,12 @@ pub async fn ticket(
 /// `GET /tickets/{owner}/{name}/{id}`: a ticket's own address.
 pub async fn ticket_at(
     State(d): State<Dashboard>,
+    Extension(who): Extension<Person>,
     Path((owner, name, id)): Path<(String, String, String)>,
     headers: HeaderMap,
 ) -> Response {
     let repo = format!("{owner}/{name}");
-    match api::find(&d, Some(&repo), &id).await {
+    match api::find(&d, &mut Sight::new(&d, &who), Some(&repo), &id).await {
         Ok(Found::One(key)) => super::ticket_page::render(&d, key, &headers, None).await,
         Ok(_) => no_ticket(&format!("{repo} {id}")),
         Err(e) => unavailable(&e),
@@ -175,14 +182,15 @@ pub async fn intervene(
     }
     let flash = match api::apply(&d, key, &f.command, &who).await {
         Ok(a) => (a.queued, a.text),
+        Err((StatusCode::NOT_FOUND, _)) => return no_ticket(&key.to_string()),
         Err((_, text)) => (false, text.trim().to_owned()),
     };
     super::ticket_page::render(&d, key, &headers, Some(flash)).await
 }
 
 /// `GET /state`: worktrees, the task queue and history.
-pub async fn state(State(d): State<Dashboard>) -> Response {
-    let g = match api::global_state(&d).await {
+pub async fn state(State(d): State<Dashboard>, Extension(who): Extension<Person>) -> Response {
+    let g = match api::global_state(&d, &mut Sight::new(&d, &who)).await {
         Ok(g) => g,
         Err(e) => return unavailable(&e),
     };

@@ -31,4 +31,5 @@ pub(crate) mod verify;
 mod worker;
 
 pub use job::{Done, Hive, JobError};
+pub use steer::PERMISSION_TTL;
 pub use worker::run_workers;

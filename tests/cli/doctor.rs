@@ -144,6 +144,28 @@ async fn a_healthy_setup_passes_every_check() {
     let data = dir.path().join("data");
     migrate(&data);
     let gh = github(dir.path()).await;
+    // One repository deploys with a secret on every push (the bot's branches too); its tests
+    // run everywhere without secrets, and another repository keeps the bot's branches out.
+    let deploy = "on:\n  push:\njobs:\n  d:\n    runs-on: ubuntu-latest\n    steps:\n      - run: ./deploy\n        env: { KEY: \"${{ secrets.DEPLOY_KEY }}\" }\n";
+    let tests =
+        "on: [push]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n";
+    let kept_out = deploy.replace(
+        "  push:\n",
+        "  push:\n    branches-ignore: [\"feat/T-*\", \"test/T-*\"]\n",
+    );
+    gh.add_repo(
+        7,
+        "acme/site",
+        &[
+            (".github/workflows/deploy.yml", deploy),
+            (".github/workflows/tests.yml", tests),
+        ],
+    );
+    gh.add_repo(
+        8,
+        "bob/tool",
+        &[(".github/workflows/deploy.yml", &kept_out)],
+    );
     let llm = models().await;
     let models = models_file(dir.path(), &llm.url);
     let key = app_key_path();
@@ -175,6 +197,7 @@ async fn a_healthy_setup_passes_every_check() {
         "model endpoint (architect, breaker, builder, reflector)",
         "model endpoint (critic)",
         "GitHub App",
+        "CI on the bot's branches",
         "webhook secret",
     ];
     assert_eq!(checks.len(), names.len(), "{}", d.out);
@@ -207,6 +230,24 @@ async fn a_healthy_setup_passes_every_check() {
         &["anthropic", "claude-test"],
     );
     d.expect("GitHub App", '✓', &["vibeloop", "2 accounts (acme, bob)"]);
+    d.expect(
+        "CI on the bot's branches",
+        '✓',
+        &["2 repositories read", "1 workflow(s)"],
+    );
+    let warned: Vec<&str> = d
+        .out
+        .lines()
+        .filter(|l| l.starts_with("! CI on the bot's branches:"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", d.out);
+    assert!(
+        warned[0].contains("acme/site .github/workflows/deploy.yml")
+            && warned[0].contains("DEPLOY_KEY")
+            && warned[0].contains("branches-ignore"),
+        "{}",
+        warned[0]
+    );
     d.assert_no_secret(&[WEBHOOK_SECRET, LLM_KEY, &key_text(&key)]);
     // GitHub saw the App's JWT on both App routes.
     let asked: Vec<(String, u16)> = gh

@@ -12,7 +12,7 @@ use support::hive::*;
 
 const TOKEN: &str = "dashboard-token-for-the-session-tests";
 
-fn no_redirects() -> reqwest::Client {
+pub(crate) fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -36,7 +36,7 @@ async fn sign_in(w: &World, token: &str) -> reqwest::Response {
 }
 
 /// The session cookie a sign-in set, as `name=value`.
-fn session_of(r: &reqwest::Response) -> String {
+pub(crate) fn session_of(r: &reqwest::Response) -> String {
     let set = r.headers()["set-cookie"].to_str().unwrap();
     set.split(';').next().unwrap().to_owned()
 }
@@ -53,7 +53,7 @@ async fn api_with(w: &World, cookie: &str) -> StatusCode {
 
 /// A GitHub sign-in started in a browser: its nonce cookie (`name=value`) and the link GitHub
 /// sends back to the callback, with the code and state.
-async fn github_sign_in_link(w: &World, http: &reqwest::Client) -> (String, String) {
+pub(crate) async fn github_sign_in_link(w: &World, http: &reqwest::Client) -> (String, String) {
     let start = http
         .get(format!("{}/login/github?next=/", w.bot.url))
         .send()
@@ -153,7 +153,16 @@ async fn a_github_sign_in_cannot_be_finished_in_another_browser() {
             .contains("started in another browser")
     );
     // In the browser that started it, the same kind of link signs in.
-    let (nonce, link) = github_sign_in_link(&w, &http).await;
+    let cookie = github_session(&w, "mallory").await;
+    assert!(cookie.starts_with("vibeloop_session="), "{cookie}");
+}
+
+/// A sign-in with GitHub as `login`, finished in the browser that started it: its session
+/// cookie (`name=value`).
+pub(crate) async fn github_session(w: &World, login: &str) -> String {
+    w.gh.set_oauth_user(Some(login));
+    let http = no_redirects();
+    let (nonce, link) = github_sign_in_link(w, &http).await;
     let r = http
         .get(&link)
         .header("cookie", &nonce)
@@ -163,9 +172,10 @@ async fn a_github_sign_in_cannot_be_finished_in_another_browser() {
     assert_eq!(
         r.status(),
         StatusCode::SEE_OTHER,
-        "{}",
+        "{login} signs in: {}",
         r.text().await.unwrap()
     );
+    session_of(&r)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

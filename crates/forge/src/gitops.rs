@@ -20,14 +20,46 @@ pub fn head_branch(repo: &Repository) -> Option<String> {
 /// The text of `path` at `reference` (a branch name or SHA) of bare repository `bare`.
 pub fn read_file(bare: &Path, reference: &str, path: &str) -> Option<String> {
     let repo = open(bare)?;
-    let commit = repo
-        .revparse_single(&resolve(bare, reference)?)
-        .ok()?
-        .peel_to_commit()
+    let entry = tree_at(&repo, bare, reference)?
+        .get_path(Path::new(path))
         .ok()?;
-    let entry = commit.tree().ok()?.get_path(Path::new(path)).ok()?;
     let blob = entry.to_object(&repo).ok()?.peel_to_blob().ok()?;
     Some(String::from_utf8_lossy(blob.content()).into_owned())
+}
+
+/// The entries of directory `path` at `reference`, as `(name, is a directory)`; `None` when it
+/// is no directory there.
+pub fn list_dir(bare: &Path, reference: &str, path: &str) -> Option<Vec<(String, bool)>> {
+    let repo = open(bare)?;
+    let root = tree_at(&repo, bare, reference)?;
+    let tree = match path.trim_matches('/') {
+        "" => root,
+        p => root
+            .get_path(Path::new(p))
+            .ok()?
+            .to_object(&repo)
+            .ok()?
+            .into_tree()
+            .ok()?,
+    };
+    Some(
+        tree.iter()
+            .map(|e| {
+                let name = e.name().unwrap_or_default().to_owned();
+                (name, e.kind() == Some(ObjectType::Tree))
+            })
+            .collect(),
+    )
+}
+
+/// The tree of the commit `reference` (a branch name or SHA) names.
+fn tree_at<'r>(repo: &'r Repository, bare: &Path, reference: &str) -> Option<git2::Tree<'r>> {
+    repo.revparse_single(&resolve(bare, reference)?)
+        .ok()?
+        .peel_to_commit()
+        .ok()?
+        .tree()
+        .ok()
 }
 
 /// The commit `branch` of bare repository `bare` points at.

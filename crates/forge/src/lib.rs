@@ -155,6 +155,8 @@ pub struct Issue {
 /// repository.
 #[derive(Debug, Default)]
 pub struct Repo {
+    /// GitHub's repository id: a new one for each repository created, whatever its name.
+    pub id: u64,
     pub installation: u64,
     pub default_branch: String,
     pub issues: BTreeMap<u64, Issue>,
@@ -362,9 +364,12 @@ impl Forge {
         let git = git2::Repository::open_bare(&path)
             .map_err(|e| ForgeError::NotARepository(path.clone(), e))?;
         let default_branch = gitops::head_branch(&git).unwrap_or_else(|| "main".to_owned());
-        self.state().repos.insert(
+        let mut st = self.state();
+        let id = st.next_id();
+        st.repos.insert(
             full_name.to_owned(),
             Repo {
+                id,
                 installation,
                 default_branch,
                 ..Repo::default()

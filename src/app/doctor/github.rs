@@ -89,7 +89,7 @@ pub(super) async fn check(parsed: Option<&Parsed>, args: &ServeArgs) -> Check {
 }
 
 /// An App client the way `GitHubApp::new` makes one, retries off.
-fn client(creds: &AppCredentials, api: &url::Url) -> anyhow::Result<Octocrab> {
+pub(super) fn client(creds: &AppCredentials, api: &url::Url) -> anyhow::Result<Octocrab> {
     let key =
         jsonwebtoken::EncodingKey::from_rsa_pem(creds.private_key_pem.expose_secret().as_bytes())?;
     Ok(Octocrab::builder()

@@ -1,6 +1,7 @@
 //! `vibeloop doctor`: checks an installation the way `vibeloop serve` would use it — the
 //! settings, the database, Docker and the runner image, each model endpoint, the GitHub App and
-//! the webhook secret — and prints one line per check: `✓ name: detail`, or
+//! the webhook secret, the repositories' workflows that would run the bot's branches with
+//! secrets — and prints one line per check: `✓ name: detail`, or
 //! `✗ name: what is wrong — how to fix it`. `!` lines are warnings; `-` lines are checks skipped
 //! because one they need failed.
 //!
@@ -13,6 +14,7 @@ mod database;
 mod docker;
 mod github;
 pub(crate) mod models;
+mod workflows;
 
 use std::fmt;
 use std::io::Write as _;
@@ -167,7 +169,9 @@ pub async fn check_all(args: &ServeArgs) -> Vec<Check> {
         environments(&args.store.data_dir),
     ];
     checks.extend(models);
+    let workflows = workflows::check(parsed.as_ref(), github.passed()).await;
     checks.push(github);
+    checks.push(workflows);
     checks.push(webhook_secret(args));
     checks
 }

@@ -5,8 +5,10 @@
 
 use std::sync::Arc;
 
-use super::ctx::{Ctx, Step, commit_push, enter_node, sync};
+use super::ctx::{Ctx, Step, enter_node, sync};
 use super::state::{Node, Work};
+use super::withhold::Pushed;
+use super::withhold::commit_push;
 use crate::agent::{Interrupt, StopReason};
 use crate::hive::agents::{Assignment, Role, RoleRun, run_role};
 use crate::hive::job::JobError;
@@ -98,7 +100,7 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         }
     }
     if let (Some(r), Some(wt)) = (breaker, &breaker_wt) {
-        let sha = commit_push(
+        let pushed = commit_push(
             cx,
             wt,
             format!(
@@ -109,6 +111,10 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             work(cx, Role::Breaker, &r),
         )
         .await?;
+        let sha = match pushed {
+            Ok(sha) => sha,
+            Err(found) => return super::withhold::breaker_withheld(cx, found).await,
+        };
         cx.flow.breaker = Some(Work {
             attempt: cx.flow.breaker_attempts + 1,
             sha: sha.clone(),
@@ -143,7 +149,12 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             r.outcome.summary.trim()
         );
         let sha = super::ctx::commit(cx, wt, msg, work(cx, Role::Builder, &r)).await?;
-        super::people::push_or_rerun(cx, &sha, lease.as_ref(), "while the Builder worked").await?;
+        let during = "of the Builder's work";
+        if let Pushed::Withheld(found) =
+            super::people::push_or_rerun(cx, &sha, lease.as_ref(), during).await?
+        {
+            return super::withhold::builder_withheld(cx, Node::Code, found, during).await;
+        }
         cx.flow.pushed = Some(sha.clone());
         cx.flow.builder = Some(Work {
             attempt: cx.flow.attempt,

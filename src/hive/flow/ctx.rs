@@ -334,23 +334,6 @@ pub(super) async fn commit(
     git::commit(ws, repo, wt, message, work, author).await
 }
 
-/// Commits an agent's work in the worktree (if it changed: tracked files, and the new files
-/// in `written`) and pushes its branch; the branch's head.
-pub(super) async fn commit_push(
-    cx: &Ctx<'_, '_>,
-    wt: &Worktree,
-    message: String,
-    work: git::Work,
-) -> Result<CommitSha, JobError> {
-    let token = cx.run.client.token().await?;
-    let (ws, repo, author) = (
-        &cx.run.hive.workspace,
-        &cx.run.ticket.repo,
-        &cx.run.hive.author,
-    );
-    git::commit_push(ws, repo, token, wt, message, work, author).await
-}
-
 /// Moves the ticket to `target` along legal transitions (the shortest path in the table).
 pub(super) async fn enter(cx: &mut Ctx<'_, '_>, target: TaskState) -> Result<(), JobError> {
     let from = cx.run.ticket.state;

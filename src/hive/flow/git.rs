@@ -1,6 +1,7 @@
 //! The git steps the nodes share, each taking what it needs (the workspace, the repository, a
 //! token, a worktree) rather than a ticket's whole context: fetching the mirror and reading the
-//! base's tip, scratch worktrees, committing an agent's work and pushing a branch. All run off
+//! base's tip, scratch worktrees, committing an agent's work and pushing a branch (after
+//! `withhold`'s scan). All run off
 //! the async threads.
 
 use secrecy::SecretString;
@@ -94,19 +95,14 @@ pub(super) async fn commit(
     .await
 }
 
-/// Commits an agent's work in `wt` (if it changed: tracked files, and the new files in
-/// `written`) as `author` and pushes its branch; the branch's head.
-pub(super) async fn commit_push(
+/// Pushes `branch` of the mirror to the remote, replacing what is there (the bot owns its
+/// branches). Callers scan what it sends first (`withhold`).
+pub(super) async fn push(
     ws: &Workspace,
     repo: &RepoName,
     token: SecretString,
-    wt: &Worktree,
-    message: String,
-    work: Work,
-    author: &Author,
-) -> Result<CommitSha, JobError> {
-    let head = commit(ws, repo, wt, message, work, author).await?;
-    let (repo2, branch) = (repo.clone(), wt.branch.clone());
-    on_mirror(ws, repo, move |ws, _| ws.push(&repo2, &branch, &token)).await?;
-    Ok(head)
+    branch: &str,
+) -> Result<(), JobError> {
+    let (repo2, branch) = (repo.clone(), branch.to_owned());
+    on_mirror(ws, repo, move |ws, _| ws.push(&repo2, &branch, &token)).await
 }

@@ -107,7 +107,12 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             }
         }
     };
-    super::people::push_or_rerun(cx, &rebased, expected.as_ref(), "during the rebase").await?;
+    let during = "of the rebased change";
+    if let super::withhold::Pushed::Withheld(found) =
+        super::people::push_or_rerun(cx, &rebased, expected.as_ref(), during).await?
+    {
+        return super::withhold::builder_withheld(cx, Node::Rebase, found, during).await;
+    }
     if let Some(files) = by_model {
         model_merged(cx, &rebased, &tip, &files).await?;
     }

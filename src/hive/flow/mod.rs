@@ -38,6 +38,7 @@ mod resolve;
 mod review;
 mod signals;
 pub mod state;
+mod withhold;
 
 use tracing::info;
 

@@ -6,6 +6,7 @@
 //! them changed there.
 
 use super::ctx::{Ctx, git, sync};
+use super::withhold::Pushed;
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 
@@ -116,7 +117,19 @@ async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, J
         written: paths.clone(),
         scope: None,
     };
-    let tests = super::ctx::commit_push(cx, &wt, msg, work).await?;
+    let tests = match super::withhold::commit_push(cx, &wt, msg, work).await? {
+        Ok(sha) => sha,
+        Err(found) => {
+            // People pushed these lines to `feat/T-n` themselves; the bot copies none of them on.
+            let list: Vec<String> = found.iter().map(|f| f.message.clone()).collect();
+            return Err(JobError::permanent(format!(
+                "the tests {} pushed add what looks like a secret, so the bot did not copy them to {}:\n{}",
+                by.join(", "),
+                id.test_branch(),
+                list.join("\n")
+            )));
+        }
+    };
     let data = serde_json::json!({ "paths": paths, "by": by, "tests": tests.as_str() });
     cx.run.event("people_changed_tests", data).await;
     let mut files = breaker.files.clone();
@@ -135,17 +148,22 @@ async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, J
     Ok(true)
 }
 
-/// Moves `feat/T-n` on GitHub to `sha` as [`push_leased`] does; when a person's commit is there
-/// instead, the step (`during`, in words) fails transiently so that it runs again and adopts
-/// that commit, rather than push over it.
+/// Moves `feat/T-n` on GitHub to `sha` as [`push_leased`] does, unless what it would send adds
+/// a secret (withheld, with the findings); when a person's commit is there instead, the step
+/// (`during`, in words) fails transiently so that it runs again and adopts that commit, rather
+/// than push over it.
 pub(super) async fn push_or_rerun(
     cx: &mut Ctx<'_, '_>,
     sha: &CommitSha,
     expected: Option<&CommitSha>,
     during: &str,
-) -> Result<(), JobError> {
+) -> Result<Pushed, JobError> {
+    let found = super::withhold::secrets_before_push(cx, sha).await?;
+    if !found.is_empty() {
+        return Ok(Pushed::Withheld(found));
+    }
     match push_leased(cx, sha, expected).await? {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(Pushed::Yes),
         Err(found) => Err(JobError::transient(format!(
             "someone pushed {} to {} {during}; the step runs again from their commit",
             &found[..found.len().min(7)],

@@ -9,6 +9,7 @@ use super::ctx::enter_node;
 use super::ctx::{Ctx, Step};
 use super::ctx::{drop_scratch, git, scratch, sync};
 use super::state::{Attempt, Node};
+use super::withhold::Pushed;
 use crate::gates::baseline::Missing;
 use crate::gates::redproof::{self, Verdict};
 use crate::github::checks::RETRY;
@@ -274,7 +275,12 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             return failed(cx, &builder.sha, "", &[], findings).await;
         }
         Merged::Clean(sha) => {
-            super::people::push_or_rerun(cx, &sha, lease.as_ref(), "during the Encounter").await?;
+            let during = "during the Encounter";
+            if let Pushed::Withheld(found) =
+                super::people::push_or_rerun(cx, &sha, lease.as_ref(), during).await?
+            {
+                return super::withhold::builder_withheld(cx, Node::Encounter, found, during).await;
+            }
             cx.flow.pushed = Some(sha.clone());
             sha
         }

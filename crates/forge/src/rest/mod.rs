@@ -208,6 +208,9 @@ fn api(
     match (method.as_str(), segs.as_slice()) {
         (_, ["app", ..]) => app::route(st, method.as_str(), &segs[1..], headers, body),
         ("POST", ["graphql"]) => graphql(st, bearer(headers).as_deref(), body),
+        ("GET", ["installation", "repositories"]) => {
+            installation_repositories(st, bearer(headers).as_deref())
+        }
         (_, ["repos", owner, name, rest @ ..]) => {
             let repo = format!("{owner}/{name}");
             if let Err(e) = check_token(st, bearer(headers).as_deref(), &repo) {
@@ -226,6 +229,35 @@ fn api(
         }
         _ => not_found(),
     }
+}
+
+/// `GET /installation/repositories`: the repositories an installation token covers (one page).
+fn installation_repositories(st: &State, token: Option<&str>) -> Answer {
+    let Some(t) = token.and_then(|t| st.tokens.get(t)) else {
+        return err(StatusCode::UNAUTHORIZED, "Bad credentials");
+    };
+    let list: Vec<Value> = st
+        .repos
+        .iter()
+        .filter(|(full, r)| {
+            let name = full.split('/').nth(1).unwrap_or("");
+            r.installation == t.installation
+                && t.repos
+                    .as_ref()
+                    .is_none_or(|rs| rs.iter().any(|n| n == name))
+        })
+        .map(|(full, r)| {
+            let (owner, name) = full.split_once('/').unwrap_or(("", full));
+            json!({
+                "id": r.id, "name": name, "full_name": full, "private": false,
+                "owner": { "login": owner }, "default_branch": r.default_branch,
+            })
+        })
+        .collect();
+    (
+        StatusCode::OK,
+        json!({ "total_count": list.len(), "repositories": list }),
+    )
 }
 
 fn query_map(query: &str) -> HashMap<String, String> {
@@ -298,6 +330,16 @@ fn repo_api(cx: &mut Cx<'_>, rest: &[&str]) -> Answer {
                 Some(r) => r.clone(),
                 None => cx.r().default_branch.clone(),
             };
+            if let Some(entries) = gitops::list_dir(cx.bare, &reference, &path.join("/")) {
+                let listed: Vec<Value> = entries
+                    .into_iter()
+                    .map(|(name, dir)| {
+                        let full = format!("{}/{name}", path.join("/"));
+                        json!({ "type": if dir { "dir" } else { "file" }, "name": name, "path": full })
+                    })
+                    .collect();
+                return (StatusCode::OK, Value::Array(listed));
+            }
             return match gitops::read_file(cx.bare, &reference, &path.join("/")) {
                 Some(text) => (
                     StatusCode::OK,
