@@ -180,6 +180,29 @@ impl fmt::Display for InstallationId {
     }
 }
 
+/// The id GitHub gives a repository: it stays through renames and transfers, and a repository
+/// deleted and made again under the same name gets a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RepositoryId(pub u64);
+
+impl fmt::Display for RepositoryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl RepoName {
+    /// The name a repository's rows take when another repository holds its name now:
+    /// `owner/name.gone-<id>` (shortened to stay a valid name).
+    pub fn gone(&self, id: RepositoryId) -> RepoName {
+        let suffix = format!(".gone-{id}");
+        let keep = 100usize.saturating_sub(suffix.len()).min(self.name().len());
+        RepoName::new(self.owner(), &format!("{}{suffix}", &self.name()[..keep]))
+            .expect("a valid name with a valid suffix")
+    }
+}
+
 /// The `X-GitHub-Delivery` GUID of a webhook delivery (kept on redelivery, so we dedupe on it).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]

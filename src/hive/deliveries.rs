@@ -9,7 +9,7 @@ use tracing::{Instrument as _, info, info_span, warn};
 use super::job::{Done, Hive, JobError};
 use crate::commands::Permission;
 use crate::github::{GitHubError, RepoClient};
-use crate::ids::CommitSha;
+use crate::ids::{CommitSha, RepoName, RepositoryId};
 use crate::store::jobs::JobKey;
 use crate::store::tickets::{NewTicket, Opened, Start};
 use crate::ticket::{Signal, TicketId};
@@ -27,9 +27,15 @@ pub async fn process(hive: &Arc<Hive>, job_id: i64, delivery_id: &str) -> Result
     async move {
         // Parsing a large payload is CPU work: keep it off the threads that answer webhooks.
         let (name, payload) = (d.event.clone(), std::mem::take(&mut d.payload));
-        let parsed = tokio::task::spawn_blocking(move || event::parse(&name, payload.as_bytes()))
-            .await
-            .map_err(|e| JobError::permanent(format!("payload parser panicked: {e}")))?;
+        let (parsed, repository) = tokio::task::spawn_blocking(move || {
+            let body = payload.as_bytes();
+            (event::parse(&name, body), event::repository_of(body))
+        })
+        .await
+        .map_err(|e| JobError::permanent(format!("payload parser panicked: {e}")))?;
+        if let Some((id, repo)) = repository {
+            repository_seen(hive, id, &repo).await?;
+        }
         let (status, detail) = match parsed {
             Err(e) => {
                 warn!(reason = %e.reason, "unparsed delivery");
@@ -189,6 +195,20 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
         "processed",
         format!("{what} {} for {}#{}", ticket.id, l.repo, l.number),
     ))
+}
+
+/// Keeps the store's names true to GitHub's repository ids (`Store::repository_seen`); where a
+/// name passed to another repository, what is kept on disk under it — environments, the
+/// mirror — is removed, so the newcomer inherits nothing of the one before.
+async fn repository_seen(hive: &Hive, id: RepositoryId, repo: &RepoName) -> Result<(), JobError> {
+    for name in hive.store.repository_seen(id, repo).await? {
+        let envs = hive.environments.envs.forget(name.as_str());
+        if let Err(e) = hive.workspace.forget_mirror(&name) {
+            warn!(repo = %name, error = %e, "cannot remove the mirror of a name another repository holds now");
+        }
+        info!(repo = %name, %id, environments = envs, "the name passed to another repository: its environments and mirror were removed");
+    }
+    Ok(())
 }
 
 /// `Ok(())` when `who` may start or steer a ticket with `needed` (the App's own bot user

@@ -12,7 +12,7 @@ use octocrab::models::webhook_events::payload::{
 use octocrab::models::webhook_events::{EventInstallation, WebhookEvent, WebhookEventPayload};
 use serde::Deserialize;
 
-use crate::ids::{InstallationId, RepoName};
+use crate::ids::{InstallationId, RepoName, RepositoryId};
 
 /// Event types (`X-GitHub-Event`) Vibeloop handles; deliveries of any other are stored as ignored.
 pub const HANDLED_EVENTS: &[&str] = &[
@@ -46,6 +46,16 @@ pub struct IdOnly {
 #[derive(Debug, Deserialize)]
 pub struct RepoOnly {
     pub full_name: String,
+    /// GitHub's repository id (`None` in payloads that lack it).
+    #[serde(default)]
+    pub id: Option<u64>,
+}
+
+/// The repository a payload is about, by GitHub's id and the name it has now.
+pub fn repository_of(body: &[u8]) -> Option<(RepositoryId, RepoName)> {
+    let e: Envelope = serde_json::from_slice(body).ok()?;
+    let r = e.repository?;
+    Some((RepositoryId(r.id?), RepoName::parse(&r.full_name).ok()?))
 }
 
 /// What a delivery means to the hive.

@@ -459,6 +459,17 @@ impl Workspace {
         Ok(Some(oid.into()))
     }
 
+    /// Removes the mirror of `repo`: another repository holds its name now, and the one
+    /// before's objects and branches are not to be taken for its.
+    pub fn forget_mirror(&self, repo: &RepoName) -> Result<(), WorkspaceError> {
+        let path = self.mirror_path(repo);
+        self.mirror_lock(repo)
+            .hold(|| match std::fs::remove_dir_all(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+                _ => Ok(()),
+            })
+    }
+
     /// Pushes `branch` to the remote, replacing what is there (the bot owns its branches).
     pub fn push(
         &self,

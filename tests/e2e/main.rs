@@ -34,6 +34,7 @@ mod pushes;
 mod quick_start;
 mod real_crates;
 mod real_projects;
+mod recreated_repo;
 mod repo_ci;
 mod reviews;
 mod run_local;

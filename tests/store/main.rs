@@ -11,4 +11,5 @@ mod store_db;
 mod store;
 mod store_jobs;
 mod store_questions;
+mod store_repositories;
 mod webhook_ingress;

@@ -22,6 +22,8 @@ fn retarget(v: &mut Value, full_name: &str, installation: Option<u64>) {
     repo["name"] = json!(name);
     repo["owner"]["login"] = json!(owner);
     repo["default_branch"] = json!("main");
+    // The id the fake GitHub gives the repository first made under the name.
+    repo["id"] = json!(vibeloop::forge::repository_id(full_name, 0));
     if let Some(id) = installation {
         v["installation"] =
             json!({ "id": id, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" });

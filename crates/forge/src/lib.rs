@@ -218,6 +218,19 @@ pub struct State {
     token_ttl: chrono::TimeDelta,
     /// Logins that exist (permission lookups of others are 404).
     pub users: BTreeSet<String>,
+    /// How many repositories were made under each name (a new one under it gets a new id).
+    made: BTreeMap<String, u64>,
+}
+
+/// The id GitHub gives the repository first created as `full_name` here: a hash of the name, so
+/// that payloads made without the forge (`repository.id`) agree with it. The next repository
+/// made under a name (`generation` 1, 2…: after a delete or a rename) gets another.
+pub fn repository_id(full_name: &str, generation: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in full_name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    ((h >> 12) + generation * 7919) & ((1 << 52) - 1)
 }
 
 impl State {
@@ -311,6 +324,7 @@ impl Forge {
             next_id: 1000,
             token_ttl,
             users: BTreeSet::from([BOT_LOGIN.to_owned()]),
+            made: BTreeMap::new(),
         };
         Ok(Self {
             state: Arc::new(Mutex::new(state)),
@@ -365,7 +379,9 @@ impl Forge {
             .map_err(|e| ForgeError::NotARepository(path.clone(), e))?;
         let default_branch = gitops::head_branch(&git).unwrap_or_else(|| "main".to_owned());
         let mut st = self.state();
-        let id = st.next_id();
+        let made = st.made.entry(full_name.to_owned()).or_default();
+        let id = repository_id(full_name, *made);
+        *made += 1;
         st.repos.insert(
             full_name.to_owned(),
             Repo {
@@ -375,6 +391,34 @@ impl Forge {
                 ..Repo::default()
             },
         );
+        Ok(())
+    }
+
+    /// Deletes repository `full_name` (its issues, pulls, checks and git data): a repository
+    /// made again under the name is another one, with another id.
+    pub fn delete_repo(&self, full_name: &str) {
+        self.state().repos.remove(full_name);
+        let _ = std::fs::remove_dir_all(self.bare_path(full_name));
+    }
+
+    /// Renames (or transfers) repository `from` to `to`: the same repository, with its id,
+    /// issues and git data, under another name.
+    pub fn rename_repo(&self, from: &str, to: &str) -> Result<(), ForgeError> {
+        let target = self.bare_path(to);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| ForgeError::Io {
+                path: parent.to_owned(),
+                source,
+            })?;
+        }
+        std::fs::rename(self.bare_path(from), &target).map_err(|source| ForgeError::Io {
+            path: target.clone(),
+            source,
+        })?;
+        let mut st = self.state();
+        if let Some(r) = st.repos.remove(from) {
+            st.repos.insert(to.to_owned(), r);
+        }
         Ok(())
     }
 

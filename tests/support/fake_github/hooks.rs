@@ -44,6 +44,7 @@ impl HookDelivery {
 /// Sends a signed webhook to the receiver set with `set_webhook`, and logs the delivery.
 pub(super) async fn deliver(s: &Shared, event: &str, body: &[u8], guid: Option<&str>) -> Sent {
     let (url, secret) = s.extras().webhook.clone().expect("set_webhook first");
+    let body = &with_repository_id(s, body);
     let guid = guid
         .map(str::to_owned)
         .unwrap_or_else(payloads::delivery_id);
@@ -70,6 +71,23 @@ pub(super) async fn deliver(s: &Shared, event: &str, body: &[u8], guid: Option<&
         body: body.to_vec(),
     });
     sent
+}
+
+/// `body` with `repository.id` the id of the repository that holds its name now, as GitHub
+/// sends it (a repository deleted and made again has another); unchanged when it names none.
+fn with_repository_id(s: &Shared, body: &[u8]) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<Value>(body) else {
+        return body.to_vec();
+    };
+    let name = v["repository"]["full_name"].as_str().unwrap_or_default();
+    let Some(id) = s.state().repos.get(name).map(|r| r.id) else {
+        return body.to_vec();
+    };
+    if v["repository"]["id"] == id {
+        return body.to_vec();
+    }
+    v["repository"]["id"] = id.into();
+    serde_json::to_vec(&v).unwrap()
 }
 
 /// Sends logged delivery `id` again (GitHub's "Redeliver"); `None` when there is no such one.

@@ -211,6 +211,17 @@ impl FakeGitHub {
         path
     }
 
+    /// Deletes repository `full_name`: one made again under the name is another repository,
+    /// with another id.
+    pub fn delete_repo(&self, full_name: &str) {
+        self.forge.delete_repo(full_name);
+    }
+
+    /// Renames (or transfers) repository `from` to `to`: the same repository and id.
+    pub fn rename_repo(&self, from: &str, to: &str) {
+        self.forge.rename_repo(from, to).expect("renamed");
+    }
+
     /// Registers an existing bare repository (`<git_root>/<full_name>.git`) with `installation`.
     pub fn register_repo(&self, installation: u64, full_name: &str) {
         self.forge
