@@ -3,8 +3,8 @@
 //! secrets it reads. For each repository the App is installed on (the first [`MAX_REPOS`]),
 //! every `.github/workflows/*.yml` on the default branch is read and one warning names each
 //! workflow that both runs on a push to the bot's branches (GitHub's `branches` /
-//! `branches-ignore` filters applied as GitHub applies them) and reads secrets beyond
-//! `GITHUB_TOKEN` — with the lines that keep the branches out.
+//! `branches-ignore` filters applied as GitHub applies them) or on its pull requests, and reads
+//! secrets beyond `GITHUB_TOKEN` — with the lines that keep the branches out.
 
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ const WITHIN: Duration = Duration::from_secs(20);
 /// Branch names of the bot's kind, matched against the workflows' filters.
 const BOT_BRANCHES: [&str; 2] = ["feat/T-1", "test/T-1"];
 /// What keeps the bot's branches out of a workflow, as the README says it.
-const FIX: &str = "add `branches-ignore: [\"feat/T-*\", \"test/T-*\"]` under `on.push`, or put its secrets in an environment that requires a reviewer (README: \"Keep your CI's secrets from the bot's branches\")";
+const FIX: &str = "add `branches-ignore: [\"feat/T-*\", \"test/T-*\"]` under `on.push` (and `if: ${{ !startsWith(github.head_ref, 'feat/T-') }}` on jobs run by pull requests), or put its secrets in an environment that requires a reviewer (README: \"Keep your CI's secrets from the bot's branches\")";
 
 pub(super) async fn check(parsed: Option<&Parsed>, github_passed: bool) -> Check {
     let Some(parsed) = parsed else {
@@ -124,31 +124,44 @@ async fn workflows(client: &Octocrab, repo: &str) -> Vec<(String, String)> {
 }
 
 /// Why a workflow runs the bot's branches with secrets (`None` when it does not, or does not
-/// parse): it runs on a push to one of them and reads a secret other than `GITHUB_TOKEN`.
+/// parse): it runs on a push to one of them, or on pull requests (the bot's too, unless the
+/// file names `feat/T-` to keep them out), and reads a secret other than `GITHUB_TOKEN`.
 pub(crate) fn runs_bot_branches_with_secrets(text: &str) -> Option<String> {
     let doc: Yaml = serde_yaml_ng::from_str(text).ok()?;
     let on = doc
         .get("on")
         .or_else(|| doc.as_mapping()?.get(Yaml::Bool(true)))?;
-    let push = match on {
-        Yaml::String(s) if s == "push" => None,
-        Yaml::Sequence(events) if events.iter().any(|e| e.as_str() == Some("push")) => None,
-        Yaml::Mapping(m) => Some(m.get("push")?),
+    // Each event the workflow runs on, with its filters when it has some.
+    let events: Vec<(&str, Option<&Yaml>)> = match on {
+        Yaml::String(s) => vec![(s.as_str(), None)],
+        Yaml::Sequence(list) => list
+            .iter()
+            .filter_map(|e| Some((e.as_str()?, None)))
+            .collect(),
+        Yaml::Mapping(m) => m
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str()?, Some(v).filter(|v| v.is_mapping()))))
+            .collect(),
         _ => return None,
     };
-    if let Some(filters) = push
-        && !BOT_BRANCHES.iter().any(|b| push_runs(filters, b))
-    {
-        return None;
-    }
+    let on_push = events.iter().any(|(e, filters)| {
+        *e == "push" && filters.is_none_or(|f| BOT_BRANCHES.iter().any(|b| push_runs(f, b)))
+    });
+    let on_pulls = events
+        .iter()
+        .any(|(e, _)| *e == "pull_request" || *e == "pull_request_target")
+        && !text.contains("feat/T-");
+    let when = match (on_push, on_pulls) {
+        (false, false) => return None,
+        (true, false) => "on a push to the bot's branches",
+        (false, true) => "on pull requests, the bot's too,",
+        (true, true) => "on a push to the bot's branches and on its pull requests,",
+    };
     let secrets = secrets_read(text);
     if secrets.is_empty() {
         return None;
     }
-    Some(format!(
-        "runs on a push to the bot's branches and reads {}",
-        secrets.join(", ")
-    ))
+    Some(format!("runs {when} and reads {}", secrets.join(", ")))
 }
 
 /// Whether a push to `branch` runs a workflow with `on.push` = `filters` (GitHub: with only
@@ -247,6 +260,25 @@ mod tests {
     }
 
     #[test]
+    fn pull_requests_with_secrets_are_named_unless_the_bots_are_kept_out() {
+        for on in [
+            "  pull_request:",
+            "  pull_request_target:\n    branches: [main]",
+        ] {
+            let why = runs_bot_branches_with_secrets(&workflow(on)).expect(on);
+            assert!(
+                why.contains("pull requests") && why.contains("DEPLOY_KEY"),
+                "{why}"
+            );
+        }
+        let guarded = workflow("  pull_request:").replace(
+            "    runs-on: ubuntu-latest\n",
+            "    runs-on: ubuntu-latest\n    if: ${{ !startsWith(github.head_ref, 'feat/T-') }}\n",
+        );
+        assert_eq!(runs_bot_branches_with_secrets(&guarded), None);
+    }
+
+    #[test]
     fn filters_that_leave_the_bot_out_and_workflows_without_secrets_are_not() {
         for on in [
             "  push:\n    branches-ignore: [\"feat/T-*\", \"test/T-*\"]",
@@ -255,7 +287,7 @@ mod tests {
             "  push:\n    branches: [\"*\"]",
             "  push:\n    branches: [\"**\", \"!feat/**\", \"!test/**\"]",
             "  push:\n    tags: [\"v*\"]",
-            "  pull_request:",
+            "  workflow_dispatch:",
         ] {
             assert_eq!(runs_bot_branches_with_secrets(&workflow(on)), None, "{on}");
         }
