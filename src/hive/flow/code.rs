@@ -17,15 +17,78 @@ use crate::ticket::Signal;
 use crate::workspace::Worktree;
 
 /// Code: the Breaker (when its tests are still to write) and the Builder (when this attempt's
-/// code is), side by side.
+/// code is), side by side; then each one's work committed and pushed, the tests first.
 pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     cx.publish().await?;
+    let desks = prepare(cx).await?;
+    let interrupt = pushed_meanwhile(cx, &desks.builder_from);
+    let (breaker, builder) = run_both(cx, &desks, &interrupt).await;
+    let (breaker, builder) = (breaker?, builder?);
+    for r in [&breaker, &builder].into_iter().flatten() {
+        cx.flow.instructions.extend(r.instructions.iter().cloned());
+    }
+    cx.book().await?;
+    for r in [&breaker, &builder].into_iter().flatten() {
+        if let StopReason::Budget { message } = &r.outcome.stop {
+            return cx
+                .needs_human(&format!(
+                    "{message}\n\nThe agents stopped before their work was done."
+                ))
+                .await;
+        }
+    }
+    if let (Some(r), Some(wt)) = (breaker, &desks.breaker)
+        && let Some(step) = keep_tests(cx, wt, r).await?
+    {
+        return Ok(step);
+    }
+    if let Some(StopReason::Interrupted { why }) = builder.as_ref().map(|r| &r.outcome.stop) {
+        // Its work is dropped: the node runs again (the signal applied first) and the attempt
+        // starts over from the person's commit.
+        let data = serde_json::json!({ "role": "builder", "attempt": cx.flow.attempt, "why": why });
+        cx.run.event("step_interrupted", data).await;
+        return Ok(Step::Next);
+    }
+    if let (Some(r), Some(wt)) = (builder, &desks.builder)
+        && let Some(step) = keep_code(cx, wt, r, desks.lease.as_ref()).await?
+    {
+        return Ok(step);
+    }
+    cx.flow.next = if cx.flow.red_proof.as_ref().is_some_and(|v| v.holds()) {
+        Node::Encounter
+    } else {
+        Node::RedProof
+    };
+    cx.checkpoint(
+        Node::Code,
+        serde_json::json!({}),
+        serde_json::json!({ "next": cx.flow.next.as_str() }),
+    )
+    .await?;
+    Ok(Step::Next)
+}
+
+/// Where the roles of this run of the node work.
+struct Desks {
+    /// The Breaker's worktree of `test/T-n`, when its tests are still to write.
+    breaker: Option<Worktree>,
+    /// The Builder's worktree of `feat/T-n`, when this attempt's code is.
+    builder: Option<Worktree>,
+    /// The commit the Builder's attempt starts from.
+    builder_from: CommitSha,
+    /// Where the push that ends the attempt expects `feat/T-n` on GitHub.
+    lease: Option<CommitSha>,
+}
+
+/// The worktrees of the roles that work this time, and where the Builder starts: its last
+/// attempt (the base for the first), or a person's commits on the branch after it.
+async fn prepare(cx: &mut Ctx<'_, '_>) -> Result<Desks, JobError> {
     let base = sync(cx).await?;
     let need_breaker = cx.flow.breaker.is_none();
     let need_builder = cx.flow.builder.as_ref().map(|w| w.attempt) != Some(cx.flow.attempt);
     let id = cx.run.ticket.id;
-    let breaker_wt = if need_breaker {
+    let breaker = if need_breaker {
         Some(branch_worktree(cx, &id.test_branch(), &base).await?)
     } else {
         None
@@ -50,145 +113,132 @@ pub(super) async fn code(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     };
     let lease = adopted.clone().or_else(|| cx.flow.pushed.clone());
     let builder_from = adopted.unwrap_or(builder_from);
-    let builder_wt = if need_builder {
+    let builder = if need_builder {
         Some(branch_worktree(cx, &id.feat_branch(), &builder_from).await?)
     } else {
         None
     };
-    if let (Some(wt), Some(tests)) = (&builder_wt, &cx.flow.breaker) {
+    if let (Some(wt), Some(tests)) = (&builder, &cx.flow.breaker) {
         // The Breaker's tests, for the Builder to run while it works: read-only in its
         // sandbox, and never its to commit (its scope leaves the tests out).
         let (wt, files, at) = (wt.clone(), tests.files.clone(), tests.sha.oid());
         super::ctx::git(cx, move |ws, g| ws.copy_paths(g, at, &files, &wt)).await?;
     }
-    let interrupt = pushed_meanwhile(cx, &builder_from);
+    Ok(Desks {
+        breaker,
+        builder,
+        builder_from,
+        lease,
+    })
+}
 
-    let (breaker, builder) = {
-        let shared = &*cx;
-        let breaker = async {
-            match &breaker_wt {
-                Some(wt) => {
-                    let task = breaker_task(shared);
-                    Some(run(shared, Role::Breaker, wt, task, None).await).transpose()
-                }
-                None => Ok(None),
+type Ran = Result<Option<RoleRun>, JobError>;
+
+/// The Breaker and the Builder at their desks, at the same time (each only if it has one).
+async fn run_both(cx: &Ctx<'_, '_>, desks: &Desks, interrupt: &Interrupt) -> (Ran, Ran) {
+    let breaker = async {
+        match &desks.breaker {
+            Some(wt) => {
+                let task = breaker_task(cx);
+                Some(run(cx, Role::Breaker, wt, task, None).await).transpose()
             }
-        };
-        let builder = async {
-            match &builder_wt {
-                Some(wt) => {
-                    let task = builder_task(shared);
-                    Some(run(shared, Role::Builder, wt, task, Some(&*interrupt)).await).transpose()
-                }
-                None => Ok(None),
-            }
-        };
-        tokio::join!(breaker, builder)
+            None => Ok(None),
+        }
     };
-    let (breaker, builder) = (breaker?, builder?);
-    for r in [&breaker, &builder].into_iter().flatten() {
-        cx.flow.instructions.extend(r.instructions.iter().cloned());
-    }
-    cx.book().await?;
-    for r in [&breaker, &builder].into_iter().flatten() {
-        if let StopReason::Budget { message } = &r.outcome.stop {
-            return cx
-                .needs_human(&format!(
-                    "{message}\n\nThe agents stopped before their work was done."
-                ))
-                .await;
+    let builder = async {
+        match &desks.builder {
+            Some(wt) => {
+                let task = builder_task(cx);
+                Some(run(cx, Role::Builder, wt, task, Some(interrupt)).await).transpose()
+            }
+            None => Ok(None),
         }
-    }
-    if let (Some(r), Some(wt)) = (breaker, &breaker_wt) {
-        let pushed = commit_push(
-            cx,
-            wt,
-            format!(
-                "{id}: tests for #{}\n\n{}",
-                cx.run.ticket.issue_number,
-                r.outcome.summary.trim()
-            ),
-            work(cx, Role::Breaker, &r),
-        )
+    };
+    tokio::join!(breaker, builder)
+}
+
+/// Commits and pushes the Breaker's tests; the step to take instead when the push was
+/// withheld (they add what looks like a secret).
+async fn keep_tests(
+    cx: &mut Ctx<'_, '_>,
+    wt: &Worktree,
+    r: RoleRun,
+) -> Result<Option<Step>, JobError> {
+    let message = format!(
+        "{}: tests for #{}\n\n{}",
+        cx.run.ticket.id,
+        cx.run.ticket.issue_number,
+        r.outcome.summary.trim()
+    );
+    let sha = match commit_push(cx, wt, message, work(cx, Role::Breaker, &r)).await? {
+        Ok(sha) => sha,
+        Err(found) => return super::withhold::breaker_withheld(cx, found).await.map(Some),
+    };
+    cx.flow.breaker = Some(Work {
+        attempt: cx.flow.breaker_attempts + 1,
+        sha: sha.clone(),
+        files: r.written,
+        summary: r.outcome.summary,
+    });
+    cx.flow.breaker_findings.clear();
+    cx.flow.red_proof = None;
+    let out = serde_json::json!({ "sha": sha.as_str(), "stop": r.outcome.stop });
+    cx.checkpoint(Node::Code, serde_json::json!({ "role": "breaker" }), out)
         .await?;
-        let sha = match pushed {
-            Ok(sha) => sha,
-            Err(found) => return super::withhold::breaker_withheld(cx, found).await,
-        };
-        cx.flow.breaker = Some(Work {
-            attempt: cx.flow.breaker_attempts + 1,
-            sha: sha.clone(),
-            files: r.written,
-            summary: r.outcome.summary,
-        });
-        cx.flow.breaker_findings.clear();
-        cx.flow.red_proof = None;
-        let out = serde_json::json!({ "sha": sha.as_str(), "stop": r.outcome.stop });
-        cx.checkpoint(Node::Code, serde_json::json!({ "role": "breaker" }), out)
-            .await?;
-    }
-    if let Some(StopReason::Interrupted { why }) = builder.as_ref().map(|r| &r.outcome.stop) {
-        // Its work is dropped: the node runs again (the signal applied first) and the attempt
-        // starts over from the person's commit.
-        let data = serde_json::json!({ "role": "builder", "attempt": cx.flow.attempt, "why": why });
-        cx.run.event("step_interrupted", data).await;
-        return Ok(Step::Next);
-    }
-    if let (Some(r), Some(wt)) = (builder, &builder_wt) {
-        if r.written.is_empty() && cx.flow.attempt == 1 {
-            let why = format!(
-                "The Builder {} and changed nothing. Add detail to the issue, then `/hive retry`.",
-                r.outcome.stop.describe()
-            );
-            return cx.needs_human(&why).await;
-        }
-        let msg = format!(
-            "{id}: {}\n\nCloses #{}.\n\n{}",
-            cx.run.ticket.title,
-            cx.run.ticket.issue_number,
-            r.outcome.summary.trim()
+    Ok(None)
+}
+
+/// Commits the Builder's attempt and pushes it with the lease; the step to take instead when
+/// it changed nothing on its first attempt, or the push was withheld.
+async fn keep_code(
+    cx: &mut Ctx<'_, '_>,
+    wt: &Worktree,
+    r: RoleRun,
+    lease: Option<&CommitSha>,
+) -> Result<Option<Step>, JobError> {
+    if r.written.is_empty() && cx.flow.attempt == 1 {
+        let why = format!(
+            "The Builder {} and changed nothing. Add detail to the issue, then `/hive retry`.",
+            r.outcome.stop.describe()
         );
-        let sha = super::ctx::commit(cx, wt, msg, work(cx, Role::Builder, &r)).await?;
-        let during = "of the Builder's work";
-        if let Pushed::Withheld(found) =
-            super::people::push_or_rerun(cx, &sha, lease.as_ref(), during).await?
-        {
-            return super::withhold::builder_withheld(cx, Node::Code, found, during).await;
-        }
-        cx.flow.pushed = Some(sha.clone());
-        cx.flow.builder = Some(Work {
-            attempt: cx.flow.attempt,
-            sha: sha.clone(),
-            files: r.written,
-            summary: r.outcome.summary,
-        });
-        cx.flow.findings.clear();
-        cx.run
-            .hive
-            .store
-            .set_head_sha(cx.run.ticket.key, sha.as_str())
-            .await?;
-        cx.run.ticket.head_sha = Some(sha.to_string());
-        let out = serde_json::json!({ "sha": sha.as_str(), "attempt": cx.flow.attempt, "stop": r.outcome.stop });
-        cx.checkpoint(
-            Node::Code,
-            serde_json::json!({ "role": "builder", "attempt": cx.flow.attempt }),
-            out,
-        )
-        .await?;
+        return cx.needs_human(&why).await.map(Some);
     }
-    cx.flow.next = if cx.flow.red_proof.as_ref().is_some_and(|v| v.holds()) {
-        Node::Encounter
-    } else {
-        Node::RedProof
-    };
+    let msg = format!(
+        "{}: {}\n\nCloses #{}.\n\n{}",
+        cx.run.ticket.id,
+        cx.run.ticket.title,
+        cx.run.ticket.issue_number,
+        r.outcome.summary.trim()
+    );
+    let sha = super::ctx::commit(cx, wt, msg, work(cx, Role::Builder, &r)).await?;
+    let during = "of the Builder's work";
+    if let Pushed::Withheld(found) = super::people::push_or_rerun(cx, &sha, lease, during).await? {
+        return super::withhold::builder_withheld(cx, Node::Code, found, during)
+            .await
+            .map(Some);
+    }
+    cx.flow.pushed = Some(sha.clone());
+    cx.flow.builder = Some(Work {
+        attempt: cx.flow.attempt,
+        sha: sha.clone(),
+        files: r.written,
+        summary: r.outcome.summary,
+    });
+    cx.flow.findings.clear();
+    cx.run
+        .hive
+        .store
+        .set_head_sha(cx.run.ticket.key, sha.as_str())
+        .await?;
+    cx.run.ticket.head_sha = Some(sha.to_string());
+    let out = serde_json::json!({ "sha": sha.as_str(), "attempt": cx.flow.attempt, "stop": r.outcome.stop });
     cx.checkpoint(
         Node::Code,
-        serde_json::json!({}),
-        serde_json::json!({ "next": cx.flow.next.as_str() }),
+        serde_json::json!({ "role": "builder", "attempt": cx.flow.attempt }),
+        out,
     )
     .await?;
-    Ok(Step::Next)
+    Ok(None)
 }
 
 /// What `role` did, to commit: its files, within what it may change (a command it ran, or a
