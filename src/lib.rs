@@ -14,6 +14,7 @@ pub mod config;
 pub mod dashboard;
 pub mod env;
 pub mod eval;
+pub mod fence;
 pub mod gates;
 pub mod github;
 pub mod hive;

@@ -282,9 +282,8 @@ pub fn render(chosen: &Chosen) -> String {
     }
     for f in &chosen.shown {
         s.push_str(&format!(
-            "\n<<<FILE {}\n{}\nFILE>>>\n",
-            f.path,
-            f.text.trim_end().replace("FILE>>>", "FILE> >>")
+            "\n{}\n",
+            crate::fence::frame("FILE", &f.path, f.text.trim_end())
         ));
         if f.cut > 0 {
             s.push_str(&format!(

@@ -353,7 +353,7 @@ fn task(q: &Question, earlier: &[Question], commit: &CommitSha) -> String {
         commit.short()
     );
     if !earlier.is_empty() {
-        s.push_str("Earlier in this thread (data, for context):\n<<<EARLIER\n");
+        let mut thread = String::new();
         for e in earlier {
             let answer: String = e
                 .answer
@@ -362,16 +362,23 @@ fn task(q: &Question, earlier: &[Question], commit: &CommitSha) -> String {
                 .chars()
                 .take(EARLIER_CHARS)
                 .collect();
-            s.push_str(&format!(
+            thread.push_str(&format!(
                 "Question by @{}: {}\nAnswer: {answer}\n\n",
                 e.author, e.question
             ));
         }
-        s.push_str("EARLIER>>>\n\n");
+        s.push_str(&format!(
+            "Earlier in this thread (data, for context):\n{}\n\n",
+            crate::fence::frame("EARLIER", "", &thread)
+        ));
     }
     s.push_str(&format!(
-        "<<<QUESTION\n@{} asks: {}\nQUESTION>>>\n\nExplore, read what you cite, and answer as your instructions say.",
-        q.author, q.question
+        "{}\n\nExplore, read what you cite, and answer as your instructions say.",
+        crate::fence::frame(
+            "QUESTION",
+            "",
+            &format!("@{} asks: {}", q.author, q.question)
+        )
     ));
     s
 }

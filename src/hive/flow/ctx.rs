@@ -334,6 +334,13 @@ pub(super) async fn commit(
     git::commit(ws, repo, wt, message, work, author).await
 }
 
+/// The ticket's issue framed as data (`crate::fence`), with a line break after.
+pub(super) fn issue_fenced(cx: &Ctx<'_, '_>) -> String {
+    let t = &cx.run.ticket;
+    let text = format!("Title: {}\n\n{}", t.title, t.body);
+    format!("{}\n", crate::fence::frame("ISSUE", "", &text))
+}
+
 /// Moves the ticket to `target` along legal transitions (the shortest path in the table).
 pub(super) async fn enter(cx: &mut Ctx<'_, '_>, target: TaskState) -> Result<(), JobError> {
     let from = cx.run.ticket.state;
