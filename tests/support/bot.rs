@@ -27,12 +27,45 @@ pub struct Bot {
     pub database_url: Option<String>,
     log_path: PathBuf,
     child: Child,
+    /// Killed on purpose (a crash played by the test): its containers are the next bot's to
+    /// find and remove, as after a real crash.
+    killed: bool,
 }
 
 impl Drop for Bot {
+    /// Stops the bot at the end of its test — passed or panicked — and removes the sandbox
+    /// containers it left running, so that a failing test does not leave them to the next.
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if !self.killed {
+            remove_containers(&self.data_dir);
+        }
+    }
+}
+
+/// Removes the containers of the bot instance on `data_dir` (the sandbox's own clean-up), on a
+/// thread and runtime of its own: a drop may run inside the test's runtime.
+fn remove_containers(data_dir: &Path) {
+    let dir = data_dir.to_owned();
+    let cleaned = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        rt.block_on(async {
+            let kind = Some(vibeloop::sandbox::Kind::Docker);
+            match vibeloop::sandbox::Backend::detect(&dir, kind).await {
+                Ok((vibeloop::sandbox::Backend::Docker(d), _)) => d.remove_leftovers().await.ok(),
+                _ => None,
+            }
+        })
+    })
+    .join();
+    if let Ok(Some(n)) = cleaned
+        && n > 0
+    {
+        eprintln!("removed {n} sandbox container(s) the bot left running");
     }
 }
 
@@ -154,6 +187,7 @@ impl Bot {
                 .map(|(_, v)| v.clone()),
             log_path,
             child,
+            killed: false,
         })
     }
 
@@ -170,6 +204,7 @@ impl Bot {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.killed = true;
     }
 
     /// The bot's database (its own SQLite file unless it was given `DATABASE_URL`), opened

@@ -85,13 +85,15 @@ pub fn happy_script() -> Script {
     ])
 }
 
+/// A bot and what it is pointed at. Fields drop in this order: the bot first (stopped, its
+/// containers removed) while its data directory still exists, the directory last.
 pub struct World {
-    pub dir: tempfile::TempDir,
+    pub bot: Bot,
     pub gh: FakeGitHub,
     pub llm: FakeLlm,
-    pub bot: Bot,
     pub env: BotEnv,
     pub issue: u64,
+    pub dir: tempfile::TempDir,
 }
 
 impl World {
