@@ -46,132 +46,9 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
                 serde_json::json!({ "kind": signal.kind(), "author": s.author }),
             )
             .await;
-        let ends = match signal {
-            // GitHub closed the issue because the change landed: that is no stop.
-            Signal::Abort { .. } if cx.flow.merged.is_some() && s.author == "github" => None,
-            Signal::Abort { why } => {
-                let why = match why.as_deref() {
-                    None | Some("") => format!("Aborted by @{}.", s.author),
-                    Some(w) => format!("Stopped: {w}. Relabel the issue to start again."),
-                };
-                Some((TaskState::Failed, why))
-            }
-            // The pull request was merged on GitHub: by the bot's own landing (already
-            // recorded), or by a person — then the snapshot tags what their merge put on the
-            // base (or, without its merge commit, the ticket just completes).
-            Signal::Landed { pr, sha, by } if cx.flow.merged.is_none() => match sha {
-                Some(sha) => {
-                    cx.flow.merged = Some(sha.clone());
-                    cx.flow.merged_by = by.clone();
-                    cx.flow.waiting = None;
-                    cx.flow.next = Node::Snapshot;
-                    resume = true;
-                    None
-                }
-                None => {
-                    cx.flow.next = Node::Done;
-                    let detail = format!("Pull request #{pr} was merged on GitHub by hand.");
-                    Some((TaskState::Completed, detail))
-                }
-            },
-            Signal::Landed { .. } => None,
-            // A check completed or the sweep looked again: a landing that waits tries again.
-            Signal::Recheck => {
-                resume |= cx.flow.waiting.is_some();
-                None
-            }
-            Signal::Feedback { text } => {
-                cx.flow.feedback.push(format!("@{}: {text}", s.author));
-                // A plan waiting for approval is planned again with the feedback.
-                if cx.flow.next == Node::AwaitPlanApproval {
-                    plan_again(&mut cx.flow);
-                    resume = true;
-                }
-                None
-            }
-            // Held for the Builder's next attempt: the one that starts now, if the change
-            // waits for review or landing, else the next one the flow makes.
-            Signal::Review {
-                findings, threads, ..
-            } => {
-                cx.flow.review_findings.extend(findings.iter().cloned());
-                cx.flow.review_threads.extend(threads.iter().cloned());
-                match review_starts_attempt(&mut cx.flow) {
-                    Some(true) => {
-                        resume = true;
-                        None
-                    }
-                    Some(false) => Some((TaskState::HumanNeeded, NO_ATTEMPT_FOR_REVIEW.to_owned())),
-                    None => None,
-                }
-            }
-            Signal::Plan => {
-                // The issue may have been edited since this run loaded it.
-                if let Some(t) = cx.run.hive.store.ticket(key).await? {
-                    cx.run.ticket.title = t.title;
-                    cx.run.ticket.body = t.body;
-                }
-                plan_again(&mut cx.flow);
-                resume = true;
-                None
-            }
-            // The hive's label on a plan-only ticket: its plan, once made, is approved (a
-            // ticket that builds already has nothing to do).
-            Signal::Build if cx.flow.plan_only => {
-                cx.flow.plan_only = false;
-                cx.flow.plan_approved = true;
-                resume = true;
-                None
-            }
-            Signal::Build => None,
-            Signal::Approve => {
-                match cx.flow.next {
-                    // An approved plan-only ticket builds, as with the hive's label.
-                    Node::AwaitPlanApproval => {
-                        cx.flow.plan_approved = true;
-                        cx.flow.plan_only = false;
-                    }
-                    _ => {
-                        cx.flow.approved_by = Some(s.author.clone());
-                        cx.flow.approval_withdrawn = None;
-                    }
-                }
-                resume = true;
-                None
-            }
-            Signal::Rebase if cx.flow.pr.is_some() => {
-                cx.flow.next = Node::Rebase;
-                cx.flow.rebased = None;
-                resume = true;
-                None
-            }
-            Signal::Rebase => None,
-            Signal::Push { sha } => {
-                pushed(cx, sha, &s.author).await;
-                None
-            }
-            // Said in the status until the text is taken (`/hive plan`, or a new label).
-            Signal::EditRefused { by } => {
-                cx.flow.edit_refused = Some(by.clone());
-                None
-            }
-            // After the retry engine gave up on failures in passing, the flow goes on where it
-            // stopped.
-            Signal::Retry { role: None } if stalled(cx) => {
-                resume = true;
-                None
-            }
-            Signal::Retry { role } => {
-                retry(
-                    &mut cx.flow,
-                    role.as_deref().unwrap_or(""),
-                    cx.env.config.retry.max_retries,
-                );
-                resume = true;
-                None
-            }
-        };
-        if let Some((state, detail)) = ends {
+        let effect = apply_one(cx, signal, &s.author).await?;
+        resume |= effect.resume;
+        if let Some((state, detail)) = effect.ends {
             cx.settle(state, detail).await?;
             cx.run.cleanup().await;
             let last = signals.last().map(|s| s.id).unwrap_or(s.id);
@@ -205,6 +82,156 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
         super::ctx::enter_node(cx).await?;
     }
     Ok(Step::Next)
+}
+
+/// What one signal did: whether the flow goes on at once, and whether the ticket ends (the
+/// state it ends in, and why).
+#[derive(Debug, Default)]
+struct Effect {
+    resume: bool,
+    ends: Option<(TaskState, String)>,
+}
+
+impl Effect {
+    const NOTHING: Effect = Effect {
+        resume: false,
+        ends: None,
+    };
+    const RESUME: Effect = Effect {
+        resume: true,
+        ends: None,
+    };
+
+    fn ends(state: TaskState, why: String) -> Self {
+        Self {
+            resume: false,
+            ends: Some((state, why)),
+        }
+    }
+}
+
+/// Applies one signal from `author` to the flow.
+async fn apply_one(
+    cx: &mut Ctx<'_, '_>,
+    signal: &Signal,
+    author: &str,
+) -> Result<Effect, JobError> {
+    Ok(match signal {
+        // GitHub closed the issue because the change landed: that is no stop.
+        Signal::Abort { .. } if cx.flow.merged.is_some() && author == "github" => Effect::NOTHING,
+        Signal::Abort { why } => {
+            let why = match why.as_deref() {
+                None | Some("") => format!("Aborted by @{author}."),
+                Some(w) => format!("Stopped: {w}. Relabel the issue to start again."),
+            };
+            Effect::ends(TaskState::Failed, why)
+        }
+        // The pull request was merged on GitHub: by the bot's own landing (already recorded),
+        // or by a person — then the snapshot tags what their merge put on the base (or,
+        // without its merge commit, the ticket just completes).
+        Signal::Landed { pr, sha, by } if cx.flow.merged.is_none() => match sha {
+            Some(sha) => {
+                cx.flow.merged = Some(sha.clone());
+                cx.flow.merged_by = by.clone();
+                cx.flow.waiting = None;
+                cx.flow.next = Node::Snapshot;
+                Effect::RESUME
+            }
+            None => {
+                cx.flow.next = Node::Done;
+                let detail = format!("Pull request #{pr} was merged on GitHub by hand.");
+                Effect::ends(TaskState::Completed, detail)
+            }
+        },
+        Signal::Landed { .. } => Effect::NOTHING,
+        // A check completed or the sweep looked again: a landing that waits tries again.
+        Signal::Recheck => Effect {
+            resume: cx.flow.waiting.is_some(),
+            ends: None,
+        },
+        Signal::Feedback { text } => {
+            cx.flow.feedback.push(format!("@{author}: {text}"));
+            // A plan waiting for approval is planned again with the feedback.
+            if cx.flow.next == Node::AwaitPlanApproval {
+                plan_again(&mut cx.flow);
+                Effect::RESUME
+            } else {
+                Effect::NOTHING
+            }
+        }
+        // Held for the Builder's next attempt: the one that starts now, if the change waits
+        // for review or landing, else the next one the flow makes.
+        Signal::Review {
+            findings, threads, ..
+        } => {
+            cx.flow.review_findings.extend(findings.iter().cloned());
+            cx.flow.review_threads.extend(threads.iter().cloned());
+            match review_starts_attempt(&mut cx.flow) {
+                Some(true) => Effect::RESUME,
+                Some(false) => {
+                    Effect::ends(TaskState::HumanNeeded, NO_ATTEMPT_FOR_REVIEW.to_owned())
+                }
+                None => Effect::NOTHING,
+            }
+        }
+        Signal::Plan => {
+            // The issue may have been edited since this run loaded it.
+            if let Some(t) = cx.run.hive.store.ticket(cx.run.ticket.key).await? {
+                cx.run.ticket.title = t.title;
+                cx.run.ticket.body = t.body;
+            }
+            plan_again(&mut cx.flow);
+            Effect::RESUME
+        }
+        // The hive's label on a plan-only ticket: its plan, once made, is approved (a ticket
+        // that builds already has nothing to do).
+        Signal::Build if cx.flow.plan_only => {
+            cx.flow.plan_only = false;
+            cx.flow.plan_approved = true;
+            Effect::RESUME
+        }
+        Signal::Build => Effect::NOTHING,
+        Signal::Approve => {
+            match cx.flow.next {
+                // An approved plan-only ticket builds, as with the hive's label.
+                Node::AwaitPlanApproval => {
+                    cx.flow.plan_approved = true;
+                    cx.flow.plan_only = false;
+                }
+                _ => {
+                    cx.flow.approved_by = Some(author.to_owned());
+                    cx.flow.approval_withdrawn = None;
+                }
+            }
+            Effect::RESUME
+        }
+        Signal::Rebase if cx.flow.pr.is_some() => {
+            cx.flow.next = Node::Rebase;
+            cx.flow.rebased = None;
+            Effect::RESUME
+        }
+        Signal::Rebase => Effect::NOTHING,
+        Signal::Push { sha } => {
+            pushed(cx, sha, author).await;
+            Effect::NOTHING
+        }
+        // Said in the status until the text is taken (`/hive plan`, or a new label).
+        Signal::EditRefused { by } => {
+            cx.flow.edit_refused = Some(by.clone());
+            Effect::NOTHING
+        }
+        // After the retry engine gave up on failures in passing, the flow goes on where it
+        // stopped.
+        Signal::Retry { role: None } if stalled(cx) => Effect::RESUME,
+        Signal::Retry { role } => {
+            retry(
+                &mut cx.flow,
+                role.as_deref().unwrap_or(""),
+                cx.env.config.retry.max_retries,
+            );
+            Effect::RESUME
+        }
+    })
 }
 
 /// A person pushed `sha` to `feat/T-n`. Every step that writes the branch adopts it anyway (and
