@@ -199,14 +199,14 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
 
 /// Keeps the store's names true to GitHub's repository ids (`Store::repository_seen`); where a
 /// name passed to another repository, what is kept on disk under it — environments, the
-/// mirror — is removed, so the newcomer inherits nothing of the one before.
+/// mirror, worktrees — is removed, so the newcomer inherits nothing of the one before.
 async fn repository_seen(hive: &Hive, id: RepositoryId, repo: &RepoName) -> Result<(), JobError> {
     for name in hive.store.repository_seen(id, repo).await? {
         let envs = hive.environments.envs.forget(name.as_str());
-        if let Err(e) = hive.workspace.forget_mirror(&name) {
-            warn!(repo = %name, error = %e, "cannot remove the mirror of a name another repository holds now");
+        if let Err(e) = hive.workspace.forget(&name) {
+            warn!(repo = %name, error = %e, "cannot remove the mirror and worktrees of a name another repository holds now");
         }
-        info!(repo = %name, %id, environments = envs, "the name passed to another repository: its environments and mirror were removed");
+        info!(repo = %name, %id, environments = envs, "the name passed to another repository: its environments, mirror and worktrees were removed");
     }
     Ok(())
 }

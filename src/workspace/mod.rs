@@ -459,15 +459,20 @@ impl Workspace {
         Ok(Some(oid.into()))
     }
 
-    /// Removes the mirror of `repo`: another repository holds its name now, and the one
-    /// before's objects and branches are not to be taken for its.
-    pub fn forget_mirror(&self, repo: &RepoName) -> Result<(), WorkspaceError> {
-        let path = self.mirror_path(repo);
+    /// Removes the mirror of `repo` and its worktrees: another repository holds its name now,
+    /// and the one before's objects, branches and files are not to be taken for its.
+    pub fn forget(&self, repo: &RepoName) -> Result<(), WorkspaceError> {
+        let gone = |path: PathBuf| match std::fs::remove_dir_all(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        };
+        let worktrees = self
+            .root
+            .join("worktrees")
+            .join(repo.owner())
+            .join(repo.name());
         self.mirror_lock(repo)
-            .hold(|| match std::fs::remove_dir_all(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-                _ => Ok(()),
-            })
+            .hold(|| Ok(gone(self.mirror_path(repo)).and(gone(worktrees))?))
     }
 
     /// Pushes `branch` to the remote, replacing what is there (the bot owns its branches).

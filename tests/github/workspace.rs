@@ -388,3 +388,31 @@ async fn what_a_sandbox_wrote_never_steers_the_bots_git() {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgetting_a_name_removes_its_mirror_and_worktrees_and_a_new_sync_starts_clean() {
+    let (_dir, gh, ws, repo) = setup().await;
+    let token = SecretString::from(gh.mint_token(7));
+    let (ws2, repo2) = (ws.clone(), repo.clone());
+    tokio::task::spawn_blocking(move || {
+        let git = ws2.sync_mirror(&repo2, &token).unwrap();
+        let wt = ws2
+            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .unwrap();
+        std::fs::write(wt.path.join("left.txt"), "the one before's\n").unwrap();
+        drop(git);
+        ws2.forget(&repo2).unwrap();
+        assert!(!ws2.mirror_path(&repo2).exists());
+        assert!(!wt.path.exists());
+        // Forgetting what is not there is no error; the next sync makes the mirror anew.
+        ws2.forget(&repo2).unwrap();
+        let git = ws2.sync_mirror(&repo2, &token).unwrap();
+        let wt = ws2
+            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .unwrap();
+        assert!(!wt.path.join("left.txt").exists());
+        assert!(wt.path.join("README.md").exists());
+    })
+    .await
+    .unwrap();
+}
