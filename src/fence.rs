@@ -20,7 +20,7 @@ pub fn frame(label: &str, header: &str, text: &str) -> String {
 }
 
 /// `text` with every `<<<LABEL` and `LABEL>>>` of `label` broken up.
-pub fn defuse(label: &str, text: &str) -> String {
+fn defuse(label: &str, text: &str) -> String {
     text.replace(&format!("{label}>>>"), &format!("{label}> >>"))
         .replace(&format!("<<<{label}"), &format!("<< <{label}"))
 }

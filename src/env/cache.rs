@@ -251,25 +251,18 @@ impl Envs {
         out
     }
 
-    /// Removes environments unused for longer than `r.max_age`, then the least recently used
-    /// until the rest fit in `r.max_bytes`; never `keep`. Returns what was removed.
     /// Removes every environment kept for `repo`: another repository holds its name now
     /// (`Store::repository_seen`), and nothing set up for the one before is to reach it. How
     /// many were removed.
     pub fn forget(&self, repo: &str) -> usize {
-        let mine: Vec<EnvInfo> = self
-            .list()
-            .into_iter()
-            .filter(|e| e.record.repo == repo)
-            .collect();
-        for e in &mine {
-            let _ = std::fs::remove_file(e.dir.with_extension("json"));
-            remove_tree(&e.dir);
-        }
+        // Each environment of `repo` and its record live in its directory.
+        let mine = self.list().iter().filter(|e| e.record.repo == repo).count();
         remove_tree(&self.root.join(slug(repo)));
-        mine.len()
+        mine
     }
 
+    /// Removes environments unused for longer than `r.max_age`, then the least recently used
+    /// until the rest fit in `r.max_bytes`; never `keep`. Returns what was removed.
     pub fn evict(&self, r: Retention, keep: Option<&EnvKey>) -> Vec<EnvInfo> {
         let now = now();
         let mut total: u64 = 0;

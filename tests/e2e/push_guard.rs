@@ -85,3 +85,46 @@ async fn a_builder_that_writes_a_token_pushes_nothing_and_starts_again_from_the_
     assert_eq!(withheld.len(), 1, "{events:?}");
     assert_eq!(withheld[0].2["paths"], serde_json::json!(["settings.py"]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breaker_whose_tests_carry_a_token_pushes_nothing_and_writes_them_again() {
+    let leaky = format!("TOKEN = \"{}\"\n{NEW_TESTS}", token());
+    let script = script_with(vec![
+        (
+            "breaker",
+            writes(
+                "test_add_more.py",
+                &leaky,
+                "A test, with the token it needs.",
+            ),
+        ),
+        (
+            "breaker|Your last tests need more work",
+            breaker_after(vec![]),
+        ),
+    ]);
+    let w = World::start(script, &calc(HIVE_YML)).await;
+    w.label().await;
+    w.wait_state(TaskState::AwaitingVerification).await;
+
+    assert!(
+        !every_object(&w).contains(&token()),
+        "the token was pushed to GitHub"
+    );
+    assert_eq!(
+        w.gh.file_on_branch(REPO, "test/T-1", "test_add_more.py")
+            .as_deref(),
+        Some(NEW_TESTS)
+    );
+    let tasks = tasks_of(&w.llm, "breaker");
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert!(
+        tasks[1].contains("test_add_more.py:1:") && tasks[1].contains("looks like a secret"),
+        "{}",
+        tasks[1]
+    );
+    assert!(
+        !tasks[1].contains(&token()),
+        "the finding repeats the token"
+    );
+}

@@ -86,7 +86,7 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
 
 /// What one signal did: whether the flow goes on at once, and whether the ticket ends (the
 /// state it ends in, and why).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Effect {
     resume: bool,
     ends: Option<(TaskState, String)>,

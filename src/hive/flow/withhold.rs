@@ -103,6 +103,7 @@ fn finding(a: &Annotation) -> Finding {
 /// The paths of `findings`, for the timeline.
 fn paths(findings: &[Finding]) -> Vec<String> {
     let mut p: Vec<String> = findings.iter().filter_map(|f| f.path.clone()).collect();
+    p.sort();
     p.dedup();
     p
 }
