@@ -36,6 +36,7 @@ fn spec(worktree: &Path, n: usize) -> SandboxSpec {
         role: "bench".into(),
         worktree: worktree.to_owned(),
         read_only: vec![],
+        locked: vec![],
         image: "vibeloop-runner:python".into(),
         network: false,
         cpus: 2.0,

@@ -307,9 +307,10 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
         ),
         "env_setup_failed" => plain(
             format!(
-                "Setting up the environment failed ({}): {}",
+                "Setting up the environment failed ({}): {}; its last line: {}",
                 short(s("command"), 80),
-                short(s("result"), 160)
+                short(s("result"), 160),
+                short(s("tail").lines().last().unwrap_or("(none printed)"), 200)
             ),
             Tone::Bad,
         ),

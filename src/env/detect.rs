@@ -89,6 +89,9 @@ pub struct Found {
     /// Gates the project's files point at but that cannot run here, each with why and the
     /// setting that enables it (`lint`: "the project configures ruff but neither depends on it nor pins it…").
     pub left_out: Vec<(String, String)>,
+    /// Gates whose command the project's own configuration gave (`typecheck`:
+    /// ".pre-commit-config.yaml's mypy hook"), for `--explain`.
+    pub sources: Vec<(String, String)>,
 }
 
 /// Every ecosystem found at the repository's root, in a stable order (Rust, Python, Node, Go).
@@ -172,6 +175,7 @@ fn rust(files: &dyn Files) -> Found {
         path: vec![format!("{CACHE}/cargo/bin")],
         links: vec![],
         left_out: vec![],
+        sources: vec![],
     }
 }
 
@@ -181,8 +185,14 @@ fn python(files: &dyn Files) -> Option<Found> {
         .iter()
         .filter(|p| {
             let name = p.rsplit('/').next().unwrap_or(p);
-            let top = !p.contains('/') || p.starts_with("requirements/");
-            top && name.starts_with("requirements") && name.ends_with(".txt")
+            // `requirements*.txt` at the top; under `requirements/`, those and the test,
+            // dev and base sets (`requirements/test.txt`), not docs or release tools.
+            let nested = ["requirements", "test", "dev", "base", "common"];
+            let named = match p.strip_prefix("requirements/") {
+                Some(rest) => !rest.contains('/') && nested.iter().any(|n| name.starts_with(n)),
+                None => !p.contains('/') && name.starts_with("requirements"),
+            };
+            named && name.ends_with(".txt")
         })
         .cloned()
         .collect();
@@ -242,13 +252,32 @@ fn python(files: &dyn Files) -> Option<Found> {
     if !groups.is_empty() {
         why.push(format!("the {} dependency group(s)", groups.join(", ")));
     }
+    // No extra, group or requirements file names the test tools: what Poetry, PDM, Hatch or
+    // tox name for them.
+    let named_for_tests = !extras.is_empty()
+        || !groups.is_empty()
+        || requirements
+            .iter()
+            .any(|r| r.contains("test") || r.contains("dev"));
+    let tox_ini = files.read("tox.ini").unwrap_or_default();
+    let others = super::pyproject::other_test_tools(&pyproject, &tox_ini);
+    for (source, specs) in others.iter().filter(|_| !named_for_tests) {
+        let quoted: Vec<String> = specs.iter().map(|s| crate::sandbox::quote(s)).collect();
+        steps.push(format!("{pip} {}", quoted.join(" ")));
+        why.push(format!("the test tools {source} name"));
+    }
     // pytest runs unittest suites too; installed when nothing above brings it.
     steps.push(format!(
         "(python -c 'import pytest' 2>/dev/null || {pip} pytest)"
     ));
     // A lint or typecheck tool the project configures is a gate only where the project also
     // depends on it (setup installs it); else the gate is skipped with why.
-    let declared = super::pyproject::declared_python(&|p| files.read(p), &pyproject, &requirements);
+    let mut declared =
+        super::pyproject::declared_python(&|p| files.read(p), &pyproject, &requirements);
+    if !named_for_tests {
+        let names = others.iter().flat_map(|(_, specs)| specs);
+        declared.extend(names.map(|s| super::pyproject::requirement_name(s)));
+    }
     let pinned = files
         .read(".pre-commit-config.yaml")
         .map(|c| super::pyproject::precommit_pins(&c))
@@ -285,6 +314,24 @@ fn python(files: &dyn Files) -> Option<Found> {
         ],
     );
     let typecheck = gate("typecheck", &[("mypy", "mypy.ini", "mypy .")]);
+    // The command the project runs itself, where it says so, before a bare `tool .`.
+    let precommit = files.read(".pre-commit-config.yaml").unwrap_or_default();
+    let mut sources = Vec::new();
+    let mut own = |gate: &str, command: Option<String>| {
+        let tool = command.as_deref()?.split_whitespace().next()?.to_owned();
+        if let Some((hook, from)) = super::precommit::hook_command(&precommit, &tool) {
+            sources.push((gate.to_owned(), from));
+            return Some(hook);
+        }
+        let ini = files.read("mypy.ini").unwrap_or_default();
+        if tool == "mypy" && super::precommit::mypy_names_its_files(&pyproject, &ini, &setup_cfg) {
+            sources.push((gate.to_owned(), "mypy's own `files` setting".to_owned()));
+            return Some("mypy".to_owned());
+        }
+        command
+    };
+    let lint = own("lint", lint);
+    let typecheck = own("typecheck", typecheck);
     // The version pre-commit runs, where that is all that names the tool.
     if !installs.is_empty() {
         let quoted: Vec<String> = installs.iter().map(|s| crate::sandbox::quote(s)).collect();
@@ -340,6 +387,7 @@ fn python(files: &dyn Files) -> Option<Found> {
         ]),
         path: vec![format!("{CACHE}/venv/bin")],
         links: vec![],
+        sources,
         left_out,
     })
 }
@@ -414,8 +462,13 @@ fn node(files: &dyn Files) -> Found {
         path: vec![],
         links: vec!["node_modules".into()],
         left_out: vec![],
+        sources: vec![],
     }
 }
+
+/// Go's setup: only `go mod download` may fail it.
+pub const GO_SETUP: &str =
+    "go mod download && { go test -exec /bin/true ./... >/dev/null 2>&1 || true; }";
 
 fn go(files: &dyn Files) -> Found {
     let mut inputs = vec!["go.mod".to_owned()];
@@ -427,7 +480,10 @@ fn go(files: &dyn Files) -> Found {
             "go.mod{}",
             if inputs.len() > 1 { " with go.sum" } else { "" }
         ),
-        setup: Some("go mod download && go build ./... && go vet ./...".into()),
+        // Downloads, then compiles the packages and their tests once (running none) to warm
+        // the build cache; a package that does not build is the gates' to say, and vet's
+        // findings the lint gate's.
+        setup: Some(GO_SETUP.into()),
         test: Some("go test -v ./...".into()),
         lint: Some("go vet ./...".into()),
         typecheck: None,
@@ -448,6 +504,7 @@ fn go(files: &dyn Files) -> Found {
         path: vec![format!("{CACHE}/go/bin")],
         links: vec![],
         left_out: vec![],
+        sources: vec![],
     }
 }
 
@@ -517,7 +574,13 @@ mod tests {
             ),
         ]);
         let f = &detect(&t)[0];
-        assert_eq!(f.typecheck.as_deref(), Some("mypy ."));
+        // …and run as its hook runs it, on the files the hook would get.
+        let typecheck = f.typecheck.as_deref().unwrap();
+        assert!(
+            typecheck.starts_with("'python3' '-c' ") && typecheck.ends_with("'' '' 'mypy'"),
+            "{typecheck}"
+        );
+        assert_eq!(f.sources[0].1, ".pre-commit-config.yaml's mypy hook");
         assert!(
             f.setup.as_deref().unwrap().contains("'mypy==1.10.0'"),
             "{:?}",
@@ -548,6 +611,57 @@ mod tests {
                 .unwrap()
                 .contains("-r requirements-dev.txt")
         );
+    }
+
+    #[test]
+    fn test_tools_named_by_poetry_tox_or_a_requirements_folder_are_installed() {
+        // Poetry's groups: pytest-mock and the configured ruff are installed, by name.
+        let poetry = "[tool.poetry]\nname = \"x\"\n\n[tool.poetry.group.dev.dependencies]\npytest-mock = \"^3.11\"\nruff = \"^0.4\"\n\n[build-system]\nrequires = [\"poetry-core\"]\nbuild-backend = \"poetry.core.masonry.api\"\n\n[tool.ruff]\n";
+        let f = &detect(&Tree::of(&[("pyproject.toml", poetry)]))[0];
+        let setup = f.setup.as_deref().unwrap();
+        assert!(
+            setup.contains("pip install --quiet 'pytest-mock' 'ruff'"),
+            "{setup}"
+        );
+        assert!(f.why.contains("Poetry's dev dependencies"), "{}", f.why);
+        assert_eq!(f.lint.as_deref(), Some("ruff check ."));
+        // tox's deps, an option among them left out.
+        let tox = "[testenv]\ndeps =\n    pytest\n    wcag-contrast-ratio\n    --index-url=https://x.example\n";
+        let t = Tree::of(&[
+            ("pyproject.toml", "[project]\nname = \"x\"\n"),
+            ("tox.ini", tox),
+        ]);
+        let setup = detect(&t)[0].setup.clone().unwrap();
+        assert!(setup.contains("'pytest' 'wcag-contrast-ratio'"), "{setup}");
+        assert!(!setup.contains("index-url"), "{setup}");
+        // A test extra names the tools: tox's are not added.
+        let t = Tree::of(&[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"x\"\noptional-dependencies.test = [\"pytest\"]\n",
+            ),
+            ("tox.ini", tox),
+        ]);
+        assert!(!detect(&t)[0].setup.clone().unwrap().contains("wcag"));
+        // requirements/test.txt is read; requirements/docs.txt is not.
+        let t = Tree::of(&[
+            ("requirements/test.txt", "pytest\n"),
+            ("requirements/docs.txt", "sphinx\n"),
+            ("setup.py", ""),
+        ]);
+        let setup = detect(&t)[0].setup.clone().unwrap();
+        assert!(setup.contains("-r requirements/test.txt"), "{setup}");
+        assert!(!setup.contains("docs.txt"), "{setup}");
+    }
+
+    #[test]
+    fn go_setup_downloads_and_fails_on_nothing_else() {
+        let f = &detect(&Tree::of(&[("go.mod", "module x\n")]))[0];
+        let setup = f.setup.as_deref().unwrap();
+        assert!(setup.starts_with("go mod download && "), "{setup}");
+        assert!(!setup.contains("go vet"), "{setup}");
+        assert!(setup.ends_with("|| true; }"), "{setup}");
+        assert_eq!(f.lint.as_deref(), Some("go vet ./..."));
     }
 
     #[test]

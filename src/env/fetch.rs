@@ -51,7 +51,8 @@ pub fn plan(found: &[Found], inputs: &[(String, Option<Vec<u8>>)]) -> Option<Pla
                     .filter(|(p, c)| p.ends_with("Cargo.toml") && c.is_some())
                 {
                     let dir = path.trim_end_matches("Cargo.toml");
-                    for stub in ["src/lib.rs", "src/main.rs"] {
+                    let manifest = text(path).unwrap_or_default();
+                    for stub in cargo_targets(&manifest) {
                         plan.files.push((format!("{dir}{stub}"), String::new()));
                     }
                 }
@@ -92,6 +93,60 @@ pub fn plan(found: &[Found], inputs: &[(String, Option<Vec<u8>>)]) -> Option<Pla
     Some(plan)
 }
 
+/// Every file cargo looks for when it reads `manifest` (a `Cargo.toml`), relative to its
+/// directory, as cargo-chef's recipe stubs them: `src/lib.rs` and `src/main.rs`, each target a
+/// table names (`[lib]`, `[[bin]]`, `[[example]]`, `[[test]]`, `[[bench]]`: its `path`, else
+/// where cargo infers it from the name), and the build script (`build = "…"`, or `build.rs`
+/// where the package `links` a native library). Never a path outside the package.
+fn cargo_targets(manifest: &str) -> Vec<String> {
+    let mut files = vec!["src/lib.rs".to_owned(), "src/main.rs".to_owned()];
+    let Ok(toml) = manifest.parse::<toml::Table>() else {
+        return files;
+    };
+    let path_of = |t: &toml::Value| t.get("path").and_then(|p| p.as_str()).map(str::to_owned);
+    if let Some(p) = toml.get("lib").and_then(path_of) {
+        files.push(p);
+    }
+    for (kind, dir) in [
+        ("bin", "src/bin"),
+        ("example", "examples"),
+        ("test", "tests"),
+        ("bench", "benches"),
+    ] {
+        let targets = toml.get(kind).and_then(|t| t.as_array());
+        for t in targets.into_iter().flatten() {
+            let inferred = t
+                .get("name")
+                .and_then(|n| n.as_str())
+                .map(|n| format!("{dir}/{n}.rs"));
+            files.extend(path_of(t).or(inferred));
+        }
+    }
+    let package = toml.get("package");
+    match package.and_then(|p| p.get("build")) {
+        Some(toml::Value::String(p)) => files.push(p.clone()),
+        Some(toml::Value::Boolean(true)) => files.push("build.rs".into()),
+        Some(_) => {}
+        None if package.is_some_and(|p| p.get("links").is_some()) => {
+            files.push("build.rs".into());
+        }
+        None => {}
+    }
+    files.retain(|f| {
+        let p = std::path::Path::new(f);
+        !f.is_empty()
+            && p.components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::CurDir
+                )
+            })
+    });
+    files.sort();
+    files.dedup();
+    files
+}
+
 /// What a Python project's dependency files ask for, as plain requirement specifiers: the
 /// project's dependencies, its test extras and dependency groups, its build system, and every
 /// `requirements*.txt` — never a local path, an editable install or a URL (each would build
@@ -130,6 +185,11 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
         let build = strings(py.get("build-system").and_then(|b| b.get("requires")));
         wanted.extend(build);
     }
+    let tox = text("tox.ini").unwrap_or_default();
+    let pyproject = text("pyproject.toml").unwrap_or_default();
+    for (_, specs) in super::pyproject::other_test_tools(&pyproject, &tox) {
+        wanted.extend(specs);
+    }
     // A build without a declared backend uses setuptools; hatchling's editable builds need
     // `editables` (what the backend asks for at setup, offline then).
     wanted.extend(["setuptools", "wheel", "editables"].map(str::to_owned));
@@ -151,7 +211,7 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
                 .filter_map(requirement),
         );
     }
-    wanted.retain(|w| is_plain_requirement(w));
+    wanted.retain(|w| super::pyproject::plain_requirement(w));
     wanted.sort();
     wanted.dedup();
     wanted
@@ -161,16 +221,6 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
 fn requirement(line: &str) -> Option<String> {
     let line = line.split(" #").next().unwrap_or(line).trim();
     (!line.is_empty() && !line.starts_with('#') && !line.starts_with('-')).then(|| line.to_owned())
-}
-
-/// A specifier pip resolves from an index (`requests>=2`, `pytest[testing]; python_version>"3"`),
-/// not a path, a URL or a VCS reference.
-fn is_plain_requirement(r: &str) -> bool {
-    let r = r.trim();
-    r.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && !r.contains("://")
-        // PEP 508's direct references: `name @ url`.
-        && !r.contains('@')
 }
 
 #[cfg(test)]
@@ -213,6 +263,60 @@ mod tests {
                 "wheel"
             ]
         );
+    }
+
+    #[test]
+    fn every_target_a_cargo_manifest_names_is_stubbed_inside_the_package() {
+        let manifest = r#"
+[package]
+name = "tool"
+build = "tools/build.rs"
+links = "z"
+
+[lib]
+path = "lib/tool.rs"
+
+[[bin]]
+name = "tool-cli"
+
+[[bin]]
+name = "other"
+path = "cli/other/main.rs"
+
+[[example]]
+name = "demo"
+
+[[test]]
+name = "integration"
+harness = false
+
+[[bench]]
+name = "bench"
+harness = false
+
+[[bench]]
+name = "escape"
+path = "../../outside.rs"
+"#;
+        assert_eq!(
+            cargo_targets(manifest),
+            [
+                "benches/bench.rs",
+                "cli/other/main.rs",
+                "examples/demo.rs",
+                "lib/tool.rs",
+                "src/bin/tool-cli.rs",
+                "src/lib.rs",
+                "src/main.rs",
+                "tests/integration.rs",
+                "tools/build.rs",
+            ]
+        );
+        let links = "[package]\nname = \"sys\"\nlinks = \"foo\"\n";
+        assert!(cargo_targets(links).contains(&"build.rs".to_owned()));
+        let no_build = "[package]\nname = \"n\"\nbuild = false\nlinks = \"foo\"\n";
+        assert!(!cargo_targets(no_build).contains(&"build.rs".to_owned()));
+        assert_eq!(cargo_targets("not toml ["), ["src/lib.rs", "src/main.rs"]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod hints;
 pub mod image;
 pub mod instructions;
 pub mod manifests;
+pub mod precommit;
 pub mod pyproject;
 pub mod reach;
 pub mod resolve;

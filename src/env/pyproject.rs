@@ -40,18 +40,20 @@ pub(super) fn declared_python(
     if let Some(cfg) = read("setup.cfg") {
         specs.extend(setup_cfg_requires(&cfg));
     }
-    let names: Vec<String> = specs
+    specs
         .iter()
-        .map(|s| {
-            s.trim()
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
-                .next()
-                .unwrap_or_default()
-                .to_lowercase()
-        })
+        .map(|s| requirement_name(s))
         .filter(|n| !n.is_empty())
-        .collect();
-    names
+        .collect()
+}
+
+/// The package a requirement names, lower-cased, without version, extras or markers.
+pub(super) fn requirement_name(spec: &str) -> String {
+    spec.trim()
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+        .next()
+        .unwrap_or_default()
+        .to_lowercase()
 }
 
 /// The lint and typecheck tools `.pre-commit-config.yaml` pins, each as the pip requirement
@@ -189,6 +191,120 @@ fn without_dev(mut names: Vec<String>) -> Vec<String> {
     names
 }
 
+/// The test tools a project names outside the packaging standards, each source with the
+/// requirements it names: Poetry's dev dependencies (`[tool.poetry.dev-dependencies]`, its
+/// `test`/`dev` groups), PDM's (`[tool.pdm.dev-dependencies]`), Hatch's default and test
+/// environments, and tox's `[testenv] deps`. Only plain requirements from an index: never an
+/// option, a path, a URL or a substitution. For projects whose extras and dependency groups
+/// name no test tools.
+pub(super) fn other_test_tools(pyproject: &str, tox_ini: &str) -> Vec<(&'static str, Vec<String>)> {
+    let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let doc = pyproject.parse::<toml::Table>().unwrap_or_default();
+    let tool = |path: &[&str]| {
+        path.iter()
+            .try_fold(doc.get("tool")?, |v, k| v.get(*k))
+            .cloned()
+    };
+    let strings = |v: Option<toml::Value>| -> Vec<String> {
+        v.and_then(|v| v.as_array().cloned())
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect()
+    };
+    // Poetry: `name = "^1.2"` or `{ version = …, extras = […] }`, by name (its version
+    // syntax is not pip's).
+    let mut poetry = poetry_names(tool(&["poetry", "dev-dependencies"]));
+    let groups = tool(&["poetry", "group"]).and_then(|g| g.as_table().cloned());
+    let named: Vec<String> = groups
+        .iter()
+        .flat_map(|g| {
+            g.keys()
+                .filter(|k| TEST_GROUPS.contains(&k.as_str()))
+                .cloned()
+        })
+        .collect();
+    for g in without_dev(named) {
+        poetry.extend(poetry_names(tool(&["poetry", "group", &g, "dependencies"])));
+    }
+    out.push(("Poetry's dev dependencies", poetry));
+    let pdm = tool(&["pdm", "dev-dependencies"]).and_then(|t| t.as_table().cloned());
+    let names: Vec<String> = pdm
+        .iter()
+        .flat_map(|t| {
+            t.keys()
+                .filter(|k| TEST_GROUPS.contains(&k.as_str()))
+                .cloned()
+        })
+        .collect();
+    let pdm_specs = without_dev(names)
+        .iter()
+        .flat_map(|g| strings(tool(&["pdm", "dev-dependencies", g])))
+        .collect();
+    out.push(("PDM's dev dependencies", pdm_specs));
+    let mut hatch = Vec::new();
+    for env in ["default", "test", "tests"] {
+        for key in ["dependencies", "extra-dependencies"] {
+            hatch.extend(strings(tool(&["hatch", "envs", env, key])));
+        }
+    }
+    out.push(("Hatch's environments", hatch));
+    let tox = setup_cfg_entries(tox_ini, "testenv")
+        .into_iter()
+        .filter(|(k, _)| k == "deps")
+        .flat_map(|(_, v)| v)
+        .collect();
+    out.push(("tox's deps", tox));
+    for (_, specs) in &mut out {
+        specs.retain(|s| plain_requirement(s));
+        specs.sort();
+        specs.dedup();
+    }
+    out.retain(|(_, specs)| !specs.is_empty());
+    out
+}
+
+/// The names (with extras) of a Poetry dependency table, leaving out Python itself and what
+/// does not come from an index (`path`, `git`, `url`).
+fn poetry_names(table: Option<toml::Value>) -> Vec<String> {
+    let Some(toml::Value::Table(t)) = table else {
+        return vec![];
+    };
+    t.iter()
+        .filter(|(name, _)| name.as_str() != "python")
+        .filter_map(|(name, spec)| {
+            let extras = match spec {
+                toml::Value::Table(o) => {
+                    if ["path", "git", "url"].iter().any(|k| o.contains_key(*k)) {
+                        return None;
+                    }
+                    o.get("extras")
+                        .and_then(|e| e.as_array())
+                        .map(|e| e.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>())
+                        .unwrap_or_default()
+                }
+                _ => vec![],
+            };
+            Some(if extras.is_empty() {
+                name.clone()
+            } else {
+                format!("{name}[{}]", extras.join(","))
+            })
+        })
+        .collect()
+}
+
+/// A requirement pip resolves from an index (`pytest ~= 8.2`, `rich[jupyter]>=13;
+/// python_version >= "3.9"`): it starts with a letter or digit, so pip never reads it as an
+/// option, and names no path, URL, VCS reference or substitution.
+pub(super) fn plain_requirement(r: &str) -> bool {
+    let r = r.trim();
+    r.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && !r.contains("://")
+        && !r.contains('@')
+        && !r.contains(['{', '}', '/', '\\', '\0', '\n'])
+}
+
 /// What a `setup.cfg` installs: `[options] install_requires` and the test extras of
 /// `[options.extras_require]`.
 pub(super) fn setup_cfg_requires(cfg: &str) -> Vec<String> {
@@ -263,6 +379,56 @@ mod tests {
         assert_eq!(test_groups(both, ""), (vec![], vec!["test".to_owned()]));
         let dev = "[project]\noptional-dependencies.dev = [\"pytest\"]\n";
         assert_eq!(test_groups(dev, ""), (vec!["dev".to_owned()], vec![]));
+    }
+
+    #[test]
+    fn poetry_pdm_hatch_and_tox_name_test_tools_as_plain_requirements() {
+        let pyproject = r#"
+[tool.poetry.dependencies]
+python = "^3.9"
+requests = "^2.31"
+
+[tool.poetry.dev-dependencies]
+black = "^23"
+
+[tool.poetry.group.test.dependencies]
+pytest = "^7.4"
+pytest-mock = { version = "^3.11", extras = ["extra"] }
+local-thing = { path = "../local" }
+
+[tool.poetry.group.dev.dependencies]
+sphinx = "*"
+
+[tool.pdm.dev-dependencies]
+test = ["hypothesis>=6", "--index-url=https://evil.example/simple", "-e ./x"]
+
+[tool.hatch.envs.default]
+dependencies = ["coverage[toml]>=6.5", "pytest"]
+"#;
+        let tox = "[tox]\nenvlist = py\n\n[testenv]\ndeps =\n    pytest ~= 8.2\n    wcag-contrast-ratio\n    -r requirements.txt\n    {[base]deps}\ncommands = pytest {posargs}\n";
+        assert_eq!(
+            other_test_tools(pyproject, tox),
+            [
+                (
+                    "Poetry's dev dependencies",
+                    vec![
+                        "black".to_owned(),
+                        "pytest".into(),
+                        "pytest-mock[extra]".into()
+                    ]
+                ),
+                ("PDM's dev dependencies", vec!["hypothesis>=6".to_owned()]),
+                (
+                    "Hatch's environments",
+                    vec!["coverage[toml]>=6.5".to_owned(), "pytest".into()]
+                ),
+                (
+                    "tox's deps",
+                    vec!["pytest ~= 8.2".to_owned(), "wcag-contrast-ratio".into()]
+                ),
+            ]
+        );
+        assert!(other_test_tools("", "").is_empty());
     }
 
     #[test]

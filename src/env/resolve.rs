@@ -214,12 +214,20 @@ fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) ->
             "gates.typecheck" => &mut config.gates.typecheck,
             _ => &mut config.gates.build,
         };
+        let gate = key.trim_start_matches("gates.");
         let from = if set {
             yaml_from()
         } else {
-            fill(slot, &found, pick, detected)
+            let mut from = fill(slot, &found, pick, detected);
+            let own = found
+                .iter()
+                .flat_map(|f| &f.sources)
+                .filter(|(g, _)| g == gate);
+            for (_, source) in own {
+                from.push_str(&format!("; the command from {source}"));
+            }
+            from
         };
-        let gate = key.trim_start_matches("gates.");
         if !set && slot.is_none() {
             let why = found
                 .iter()

@@ -114,7 +114,7 @@ pub enum SetupError {
     #[error("setup failed: {}", .output.describe())]
     Failed {
         command: String,
-        output: CommandOutput,
+        output: Box<CommandOutput>,
     },
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
@@ -228,7 +228,10 @@ fn read_inputs(worktree: &Path, inputs: &[String]) -> Result<Vec<Input>, SetupEr
                 Err(e) if e.is_missing() => Ok((p.clone(), None)),
                 Err(e) => Err(SetupError::Failed {
                     command: format!("read {p}"),
-                    output: CommandOutput::exited(1, &format!("[vibeloop] {e}: not read\n")),
+                    output: Box::new(CommandOutput::exited(
+                        1,
+                        &format!("[vibeloop] {e}: not read\n"),
+                    )),
                 }),
             },
         )
@@ -376,7 +379,7 @@ impl Maker<'_> {
         if !output.success() {
             return Err(SetupError::Failed {
                 command: command.to_owned(),
-                output,
+                output: Box::new(output),
             });
         }
         Ok(output)

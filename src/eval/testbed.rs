@@ -120,10 +120,11 @@ impl Testbed {
             Err(SetupError::Io(e)) => return Err(e.into()),
         }
         let sandbox = self.backend.start(&spec).await?;
-        let output = sandbox.exec(&command, timeout).await;
+        let keep = crate::gates::results::keeps;
+        let output = sandbox.exec_keeping(&command, timeout, keep).await;
         sandbox.stop().await;
         let output = output?;
-        let tests = outcomes::read(&output.output);
+        let tests = outcomes::read(output.for_results());
         Ok(TestRun {
             command,
             output,

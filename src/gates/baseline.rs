@@ -260,7 +260,7 @@ mod tests {
     }
 
     fn judge_(o: &CommandOutput) -> Judgement {
-        judge(o, TestRun::read(&o.output))
+        judge(o, TestRun::read(o.for_results()))
     }
 
     #[test]

@@ -30,6 +30,50 @@ pub fn known(gate: &str, annotations: &[Annotation]) -> Vec<Known> {
     out
 }
 
+/// A gate that fails on the base with nothing a parser names — it cannot run as called (a
+/// configuration error, "Duplicate module named setup") — as the baseline keeps it: no path,
+/// and its exit code with a digest of its output (the worktree's paths and every number left
+/// out, so timings and counts do not tell two runs apart).
+pub fn unparsed(gate: &str, exit: Option<i32>, output: &str, roots: &[&str]) -> Known {
+    use sha2::Digest as _;
+    let mut text = output.to_owned();
+    for root in roots.iter().filter(|r| !r.is_empty()) {
+        text = text.replace(root, "");
+    }
+    let mut hash = sha2::Sha256::new();
+    let mut digits = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if !digits {
+                hash.update(b"#");
+            }
+            digits = true;
+            continue;
+        }
+        digits = false;
+        hash.update(c.to_string().as_bytes());
+    }
+    let code = exit.map_or("none".to_owned(), |c| c.to_string());
+    Known {
+        gate: gate.to_owned(),
+        path: String::new(),
+        message: format!("exit {code}, output {}", hex::encode(&hash.finalize()[..8])),
+    }
+}
+
+/// Whether `gate`, failing with no finding a parser names, fails as it did on the base (the
+/// same exit code, the same output but for paths and numbers).
+pub fn fails_as_on_base(
+    gate: &str,
+    exit: Option<i32>,
+    output: &str,
+    roots: &[&str],
+    base: &[Known],
+) -> bool {
+    let now = unparsed(gate, exit, output, roots);
+    base.contains(&now)
+}
+
 /// The failing findings of `gate` in `annotations` that the base did not have, counted: two
 /// of the same on the base set aside two, not three.
 pub fn new_findings<'a>(
@@ -59,6 +103,51 @@ pub fn new_findings<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mypy_stopped_by_a_duplicate_module_names_no_finding_a_parser_reads() {
+        let out = include_str!("../../tests/fixtures/tool-output/mypy-duplicate-module.txt");
+        let found = crate::gates::parsers::parse("typecheck", out, &["/work/"]);
+        assert!(found.iter().all(|a| a.level != Level::Failure), "{found:?}");
+    }
+
+    #[test]
+    fn a_gate_that_cannot_run_on_the_base_is_known_by_its_exit_and_output() {
+        let base_out = "/work/docs/examples/setup.py: error: Duplicate module named \"setup\" (also at \"/work/setup.py\")\nFound 1 error in 1 file (checked 31 source files, 0.84 s)\n";
+        let base = [unparsed("typecheck", Some(2), base_out, &["/work/"])];
+        // The same failure in another worktree, with other counts and timings.
+        let same = "/tmp/wt/docs/examples/setup.py: error: Duplicate module named \"setup\" (also at \"/tmp/wt/setup.py\")\nFound 1 error in 1 file (checked 32 source files, 1.02 s)\n";
+        assert!(fails_as_on_base(
+            "typecheck",
+            Some(2),
+            same,
+            &["/tmp/wt/"],
+            &base
+        ));
+        // Another exit code, another text, another gate: the change's.
+        assert!(!fails_as_on_base(
+            "typecheck",
+            Some(1),
+            same,
+            &["/tmp/wt/"],
+            &base
+        ));
+        let other = "/work/calc.py: error: invalid syntax\n";
+        assert!(!fails_as_on_base(
+            "typecheck",
+            Some(2),
+            other,
+            &["/work/"],
+            &base
+        ));
+        assert!(!fails_as_on_base(
+            "lint",
+            Some(2),
+            base_out,
+            &["/work/"],
+            &base
+        ));
+    }
 
     fn a(path: &str, line: u32, message: &str) -> Annotation {
         Annotation::new(path, line, Level::Failure, message)

@@ -5,6 +5,8 @@
 //! expected to fail, missing from the report, or hidden by a runner that ended before
 //! reporting is a failure that says which test and why ([`Expect::check`]).
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::results::{Case, Outcome, TestRun};
@@ -70,10 +72,45 @@ impl Wanted {
             (None, None) => false,
         }
     }
+}
 
-    /// Every case of `run` this test is.
-    pub fn cases<'a>(&'a self, run: &'a TestRun) -> impl Iterator<Item = &'a Case> + 'a {
-        run.cases.iter().filter(|c| self.matches(c))
+/// A run's cases by name — and by each title a suite's test ends with (`adds` for
+/// `math > adds`) — and by unit: a run of 50,000 tests judged against 50,000 wanted ones is
+/// looked up, not scanned for each.
+struct Index<'a> {
+    by_name: HashMap<&'a str, Vec<&'a Case>>,
+    by_unit: HashMap<&'a str, Vec<&'a Case>>,
+}
+
+impl<'a> Index<'a> {
+    fn new(run: &'a TestRun) -> Self {
+        let mut by_name: HashMap<&str, Vec<&Case>> = HashMap::new();
+        let mut by_unit: HashMap<&str, Vec<&Case>> = HashMap::new();
+        for c in &run.cases {
+            by_name.entry(&c.name).or_default().push(c);
+            for (at, sep) in c.name.match_indices(" > ") {
+                by_name
+                    .entry(&c.name[at + sep.len()..])
+                    .or_default()
+                    .push(c);
+            }
+            if let Some(u) = &c.unit {
+                by_unit.entry(u).or_default().push(c);
+            }
+        }
+        Self { by_name, by_unit }
+    }
+
+    /// The cases of the run `w` [matches](Wanted::matches), in the run's order.
+    fn cases(&self, w: &Wanted) -> Vec<&'a Case> {
+        let bucket = match (&w.name, &w.unit) {
+            (Some(n), _) => self.by_name.get(n.as_str()),
+            (None, Some(u)) => self.by_unit.get(u.as_str()),
+            (None, None) => None,
+        };
+        bucket
+            .map(|cs| cs.iter().copied().filter(|c| w.matches(c)).collect())
+            .unwrap_or_default()
     }
 }
 
@@ -133,6 +170,7 @@ impl Expect {
                 .as_ref()
                 .is_some_and(|u| self.excused.iter().any(|e| e == u))
         };
+        let index = Index::new(run);
         let breaker = self.breaker.iter().map(|w| (w, true));
         let baseline = self
             .baseline
@@ -142,7 +180,7 @@ impl Expect {
         breaker
             .chain(baseline)
             .filter_map(|(w, breaker)| {
-                let why = unmet(w, run, ended)?;
+                let why = unmet(w, &index, run, ended)?;
                 Some(Unmet {
                     test: w.label(),
                     why,
@@ -157,13 +195,15 @@ impl Expect {
     pub fn verdicts(&self, run: Option<&TestRun>, ended: &str) -> Vec<TestVerdict> {
         let empty = TestRun::default();
         let run = run.unwrap_or(&empty);
+        let index = Index::new(run);
         self.breaker
             .iter()
             .map(|w| {
-                let head = unmet(w, run, ended).unwrap_or_else(|| match w.cases(run).count() {
-                    1 => "passed".to_owned(),
-                    n => format!("passed ({n} tests)"),
-                });
+                let head =
+                    unmet(w, &index, run, ended).unwrap_or_else(|| match index.cases(w).len() {
+                        1 => "passed".to_owned(),
+                        n => format!("passed ({n} tests)"),
+                    });
                 TestVerdict {
                     test: w.label(),
                     base: w.base.clone().unwrap_or_else(|| "failed".into()),
@@ -196,8 +236,8 @@ impl Expect {
 }
 
 /// Why `w` was not seen passing in `run`; `None` when it was.
-fn unmet(w: &Wanted, run: &TestRun, ended: &str) -> Option<String> {
-    let seen: Vec<&Case> = w.cases(run).collect();
+fn unmet(w: &Wanted, index: &Index<'_>, run: &TestRun, ended: &str) -> Option<String> {
+    let seen = index.cases(w);
     if let Some(bad) = seen.iter().find(|c| c.outcome != Outcome::Passed) {
         let because = bad
             .why

@@ -168,6 +168,10 @@ impl GateResult {
         match (self.status, &self.output) {
             (Status::Passed, _) => format!("passed{counts}"),
             (Status::Skipped, _) => "skipped".into(),
+            (_, Some(out)) if self.gate == "test" && !out.put_back.is_empty() => format!(
+                "failed: the run changed the locked tests ({}), so its results are refused",
+                out.put_back.join(", ")
+            ),
             (_, Some(out)) if out.success() && !self.misses.is_empty() => format!(
                 "failed: {} test(s) the change is judged by not seen passing",
                 self.misses.iter().filter(|m| m.starts_with('`')).count()

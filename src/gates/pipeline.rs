@@ -226,7 +226,12 @@ async fn command_gate(
         return Ok(GateResult::skipped(gate, &why));
     };
     let timeout = Duration::from_secs(inputs.config.limits.timeout_seconds);
-    let output = inputs.sandbox.exec(&command, timeout).await?;
+    let output = if gate == "test" {
+        let keep = super::results::keeps;
+        inputs.sandbox.exec_keeping(&command, timeout, keep).await?
+    } else {
+        inputs.sandbox.exec(&command, timeout).await?
+    };
     let roots = [
         inputs.sandbox.root(),
         format!("{}/", inputs.worktree.display()),
@@ -246,13 +251,20 @@ async fn command_gate(
         failing,
         mut notes,
         verdicts,
-        misses,
+        mut misses,
     } = judged;
     if let Some(failed) = inputs.sandbox.prepare_failed().filter(|_| gate == "test") {
         notes.insert(0, failed.note());
     }
+    if let Some(said) = locked_changed(gate, &output.put_back) {
+        if gate == "test" {
+            status = Status::Failed;
+            misses.push(said.clone());
+        }
+        notes.push(said);
+    }
     let annotations = parsers::parse(gate, &output.output, &roots);
-    if let Some(note) = set_aside(gate, status, &output, &annotations, expect) {
+    if let Some(note) = set_aside(gate, status, (&output, &roots), &annotations, expect) {
         status = Status::Passed;
         notes.push(note);
     }
@@ -272,6 +284,25 @@ async fn command_gate(
     })
 }
 
+/// What a gate's command did to the locked tests, put back after it: the test gate's run
+/// cannot be trusted then (its tests were not the ones locked), another gate's tool only wrote
+/// where it may not (a linter fixing in place). `None` when it left them alone.
+fn locked_changed(gate: &str, put_back: &[String]) -> Option<String> {
+    if put_back.is_empty() {
+        return None;
+    }
+    let files = put_back.join(", ");
+    Some(if gate == "test" {
+        format!(
+            "The test run changed the locked tests, so its results are not the locked tests' and cannot be trusted: {files}. They were put back; neither the code nor the tests it runs may rewrite them."
+        )
+    } else {
+        format!(
+            "The command changed the locked tests (a tool that writes in place); they were put back, so they stay as the Breaker wrote them: {files}."
+        )
+    })
+}
+
 /// How the test gate judged its run.
 #[derive(Default)]
 struct Judged {
@@ -283,13 +314,14 @@ struct Judged {
     misses: Vec<String>,
 }
 
-/// A lint or typecheck gate that failed only on findings the base has too passes: the note
-/// that says so, or `None` (another gate, a run that ended otherwise, nothing the parser could
-/// name, or one finding the base did not have).
+/// A lint or typecheck gate that failed only on findings the base has too, or that fails
+/// with nothing a parser names just as it did on the base, passes: the note that says so, or
+/// `None` (another gate, a run that ended otherwise, one finding the base did not have, or a
+/// failure of its own).
 fn set_aside(
     gate: &str,
     status: Status,
-    output: &crate::sandbox::CommandOutput,
+    (output, roots): (&crate::sandbox::CommandOutput, &[&str]),
     annotations: &[crate::annotation::Annotation],
     expect: &Expect,
 ) -> Option<String> {
@@ -301,9 +333,17 @@ fn set_aside(
         .iter()
         .filter(|a| a.level == crate::annotation::Level::Failure)
         .count();
-    if failing == 0
-        || !super::debt::new_findings(gate, annotations, &expect.known_findings).is_empty()
-    {
+    let base = &expect.known_findings;
+    if failing == 0 {
+        let (exit, text) = (output.exit_code, output.output.as_str());
+        return super::debt::fails_as_on_base(gate, exit, text, roots, base).then(|| {
+            format!(
+                "Failed as it does on the base before any change ({}, the same output), so it does not hold the change back: the command cannot run as called on this repository (`vibeloop gates --explain` says where it comes from; set `gates.{gate}` to fix it).",
+                output.describe()
+            )
+        });
+    }
+    if !super::debt::new_findings(gate, annotations, base).is_empty() {
         return None;
     }
     Some(format!(
@@ -320,7 +360,7 @@ fn judge_tests(
     output: &crate::sandbox::CommandOutput,
 ) -> Judged {
     let report = inputs.config.gates.test_report.as_deref();
-    let seen = TestRun::observe(&output.output, inputs.worktree, report);
+    let seen = TestRun::observe(output.for_results(), inputs.worktree, report);
     let mut notes = seen.notes;
     let run = seen.run;
     let mut status = Status::of(output);
@@ -398,6 +438,7 @@ async fn policy_check(inputs: &Inputs<'_>, files: &[String]) -> Result<PolicyChe
         role: format!("{}-policy", inputs.spec.role),
         worktree: dir.path().to_owned(),
         read_only: vec![],
+        locked: vec![],
         network: false,
         cache: None,
         ca_bundle: None,

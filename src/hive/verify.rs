@@ -57,7 +57,7 @@ impl From<SetupError> for JobError {
 
 /// The sandbox a role works in, for a worktree of this ticket, with the repository's
 /// environment (set up now if this worktree's manifests need one not made yet); `lock_tests`
-/// mounts the test paths read-only too.
+/// locks the test paths ([`crate::sandbox::lock`]: what a command does to them is put back).
 pub(in crate::hive) async fn sandbox_spec(
     run: &TicketRun<'_>,
     env: &Resolved,
@@ -163,7 +163,7 @@ pub(super) async fn run_gates(
         // a failed gate for whoever changed them, not a stopped ticket.
         Err(SetupError::Failed { command, output }) => {
             let mut report = super::checks::CheckRuns::new(&run.client, v.head, v.run_id.clone());
-            let results = pipeline::setup_failed(&command, output, v.gates, &mut report).await?;
+            let results = pipeline::setup_failed(&command, *output, v.gates, &mut report).await?;
             record(run, &v.run_id, &results).await;
             return Ok(results);
         }

@@ -26,6 +26,8 @@ pub struct LocalCommand {
     pub cwd: PathBuf,
     pub timeout: Duration,
     pub output_cap: usize,
+    /// Lines of the whole output to keep beside the capped text.
+    pub keep: Option<super::Keep>,
     pub limits: Rlimits,
     /// Extra environment, on top of the minimal one (PATH, HOME, LANG).
     pub env: Vec<(String, String)>,
@@ -38,6 +40,7 @@ impl LocalCommand {
             cwd: cwd.to_owned(),
             timeout,
             output_cap: DEFAULT_OUTPUT_CAP,
+            keep: None,
             limits: Rlimits::default(),
             env: Vec::new(),
         }
@@ -100,11 +103,12 @@ impl LocalSandbox {
         &self,
         script: &str,
         timeout: Duration,
-        cap: usize,
+        (cap, keep): (usize, Option<super::Keep>),
         stop: impl std::future::Future<Output = String>,
     ) -> Result<CommandOutput, super::SandboxError> {
         let mut cmd = LocalCommand::new(script, &self.worktree, timeout);
         cmd.output_cap = cap;
+        cmd.keep = keep;
         cmd.env = self.env.clone();
         cmd.limits = Rlimits {
             cpu_seconds: Some(timeout.as_secs() + 5),
@@ -152,10 +156,10 @@ async fn run_until(
     // `command`, so the reader sees EOF once every process of the group is gone.
     drop(command);
     let pgid = child.id().map(|id| id as i32);
-    let cap = cmd.output_cap;
+    let (cap, keep) = (cmd.output_cap, cmd.keep);
     let collector = tokio::task::spawn_blocking(move || {
         let mut reader = reader;
-        let mut buf = CappedBuffer::new(cap);
+        let mut buf = CappedBuffer::keeping(cap, keep);
         let mut chunk = [0u8; 16 * 1024];
         loop {
             match reader.read(&mut chunk) {
@@ -183,9 +187,12 @@ async fn run_until(
         let _ = child.wait().await;
     }
     let duration = started.elapsed();
-    let output = match tokio::time::timeout(Duration::from_secs(5), collector).await {
-        Ok(Ok(buf)) => buf.finish(),
-        _ => "[output unavailable: a process outside the group kept the pipe open]".into(),
+    let (output, kept) = match tokio::time::timeout(Duration::from_secs(5), collector).await {
+        Ok(Ok(buf)) => buf.finish_kept(),
+        _ => (
+            "[output unavailable: a process outside the group kept the pipe open]".into(),
+            None,
+        ),
     };
     // A shell killed by a signal reports it as 128 + the signal, as the shells it runs do.
     let exit_code = status.and_then(|s| {
@@ -204,6 +211,8 @@ async fn run_until(
         oom_killed,
         killed,
         output,
+        kept,
+        put_back: vec![],
         duration,
     })
 }

@@ -9,13 +9,14 @@
 pub mod docker;
 pub mod guard;
 pub mod local;
+pub mod lock;
 mod output;
 pub mod untrusted;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use output::{CappedBuffer, CommandOutput, DEFAULT_OUTPUT_CAP, output_bytes};
+pub use output::{CappedBuffer, CommandOutput, DEFAULT_OUTPUT_CAP, Keep, output_bytes};
 
 /// Which backend runs commands (chosen in the process config).
 pub use crate::config::SandboxKind as Kind;
@@ -31,6 +32,10 @@ pub struct SandboxSpec {
     pub worktree: PathBuf,
     /// Paths (relative, files or directories) mounted read-only over the worktree.
     pub read_only: Vec<String>,
+    /// Paths (relative, files or directories) no command may change: watched, not mounted, so
+    /// tools that write in place or beside them work; what a command did to them is undone
+    /// after it and said ([`CommandOutput::put_back`], [`lock`]). The test lock.
+    pub locked: Vec<String>,
     pub image: String,
     pub network: bool,
     pub cpus: f64,
@@ -61,22 +66,22 @@ pub struct SandboxSpec {
 
 impl SandboxSpec {
     /// The sandbox of `worktree` as the repository's `config` sets it (image, limits, network,
-    /// its read-only paths plus `read_only_extra`), named by `repo`, `ticket` and `role`;
-    /// without an environment until one is applied.
+    /// its read-only paths), with `locked` (patterns) locked, named by `repo`, `ticket` and
+    /// `role`; without an environment until one is applied.
     pub fn from_config(
         config: &crate::config::repo::HiveConfig,
         worktree: &Path,
         (repo, ticket, role): (&str, &str, &str),
-        read_only_extra: &[String],
+        locked: &[String],
     ) -> Self {
-        let mut patterns = config.policy.read_only_paths.clone();
-        patterns.extend(read_only_extra.iter().cloned());
+        let patterns = &config.policy.read_only_paths;
         Self {
             repo: repo.to_owned(),
             ticket: ticket.to_owned(),
             role: role.to_owned(),
             worktree: worktree.to_owned(),
-            read_only: read_only_mounts(worktree, &patterns),
+            read_only: read_only_mounts(worktree, patterns),
+            locked: read_only_mounts(worktree, locked),
             image: config.image.clone(),
             network: config.limits.network,
             cpus: config.limits.cpu,
@@ -128,6 +133,7 @@ impl SandboxSpec {
             role: format!("{what}-{}-{n}", std::process::id()),
             worktree: dir.to_owned(),
             read_only: vec![],
+            locked: vec![],
             image: image.into(),
             network,
             cpus: 1.0,
@@ -187,6 +193,7 @@ pub enum SandboxError {
 pub struct Sandbox {
     runs: Runs,
     prepared: Option<Prepared>,
+    lock: Option<std::sync::Arc<lock::Lock>>,
 }
 
 /// What runs a sandbox's commands.
@@ -237,11 +244,33 @@ impl Sandbox {
         self.exec_capped(script, timeout, DEFAULT_OUTPUT_CAP).await
     }
 
+    /// Runs `script` as [`Sandbox::exec`] does, and keeps every line of its whole output that
+    /// `keep` chooses ([`CommandOutput::for_results`]): a test run's results are read from all
+    /// of it, however long, while people see its head and tail.
+    pub async fn exec_keeping(
+        &self,
+        script: &str,
+        timeout: Duration,
+        keep: Keep,
+    ) -> Result<CommandOutput, SandboxError> {
+        self.exec_with(script, timeout, (DEFAULT_OUTPUT_CAP, Some(keep)))
+            .await
+    }
+
     pub async fn exec_capped(
         &self,
         script: &str,
         timeout: Duration,
         cap: usize,
+    ) -> Result<CommandOutput, SandboxError> {
+        self.exec_with(script, timeout, (cap, None)).await
+    }
+
+    async fn exec_with(
+        &self,
+        script: &str,
+        timeout: Duration,
+        capture: (usize, Option<Keep>),
     ) -> Result<CommandOutput, SandboxError> {
         let (writable, disk_mb) = match &self.runs {
             Runs::Docker(s) => (s.writable(), s.disk_mb()),
@@ -255,13 +284,18 @@ impl Sandbox {
             }
         };
         let mut out = match &self.runs {
-            Runs::Docker(s) => s.exec(script, timeout, cap, tripped).await,
-            Runs::Local(s) => s.exec(script, timeout, cap, tripped).await,
+            Runs::Docker(s) => s.exec(script, timeout, capture, tripped).await,
+            Runs::Local(s) => s.exec(script, timeout, capture, tripped).await,
         }?;
         // A process killed by SIGXFSZ wrote a file past the size limit; the shell reports it
         // as 128 + the signal.
         if out.killed.is_none() && !out.timed_out && out.exit_code == Some(128 + libc::SIGXFSZ) {
             out.killed = Some(format!("a file grew past {disk_mb} MiB (limits.disk_mb)"));
+        }
+        if let Some(lock) = self.lock.clone() {
+            out.put_back = tokio::task::spawn_blocking(move || lock.settle())
+                .await
+                .unwrap_or_else(|e| vec![format!("(the locked files could not be checked: {e})")]);
         }
         Ok(out)
     }
@@ -391,9 +425,20 @@ impl Backend {
             Backend::Local => Ok(Runs::Local(local::LocalSandbox::new(spec))),
         };
         crate::metrics::sandbox_started(self.name(), runs.is_ok());
+        let runs = runs?;
+        let lock = if spec.locked.is_empty() {
+            None
+        } else {
+            let (root, paths) = (spec.worktree.clone(), spec.locked.clone());
+            let taken = tokio::task::spawn_blocking(move || lock::Lock::take(&root, &paths))
+                .await
+                .map_err(|e| SandboxError::Io(std::io::Error::other(e.to_string())))?;
+            Some(std::sync::Arc::new(taken?))
+        };
         let mut sandbox = Sandbox {
-            runs: runs?,
+            runs,
             prepared: None,
+            lock,
         };
         if let Some(command) = &spec.prepare {
             let output = sandbox.exec(command, PREPARE_TIMEOUT).await?;

@@ -1,5 +1,6 @@
 //! What a command in a sandbox produced: [`CommandOutput`], and the [`CappedBuffer`] that
-//! keeps the head and tail of long output.
+//! keeps the head and tail of long output for people and, when asked, every line a reader
+//! needs ([`Keep`]) from the whole stream.
 
 use std::time::Duration;
 
@@ -19,6 +20,11 @@ pub struct CommandOutput {
     pub killed: Option<String>,
     /// stdout and stderr interleaved, cut in the middle when over the cap (with a note).
     pub output: String,
+    /// When `output` was cut and the command was run with a [`Keep`]: every line of the whole
+    /// output it kept, in order (see [`CommandOutput::for_results`]).
+    pub kept: Option<String>,
+    /// Locked files the command changed, put back after it ([`super::lock`]): one line each.
+    pub put_back: Vec<String>,
     pub duration: Duration,
 }
 
@@ -32,8 +38,16 @@ impl CommandOutput {
             oom_killed: false,
             killed: None,
             output: text.into(),
+            kept: None,
+            put_back: vec![],
             duration: Duration::from_secs(1),
         }
+    }
+
+    /// The text to read results from: the whole output when it was kept whole, else the
+    /// lines a [`Keep`] kept of all of it.
+    pub fn for_results(&self) -> &str {
+        self.kept.as_deref().unwrap_or(&self.output)
     }
 }
 
@@ -64,13 +78,65 @@ impl CommandOutput {
     }
 }
 
-/// Keeps the first and last `cap / 2` bytes of a stream and counts what falls between.
+/// Which lines of a command's whole output to keep beside the capped text: a reader's
+/// predicate over one line (without its newline). The lines it keeps are bounded by
+/// [`KEPT_CAP`] (head and tail past that); a line longer than [`LONGEST_LINE`] is never kept.
+pub type Keep = fn(&str) -> bool;
+
+/// The most a [`Keep`] keeps of one command's output.
+pub const KEPT_CAP: usize = 32 << 20;
+/// Lines longer than this are nobody's result line.
+pub const LONGEST_LINE: usize = 16 << 10;
+
+/// Keeps the first and last `cap / 2` bytes of a stream and counts what falls between; with a
+/// [`Keep`], also every line of the whole stream it keeps.
 #[derive(Debug)]
 pub struct CappedBuffer {
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     half: usize,
     dropped: u64,
+    lines: Option<Box<KeptLines>>,
+}
+
+/// The lines a [`Keep`] chose, and the line being read.
+#[derive(Debug)]
+struct KeptLines {
+    keep: Keep,
+    /// The line so far (`None` once it grew past [`LONGEST_LINE`]: it is skipped to its end).
+    partial: Option<Vec<u8>>,
+    kept: CappedBuffer,
+}
+
+impl KeptLines {
+    fn push(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let (part, ended) = match memchr::memchr(b'\n', bytes) {
+                Some(at) => (&bytes[..at], Some(at + 1)),
+                None => (bytes, None),
+            };
+            if let Some(line) = self.partial.as_mut() {
+                if line.len() + part.len() > LONGEST_LINE {
+                    self.partial = None;
+                } else {
+                    line.extend_from_slice(part);
+                }
+            }
+            let Some(next) = ended else { break };
+            self.end_line();
+            bytes = &bytes[next..];
+        }
+    }
+
+    fn end_line(&mut self) {
+        if let Some(line) = self.partial.replace(Vec::new()) {
+            let text = String::from_utf8_lossy(&line);
+            if (self.keep)(text.trim_end_matches('\r')) {
+                self.kept.push(&line);
+                self.kept.push(b"\n");
+            }
+        }
+    }
 }
 
 impl CappedBuffer {
@@ -80,10 +146,27 @@ impl CappedBuffer {
             tail: std::collections::VecDeque::new(),
             half: (cap / 2).max(1),
             dropped: 0,
+            lines: None,
         }
     }
 
+    /// Also keeps every line `keep` chooses from the whole stream.
+    pub fn keeping(cap: usize, keep: Option<Keep>) -> Self {
+        let mut buf = Self::new(cap);
+        buf.lines = keep.map(|keep| {
+            Box::new(KeptLines {
+                keep,
+                partial: Some(Vec::new()),
+                kept: CappedBuffer::new(KEPT_CAP),
+            })
+        });
+        buf
+    }
+
     pub fn push(&mut self, mut bytes: &[u8]) {
+        if let Some(lines) = self.lines.as_mut() {
+            lines.push(bytes);
+        }
         if self.head.len() < self.half {
             let n = bytes.len().min(self.half - self.head.len());
             self.head.extend_from_slice(&bytes[..n]);
@@ -95,6 +178,18 @@ impl CappedBuffer {
             self.tail.drain(..over);
             self.dropped += over as u64;
         }
+    }
+
+    /// The capped text and, when it was cut, the lines a [`Keep`] kept of the whole stream.
+    pub fn finish_kept(mut self) -> (String, Option<String>) {
+        let lines = self.lines.take();
+        let cut = self.dropped > 0;
+        let text = self.finish();
+        let kept = lines.filter(|_| cut).map(|mut l| {
+            l.end_line();
+            l.kept.finish()
+        });
+        (text, kept)
     }
 
     /// The kept text, with a note where bytes were cut.
@@ -140,6 +235,30 @@ mod tests {
         );
         assert_eq!(output_bytes(&s), 26);
         assert_eq!(output_bytes("hello"), 5);
+    }
+
+    #[test]
+    fn a_keep_keeps_its_lines_of_the_whole_stream_when_the_text_is_cut() {
+        let keep: Keep = |l| l.starts_with("PASSED ");
+        let mut b = CappedBuffer::keeping(64, Some(keep));
+        for i in 0..1000 {
+            // Lines split across pushes, and noise between them.
+            b.push(format!("noise {i}\nPASS").as_bytes());
+            b.push(format!("ED t::test_{i}\r\n").as_bytes());
+        }
+        b.push(&vec![b'x'; LONGEST_LINE + 10]);
+        b.push(b"\nPASSED last");
+        let (text, kept) = b.finish_kept();
+        assert!(text.contains("bytes of output cut"));
+        let kept = kept.expect("the text was cut");
+        let lines: Vec<&str> = kept.lines().collect();
+        assert_eq!(lines.len(), 1001);
+        assert_eq!(lines[0], "PASSED t::test_0");
+        assert_eq!(lines[999], "PASSED t::test_999");
+        assert_eq!(lines[1000], "PASSED last");
+        let mut small = CappedBuffer::keeping(1024, Some(keep));
+        small.push(b"PASSED a\n");
+        assert_eq!(small.finish_kept(), ("PASSED a\n".to_owned(), None));
     }
 
     #[test]

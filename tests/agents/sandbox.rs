@@ -14,6 +14,7 @@ fn spec(worktree: &Path, read_only: &[&str]) -> SandboxSpec {
         role: format!("test-{:x}", rand::random::<u32>()),
         worktree: worktree.to_owned(),
         read_only: read_only.iter().map(|s| s.to_string()).collect(),
+        locked: vec![],
         image: "vibeloop-runner:python".into(),
         network: false,
         cpus: 1.0,
@@ -411,5 +412,36 @@ async fn no_file_grows_past_the_disk_limit_and_only_the_worktree_and_tmp_are_wri
         out.output
     );
     assert!(out.output.ends_with("tmp\n"), "{}", out.output);
+    sb.stop().await;
+}
+
+#[tokio::test]
+async fn a_long_runs_results_are_kept_from_all_of_its_output_and_people_see_head_and_tail() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let sb = started(&backend, &spec(wt.path(), &[])).await;
+    // 20,000 tests, each with lines of its own output between: ~2.5 MB in all.
+    let script = "python3 -c \"\nfor i in range(20000):\n    print(f'PASSED tests/test_a.py::test_{i}')\n    print('what the test printed ' * 4)\n\"";
+    let keep: vibeloop::sandbox::Keep = |l| l.starts_with("PASSED ");
+    let out = sb
+        .exec_keeping(script, Duration::from_secs(60), keep)
+        .await
+        .unwrap();
+    assert!(out.success(), "{}", out.output);
+    assert!(
+        out.output.len() <= 70_000,
+        "{} bytes shown",
+        out.output.len()
+    );
+    assert!(out.output.contains("bytes of output cut"));
+    let kept: Vec<&str> = out.for_results().lines().collect();
+    assert_eq!(kept.len(), 20_000);
+    assert_eq!(kept[10_000], "PASSED tests/test_a.py::test_10000");
+    // A short run is kept whole.
+    let short = sb
+        .exec_keeping("echo PASSED x; echo other", Duration::from_secs(30), keep)
+        .await
+        .unwrap();
+    assert_eq!(short.for_results(), "PASSED x\nother\n");
     sb.stop().await;
 }

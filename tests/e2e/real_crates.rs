@@ -102,3 +102,41 @@ fn a_rust_newer_than_the_images_is_named_with_the_setting() {
         "{line}"
     );
 }
+
+/// A manifest that names its targets (`[[test]]`, `[[bench]]` with `harness = false`, `build =
+/// false`, `autotests = false`), with a lockfile.
+const ITOA: Crate = Crate {
+    name: "itoa",
+    version: "1.0.18",
+    sha256: "8f42a60cbdf9a97f5d2305f08a87dc4e09308d1276d28c869c684d7777685682",
+};
+
+/// A change that edits the manifest is set up in two phases: downloads over the dependency
+/// files alone, every target cargo looks for stubbed, then offline over the change.
+#[test]
+fn a_changed_manifest_that_names_its_targets_downloads_with_every_target_stubbed() {
+    let (_d, repo) = ITOA.repository(&[], &[]);
+    let manifest = std::fs::read_to_string(repo.join("Cargo.toml")).unwrap();
+    write(
+        &repo,
+        "Cargo.toml",
+        &format!("{manifest}\n# the change edits the manifest\n"),
+    );
+    for args in [
+        &["checkout", "-q", "-b", "change"][..],
+        &["commit", "-qam", "edit the manifest"],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=Me", "-c", "user.email=me@example.com"])
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    }
+    let envs = tempfile::tempdir().unwrap();
+    let (code, out) = gates(&repo, envs.path(), &["--gate", "test"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("setup: environment"), "{out}");
+    assert!(!out.contains("can't find"), "{out}");
+}

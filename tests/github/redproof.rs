@@ -34,6 +34,7 @@ async fn verdict_planned(tests: &str, plan: &str) -> (Verdict, vibeloop::sandbox
         role: format!("redproof-{:x}", rand::random::<u32>()),
         worktree: wt.clone(),
         read_only: vec!["tests".into()],
+        locked: vec![],
         image: "vibeloop-runner:python".into(),
         network: false,
         cpus: 1.0,

@@ -82,6 +82,12 @@ pub async fn run(runner: &CommandRunner, args: CommandArgs) -> Result<String, To
             text.push('\n');
         }
     }
+    if !out.put_back.is_empty() {
+        text.push_str(&format!(
+            "[it changed the locked tests; they were put back: {}]\n",
+            out.put_back.join(", ")
+        ));
+    }
     Ok(text)
 }
 
@@ -126,6 +132,7 @@ mod tests {
             role: "builder".into(),
             worktree: root.to_owned(),
             read_only: vec![],
+            locked: vec![],
             image: "unused".into(),
             network: false,
             cpus: 1.0,

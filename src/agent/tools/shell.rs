@@ -89,20 +89,23 @@ pub async fn run(
     text.push('\n');
     text.push_str(&head_and_tail(&out.output));
     let mut kept = Vec::new();
+    // The sandbox put back the locked tests; the role's scope is settled here.
+    let mut put_back = out.put_back.clone();
     if let Some(wt) = runner.worktree.clone() {
         let (root, scope) = (root.to_owned(), scope.clone());
         let settled = move || settle(&wt, &root, &scope, &snapshot);
-        let (put_back, changed) = tokio::task::spawn_blocking(settled)
+        let (more, changed) = tokio::task::spawn_blocking(settled)
             .await
             .unwrap_or_else(|e| (vec![format!("(cannot check what it changed: {e})")], vec![]));
         kept = changed;
-        if !put_back.is_empty() {
-            text.push_str(&format!(
-                "\n[it changed files this role may not change; they were put back and are not \
-                 part of the change: {}]\n",
-                put_back.join(", ")
-            ));
-        }
+        put_back.extend(more);
+    }
+    if !put_back.is_empty() {
+        text.push_str(&format!(
+            "\n[it changed files this role may not change; they were put back and are not \
+             part of the change: {}]\n",
+            put_back.join(", ")
+        ));
     }
     Ok((text, kept))
 }

@@ -301,8 +301,10 @@ pub async fn run(
     timeout: Duration,
     p: &Proving<'_>,
 ) -> Result<(Verdict, CommandOutput), GateError> {
-    let output = sandbox.exec(test_command, timeout).await?;
-    let seen = TestRun::observe(&output.output, p.root, p.report);
+    let output = sandbox
+        .exec_keeping(test_command, timeout, super::results::keeps)
+        .await?;
+    let seen = TestRun::observe(output.for_results(), p.root, p.report);
     Ok((classify(&output, seen.run, p), output))
 }
 

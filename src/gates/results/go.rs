@@ -6,6 +6,17 @@
 
 use super::{Case, Outcome, TestRun, Unloaded};
 
+/// The lines `go test`'s reader reads: verdicts, packages' closing lines and headers, build
+/// errors, and the logs a skip's reason is in (`    x_test.go:5: why`).
+pub(super) fn keeps(line: &str) -> bool {
+    let t = line.trim_start();
+    ["--- ", "ok ", "FAIL", "? ", "# "]
+        .iter()
+        .any(|p| t.starts_with(p))
+        || (!line.starts_with(' ') && is_build_error(t))
+        || (line.starts_with("    ") && t.split_once(".go:").is_some_and(|(f, _)| !f.contains(' ')))
+}
+
 pub(super) fn go_test(lines: &[&str]) -> Option<TestRun> {
     let mut run = TestRun::default();
     let mut seen = false;

@@ -7,6 +7,11 @@
 //! `gates.test_report`). Several runners in one output (a polyglot repository's
 //! `(pytest) && (go test)`) are summed.
 //!
+//! A long run's output reaches people as its head and tail; its results are read from every
+//! line of it that [`keeps`] chooses (`Sandbox::exec_keeping`), so a test printed in the middle
+//! of 100 MB is read as surely as in a short run. Each reader says which lines it reads; a test
+//! checks that reading only those lines reads the same tests as reading them all.
+//!
 //! Names are the runner's own (`tests/test_a.py::test_x`, `tests.test_a.T.test_x`,
 //! `tests::adds`, `TestParse/empty`, `math > adds`): a test is judged by the same runner on
 //! the base and on the change, so the names compare.
@@ -158,6 +163,12 @@ pub struct Skip {
     /// `tests/test_calc.py:14`, or a file alone.
     pub place: String,
     pub why: String,
+}
+
+/// Whether a reader reads `line` (a line of a runner's output, without its newline): the lines
+/// to keep of a run too long to keep whole ([`crate::sandbox::Keep`]).
+pub fn keeps(line: &str) -> bool {
+    python::keeps(line) || rust::keeps(line) || go::keeps(line) || node::keeps(line)
 }
 
 /// What a test run showed.

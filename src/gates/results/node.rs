@@ -34,6 +34,41 @@ fn telling(line: &str) -> bool {
     first.ends_with("Error") || first.contains("Error [") || line.contains("is not a function")
 }
 
+/// The lines the Node runners' readers read: TAP's and the spec reporter's results, suites,
+/// counts and YAML fields, Jest's and Vitest's files, marks and counts, the errors that say why
+/// a file could not load, and Jest's `describe` titles (short indented lines).
+pub(super) fn keeps(line: &str) -> bool {
+    let t = line.trim();
+    let indent = line.len() - line.trim_start().len();
+    const MARKS: &[char] = &[
+        '✔', '✖', '﹣', '▶', 'ℹ', '✓', '√', '✕', '×', '○', '✎', '●', '↓',
+    ];
+    t == "TAP version 13"
+        || t.starts_with(MARKS)
+        || [
+            "ok ",
+            "not ok ",
+            "# Subtest: ",
+            "---",
+            "...",
+            "location: ",
+            "error: ",
+        ]
+        .iter()
+        .any(|p| t.starts_with(p))
+        || ["PASS ", "FAIL ", "Tests:", "Tests "]
+            .iter()
+            .any(|p| t.starts_with(p))
+        || t.strip_prefix("# ").is_some_and(|c| {
+            telling(c)
+                || c.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|n| n.parse::<u64>().is_ok())
+        })
+        || telling(t)
+        || (indent >= 2 && t.len() <= 200 && !t.starts_with("at "))
+}
+
 pub(super) fn node_test(lines: &[&str]) -> Option<TestRun> {
     let counts = node_counts(lines);
     let tap = lines.iter().any(|l| l.trim() == "TAP version 13");
@@ -233,6 +268,7 @@ pub(super) fn jest(lines: &[&str]) -> Option<TestRun> {
     })?;
     let counts = TestCounts::from_parts(line.split(','));
     let mut run = TestRun::default();
+    let mut named = std::collections::HashSet::new();
     let mut unit: Option<String> = None;
     let mut blocks: Vec<(usize, String)> = Vec::new();
     for l in lines {
@@ -259,7 +295,8 @@ pub(super) fn jest(lines: &[&str]) -> Option<TestRun> {
             Some('○') | Some('✎') => Outcome::Skipped,
             Some('●') => {
                 let name = t['●'.len_utf8()..].trim().replace(" › ", " > ");
-                if !run.cases.iter().any(|c| c.name == name) && !name.starts_with("Test suite") {
+                if !named.contains(&name) && !name.starts_with("Test suite") {
+                    named.insert(name.clone());
                     run.cases
                         .push(Case::new(&name, unit.as_deref(), Outcome::Failed));
                 }
@@ -281,8 +318,9 @@ pub(super) fn jest(lines: &[&str]) -> Option<TestRun> {
         let title = rest.rsplit_once(" (").map(|(t, _)| t).unwrap_or(rest);
         let mut name: Vec<&str> = blocks.iter().map(|(_, b)| b.as_str()).collect();
         name.push(title);
-        run.cases
-            .push(Case::new(&name.join(" > "), unit.as_deref(), outcome));
+        let case = Case::new(&name.join(" > "), unit.as_deref(), outcome);
+        named.insert(case.name.clone());
+        run.cases.push(case);
     }
     run.count_cases();
     run.counts = counts;
@@ -302,6 +340,7 @@ pub(super) fn vitest(lines: &[&str]) -> Option<TestRun> {
         return None;
     }
     let mut run = TestRun::default();
+    let mut at = std::collections::HashMap::new();
     for l in lines {
         let t = l.trim();
         let (outcome, rest) = if let Some(r) = t.strip_prefix("FAIL ") {
@@ -323,14 +362,13 @@ pub(super) fn vitest(lines: &[&str]) -> Option<TestRun> {
             _ => name,
         };
         let case = Case::new(name, Some(&relative(file.trim())), outcome);
-        match run
-            .cases
-            .iter_mut()
-            .find(|c| c.name == case.name && c.unit == case.unit)
-        {
-            Some(c) if outcome == Outcome::Failed => *c = case,
+        match at.get(&(case.name.clone(), case.unit.clone())) {
+            Some(&i) if outcome == Outcome::Failed => run.cases[i] = case,
             Some(_) => {}
-            None => run.cases.push(case),
+            None => {
+                at.insert((case.name.clone(), case.unit.clone()), run.cases.len());
+                run.cases.push(case);
+            }
         }
     }
     run.count_cases();

@@ -8,6 +8,8 @@
 //! a docstring's first line between), `FAIL:`/`ERROR:` blocks, `Ran 3 tests` and the verdict,
 //! and a module that could not be imported (`unittest.loader._FailedTest`).
 
+use std::collections::HashMap;
+
 use super::{Case, Outcome, Skip, TestCounts, TestRun, Unloaded, number};
 
 /// The words pytest prints for an outcome, and what they mean here.
@@ -21,14 +23,37 @@ fn pytest_outcome(word: &str) -> Option<Outcome> {
     })
 }
 
+/// The lines pytest's and unittest's readers read: results, counts, the collection errors'
+/// sections, unittest's names, verdicts and error blocks.
+pub(super) fn keeps(line: &str) -> bool {
+    let l = line.trim_end();
+    let t = l.trim_start();
+    let first = t.split(' ').next().unwrap_or_default();
+    t.contains("::")
+        || pytest_outcome(first).is_some()
+        || is_counts(l)
+        || t.starts_with("___")
+        || t.starts_with("===")
+        || t.starts_with("---")
+        || l.starts_with("E ")
+        || l.contains(" ... ")
+        || unittest_outcome(t).is_some()
+        || unittest_id(l).is_some()
+        || ["FAIL: ", "ERROR: ", "Ran ", "OK", "FAILED"]
+            .iter()
+            .any(|p| t.starts_with(p))
+        || telling_error(l)
+}
+
 pub(super) fn pytest(lines: &[&str]) -> Option<TestRun> {
     let counts = pytest_counts(lines);
     let mut run = TestRun::default();
+    let mut at = HashMap::new();
     let sections = collection_errors(lines);
     for line in lines {
         let line = line.trim_end();
         if let Some(case) = verbose_line(line).or_else(|| summary_line(line)) {
-            note(&mut run.cases, case);
+            note(&mut run.cases, &mut at, case);
         } else if let Some(skip) = skipped_place(line) {
             run.skips.push(skip);
         } else if let Some(rest) = line.strip_prefix("ERROR ")
@@ -56,27 +81,33 @@ pub(super) fn pytest(lines: &[&str]) -> Option<TestRun> {
 
 /// `== 2 passed, 1 failed in 0.1s ==` (or without the rules, under `-q`).
 fn pytest_counts(lines: &[&str]) -> Option<TestCounts> {
-    let line = lines.iter().rev().find(|l| {
-        let l = l.trim().trim_matches('=').trim();
-        (l.contains(" passed")
-            || l.contains(" failed")
-            || l.contains(" error")
-            || l.contains(" skipped")
-            || l.contains(" deselected"))
-            && l.contains(" in ")
-            && l.starts_with(|c: char| c.is_ascii_digit())
-    })?;
+    let line = lines.iter().rev().find(|l| is_counts(l))?;
     let body = line.trim().trim_matches('=').trim();
     let body = body.rsplit_once(" in ").map(|(b, _)| b).unwrap_or(body);
     let counts = TestCounts::from_parts(body.split(','));
     (counts.total() > 0).then_some(counts)
 }
 
-/// A case seen twice (`-v` and `-rA` together) keeps its last word.
-fn note(cases: &mut Vec<Case>, case: Case) {
-    match cases.iter_mut().find(|c| c.name == case.name) {
-        Some(c) => *c = case,
-        None => cases.push(case),
+/// Whether `l` is pytest's closing counts line.
+fn is_counts(l: &str) -> bool {
+    let l = l.trim().trim_matches('=').trim();
+    (l.contains(" passed")
+        || l.contains(" failed")
+        || l.contains(" error")
+        || l.contains(" skipped")
+        || l.contains(" deselected"))
+        && l.contains(" in ")
+        && l.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// A case seen twice (`-v` and `-rA` together) keeps its last word; `at` finds it by name.
+fn note(cases: &mut Vec<Case>, at: &mut HashMap<String, usize>, case: Case) {
+    match at.get(&case.name) {
+        Some(&i) => cases[i] = case,
+        None => {
+            at.insert(case.name.clone(), cases.len());
+            cases.push(case);
+        }
     }
 }
 
@@ -269,15 +300,16 @@ fn failure_block(lines: &[&str], module: &str) -> Vec<String> {
         .iter()
         .skip_while(|l| l.starts_with("---"))
         .take_while(|l| !l.starts_with("===") && !l.starts_with("---"));
-    let telling = block
-        .filter(|l| {
-            let first = l.split(':').next().unwrap_or_default();
-            !l.starts_with(' ') && (first.ends_with("Error") || first.ends_with("Exception"))
-        })
-        .last();
+    let telling = block.filter(|l| telling_error(l)).last();
     telling
         .map(|l| vec![l.trim().to_owned()])
         .unwrap_or_default()
+}
+
+/// `ValueError: …` at the start of a line: what a traceback ends with.
+fn telling_error(l: &str) -> bool {
+    let first = l.split(':').next().unwrap_or_default();
+    !l.starts_with(' ') && (first.ends_with("Error") || first.ends_with("Exception"))
 }
 
 /// `Ran 3 tests` … `FAILED (failures=1, errors=1)` / `OK`.

@@ -5,6 +5,16 @@
 
 use super::{Case, Outcome, TestCounts, TestRun, Unloaded};
 
+/// The lines libtest's and rustc's readers read: targets' headers, tests' lines and late
+/// results, counts, and errors with the place they point at.
+pub(super) fn keeps(line: &str) -> bool {
+    let t = line.trim();
+    ["Running ", "Doc-tests ", "test ", "error", "--> "]
+        .iter()
+        .any(|p| t.starts_with(p))
+        || libtest_outcome(t).is_some()
+}
+
 pub(super) fn libtest(lines: &[&str]) -> Option<TestRun> {
     let mut run = TestRun::default();
     let mut counts = TestCounts::default();

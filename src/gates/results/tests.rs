@@ -388,3 +388,77 @@ fn a_test_report_is_read_from_the_worktree_and_only_from_there() {
     let plain = TestRun::observe("PASSED t.py::test_a\n1 passed in 0.1s", wt.path(), None);
     assert_eq!(plain.run.unwrap().cases.len(), 1);
 }
+
+/// What a run says test by test: counts, each case's name, unit and outcome, each unloaded
+/// unit, each skipped place.
+type Verdicts = (
+    TestCounts,
+    Vec<(String, Option<String>, Outcome)>,
+    Vec<String>,
+    Vec<String>,
+);
+
+fn verdicts(text: &str) -> Option<Verdicts> {
+    let run = TestRun::read(text)?;
+    Some((
+        run.counts,
+        run.cases
+            .iter()
+            .map(|c| (c.name.clone(), c.unit.clone(), c.outcome))
+            .collect(),
+        run.unloaded.iter().map(|u| u.unit.clone()).collect(),
+        run.skips.iter().map(|s| s.place.clone()).collect(),
+    ))
+}
+
+/// Only the lines [`keeps`] keeps, as `Sandbox::exec_keeping` keeps them of a long run.
+fn kept(text: &str) -> String {
+    text.lines()
+        .filter(|l| keeps(l))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[test]
+fn the_kept_lines_read_as_the_whole_output_for_every_captured_runner() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tool-output");
+    let mut read = 0;
+    for dir in [dir.join("runners"), dir] {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "txt") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let whole = verdicts(&text);
+            assert_eq!(verdicts(&kept(&text)), whole, "{}", path.display());
+            read += usize::from(whole.is_some());
+        }
+    }
+    assert!(read >= 40, "only {read} captured runs name tests");
+}
+
+#[test]
+fn noise_between_results_is_dropped_and_changes_no_verdict() {
+    let mut text = String::new();
+    for i in 0..200 {
+        text.push_str(&format!("tests/test_a.py::test_{i} PASSED\n"));
+        for j in 0..20 {
+            text.push_str(&format!(
+                "captured output {i}.{j}: some words a test printed\n"
+            ));
+        }
+    }
+    text.push_str("FAILED tests/test_a.py::test_7 - assert 1 == 2\n");
+    text.push_str("==== 1 failed, 199 passed in 2.00s ====\n");
+    let small = kept(&text);
+    assert!(
+        small.len() * 10 < text.len(),
+        "{} of {}",
+        small.len(),
+        text.len()
+    );
+    assert_eq!(verdicts(&small), verdicts(&text));
+    let run = TestRun::read(&small).unwrap();
+    assert_eq!(run.failing, ["tests/test_a.py::test_7"]);
+}

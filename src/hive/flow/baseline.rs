@@ -37,7 +37,7 @@ pub(super) async fn baseline(
     let seen = result
         .as_ref()
         .ok()
-        .map(|o| TestRun::observe(&o.output, &wt.path, report.as_deref()));
+        .map(|o| TestRun::observe(o.for_results(), &wt.path, report.as_deref()));
     drop_scratch(cx, "baseline").await;
     let branch = cx.base_branch();
     let output = match result {
@@ -136,11 +136,12 @@ async fn run(
         sandbox.stop().await;
         return Err(SetupError::Failed {
             command: failed.command,
-            output: failed.output,
+            output: Box::new(failed.output),
         });
     }
     let timeout = Duration::from_secs(cx.env.config.limits.timeout_seconds);
-    let output = sandbox.exec(test, timeout).await;
+    let keep = crate::gates::results::keeps;
+    let output = sandbox.exec_keeping(test, timeout, keep).await;
     let mut known = Vec::new();
     if output.is_ok() {
         let roots = [sandbox.root(), format!("{}/", wt.path.display())];
@@ -150,10 +151,14 @@ async fn run(
                 continue;
             }
             match sandbox.exec(command, timeout).await {
-                Ok(out) if !out.success() => known.extend(debt::known(
-                    gate,
-                    &crate::gates::parsers::parse(gate, &out.output, &roots),
-                )),
+                Ok(out) if !out.success() => {
+                    let findings = crate::gates::parsers::parse(gate, &out.output, &roots);
+                    let found = debt::known(gate, &findings);
+                    if found.is_empty() && !out.timed_out && !out.oom_killed {
+                        known.push(debt::unparsed(gate, out.exit_code, &out.output, &roots));
+                    }
+                    known.extend(found);
+                }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(gate, error = %e, "the base's findings could not be read"),
             }

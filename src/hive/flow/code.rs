@@ -300,7 +300,12 @@ async fn run(
         // it: the role still works, without the environment, and the gates' findings tell it
         // why (the next setup runs when the files change again).
         Err(crate::env::SetupError::Failed { command, output }) => {
-            let data = serde_json::json!({ "role": role.name(), "command": command, "result": output.describe() });
+            let data = serde_json::json!({
+                "role": role.name(),
+                "command": command,
+                "result": output.describe(),
+                "tail": output.tail(20),
+            });
             cx.run.event("env_setup_failed", data).await;
             crate::hive::verify::bare_spec(cx.run, &cx.env.config, wt, role.name(), lock)
         }

@@ -146,7 +146,7 @@ async fn proof_holds(
             .await?;
         return Ok(Step::Next);
     }
-    super::memory::remember_tests(cx, &breaker.files, &output.output).await?;
+    super::memory::remember_tests(cx, &breaker.files, output.for_results()).await?;
     cx.flow.next = Node::Encounter;
     cx.checkpoint(Node::RedProof, inputs, verdict).await?;
     Ok(Step::Next)
@@ -355,12 +355,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             if let Some(out) = &g.output {
                 f.push(Finding::new(
                     &format!("gate_{}", g.gate),
-                    format!(
-                        "hive/{} {}; last lines:\n{}",
-                        g.gate,
-                        g.describe(),
-                        out.tail(25)
-                    ),
+                    format!("hive/{} {}; {}", g.gate, g.describe(), last_lines(g, out)),
                 ));
             }
             f
@@ -488,9 +483,41 @@ fn human_report(cx: &Ctx<'_, '_>, why: &str) -> String {
     s
 }
 
+/// The end of a failed gate's output for the Builder; when the command printed nothing, that
+/// and the gate's notes (setup's failure, the project's build in the sandbox), so no finding
+/// ends in an empty "last lines".
+fn last_lines(g: &crate::gates::GateResult, out: &crate::sandbox::CommandOutput) -> String {
+    let tail = out.tail(25);
+    if !tail.trim().is_empty() {
+        return format!("last lines:\n{tail}");
+    }
+    let mut said = format!(
+        "`{}` printed nothing",
+        g.command.as_deref().unwrap_or("the command")
+    );
+    for note in &g.notes {
+        said.push_str(&format!("\n{note}"));
+    }
+    said
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gate_that_printed_nothing_says_so_with_its_notes() {
+        let mut g = crate::gates::GateResult::skipped("test", "x");
+        g.command = Some("python -m pytest".into());
+        g.notes = vec!["The project's own build in this sandbox failed.".into()];
+        let silent = crate::sandbox::CommandOutput::exited(1, "\n");
+        assert_eq!(
+            last_lines(&g, &silent),
+            "`python -m pytest` printed nothing\nThe project's own build in this sandbox failed."
+        );
+        let said = crate::sandbox::CommandOutput::exited(1, "a\nE   boom\n");
+        assert_eq!(last_lines(&g, &said), "last lines:\na\nE   boom");
+    }
 
     #[test]
     fn the_report_gives_the_fix_that_fits_the_failure() {

@@ -398,12 +398,12 @@ impl DockerSandbox {
     }
 
     /// Runs `script` under `sh -c` in `/work`, killed at `timeout` or when `stop` says why it
-    /// must end; output capped at `cap`.
+    /// must end; output capped at `cap`, and the lines `keep` chooses kept from all of it.
     pub async fn exec(
         &self,
         script: &str,
         timeout: Duration,
-        cap: usize,
+        (cap, keep): (usize, Option<super::Keep>),
         stop: impl std::future::Future<Output = String>,
     ) -> Result<CommandOutput, SandboxError> {
         let started = Instant::now();
@@ -417,14 +417,15 @@ impl DockerSandbox {
         // read as another target's.
         let script = format!("exec 2>&1\n{script}");
         let cmd = vec![TIMEOUT, "-s", "KILL", secs.as_str(), SH, "-c", &script];
-        let (mut buf, finished, killed) = self.run(cmd, cap, timeout + GRACE, stop).await?;
+        let buf = CappedBuffer::keeping(cap, keep);
+        let (mut buf, finished, killed) = self.run(cmd, buf, timeout + GRACE, stop).await?;
         if finished.is_none() {
             // Past the grace period, or stopped: end every process in the container but its
             // init.
             let _ = self
                 .run(
                     vec![KILL, "-9", "-1"],
-                    1024,
+                    CappedBuffer::new(1024),
                     Duration::from_secs(10),
                     std::future::pending(),
                 )
@@ -455,22 +456,26 @@ impl DockerSandbox {
         let timed_out = !oom_killed
             && killed.is_none()
             && (finished.is_none() || (exit_code == Some(137) && duration >= timeout));
+        let (output, kept) = buf.finish_kept();
         Ok(CommandOutput {
             exit_code: if timed_out { None } else { exit_code },
             timed_out,
             oom_killed: oom_killed && killed.is_none(),
             killed,
-            output: buf.finish(),
+            output,
+            kept,
+            put_back: vec![],
             duration,
         })
     }
 
-    /// Runs `cmd`, collecting output until it ends, `limit` passes or `stop` says why it must
-    /// end. Returns the exec id when it ended, and `stop`'s reason when that came first.
+    /// Runs `cmd`, collecting output into `buf` until it ends, `limit` passes or `stop` says
+    /// why it must end. Returns the exec id when it ended, and `stop`'s reason when that came
+    /// first.
     async fn run(
         &self,
         cmd: Vec<&str>,
-        cap: usize,
+        mut buf: CappedBuffer,
         limit: Duration,
         stop: impl std::future::Future<Output = String>,
     ) -> Result<(CappedBuffer, Option<String>, Option<String>), SandboxError> {
@@ -488,7 +493,6 @@ impl DockerSandbox {
             )
             .await
             .map_err(docker_err)?;
-        let mut buf = CappedBuffer::new(cap);
         let StartExecResults::Attached { mut output, .. } = self
             .docker
             .start_exec(&exec.id, None)
@@ -528,7 +532,7 @@ impl DockerSandbox {
         match self
             .run(
                 vec![SH, "-c", script],
-                4096,
+                CappedBuffer::new(4096),
                 Duration::from_secs(10),
                 std::future::pending(),
             )

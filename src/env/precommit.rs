@@ -1,0 +1,142 @@
+//! The lint and typecheck commands a Python project runs itself, read from its configuration
+//! rather than guessed: a `.pre-commit-config.yaml` hook (its `args`, `files` and `exclude`, on
+//! the files pre-commit would give it) and mypy's own `files` setting. A bare `tool .` checks
+//! what the project never checks (`docs/examples/setup.py` beside `setup.py`: "Duplicate
+//! module named setup") and fails every change for it.
+
+/// Runs a tool on the files a pre-commit hook would get: `argv[1]` the hook's `files` pattern,
+/// `argv[2]` its `exclude`, then the tool and its arguments; Python files (`.py`, `.pyi`) in the
+/// tree, build and cache folders left out, sorted. Nothing to check is a pass.
+const ON_HOOK_FILES: &str = r#"import os, re, subprocess, sys
+files, exclude, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+skip = {".git", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+names = []
+for d, ds, fs in os.walk("."):
+    ds[:] = [x for x in ds if x not in skip and not x.endswith(".egg-info")]
+    for f in fs:
+        p = os.path.relpath(os.path.join(d, f))
+        if p.endswith((".py", ".pyi")) and re.search(files, p) and not (exclude and re.search(exclude, p)):
+            names.append(p)
+sys.exit(subprocess.call(argv + sorted(names)) if names else 0)
+"#;
+
+/// Arguments that make a hook change files: a gate reports, it does not fix.
+const FIXING: &[&str] = &[
+    "--fix",
+    "--unsafe-fixes",
+    "--exit-non-zero-on-fix",
+    "--show-fixes",
+];
+
+/// The command `tool`'s pre-commit hook runs (`ruff`, `mypy`, `flake8`), with where it came
+/// from; `None` when no hook of it is configured.
+pub fn hook_command(config: &str, tool: &str) -> Option<(String, String)> {
+    let doc = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(config).ok()?;
+    let hooks = doc["repos"]
+        .as_sequence()?
+        .iter()
+        .flat_map(|r| r["hooks"].as_sequence().into_iter().flatten());
+    for hook in hooks {
+        let id = hook["id"].as_str().unwrap_or_default();
+        let entry: &[&str] = match (tool, id) {
+            ("ruff", "ruff" | "ruff-check") => &["ruff", "check", "--force-exclude"],
+            ("mypy", "mypy") => &["mypy"],
+            ("flake8", "flake8") => &["flake8"],
+            _ => continue,
+        };
+        let args: Vec<String> = hook["args"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str())
+            .filter(|a| !FIXING.contains(&a.split('=').next().unwrap_or(a)))
+            .map(str::to_owned)
+            .collect();
+        let files = hook["files"].as_str().unwrap_or("");
+        let exclude = hook["exclude"].as_str().unwrap_or("");
+        let mut words: Vec<String> = vec![
+            "python3".into(),
+            "-c".into(),
+            ON_HOOK_FILES.into(),
+            files.into(),
+            exclude.into(),
+        ];
+        words.extend(entry.iter().map(|w| (*w).to_owned()));
+        words.extend(args);
+        let command: Vec<String> = words.iter().map(|w| crate::sandbox::quote(w)).collect();
+        let mut from = format!(".pre-commit-config.yaml's {id} hook");
+        if !files.is_empty() || !exclude.is_empty() {
+            from.push_str(" (its files and exclude patterns)");
+        }
+        return Some((command.join(" "), from));
+    }
+    None
+}
+
+/// Whether mypy's own configuration names what it checks (`files` in `[tool.mypy]`, or in the
+/// `[mypy]` section of `mypy.ini` or `setup.cfg`): then `mypy` alone checks those.
+pub fn mypy_names_its_files(pyproject: &str, mypy_ini: &str, setup_cfg: &str) -> bool {
+    let in_pyproject = pyproject
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|d| d.get("tool")?.get("mypy")?.get("files").cloned())
+        .is_some();
+    let in_ini = |text: &str| {
+        let mut inside = false;
+        text.lines().any(|l| {
+            let t = l.trim();
+            if t.starts_with('[') {
+                inside = t == "[mypy]";
+                return false;
+            }
+            inside && t.split_once('=').is_some_and(|(k, _)| k.trim() == "files")
+        })
+    };
+    in_pyproject || in_ini(mypy_ini) || in_ini(setup_cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hooks_args_files_and_exclude_make_the_command_and_fixing_is_left_out() {
+        let config = "repos:\n  - repo: https://github.com/pre-commit/mirrors-mypy\n    rev: v1.10.0\n    hooks:\n      - id: mypy\n        args: [--ignore-missing-imports, --strict]\n        files: ^src/\n        exclude: ^docs/\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.6.9\n    hooks:\n      - id: ruff\n        args: [--fix, --exit-non-zero-on-fix, --select=I]\n";
+        let (mypy, from) = hook_command(config, "mypy").unwrap();
+        assert!(
+            mypy.ends_with("'^src/' '^docs/' 'mypy' '--ignore-missing-imports' '--strict'"),
+            "{mypy}"
+        );
+        assert_eq!(
+            from,
+            ".pre-commit-config.yaml's mypy hook (its files and exclude patterns)"
+        );
+        let (ruff, _) = hook_command(config, "ruff").unwrap();
+        assert!(
+            ruff.ends_with("'' '' 'ruff' 'check' '--force-exclude' '--select=I'"),
+            "{ruff}"
+        );
+        assert_eq!(hook_command(config, "flake8"), None);
+        assert_eq!(hook_command("repos: [", "mypy"), None);
+    }
+
+    #[test]
+    fn mypy_files_are_read_from_each_place_it_keeps_them() {
+        assert!(mypy_names_its_files(
+            "[tool.mypy]\nfiles = [\"src\"]\n",
+            "",
+            ""
+        ));
+        assert!(mypy_names_its_files("", "[mypy]\nfiles = src, tests\n", ""));
+        assert!(mypy_names_its_files(
+            "",
+            "",
+            "[mypy]\nfiles=src\n[flake8]\n"
+        ));
+        assert!(!mypy_names_its_files(
+            "[tool.mypy]\nstrict = true\n",
+            "",
+            "[flake8]\nfiles = x\n"
+        ));
+    }
+}

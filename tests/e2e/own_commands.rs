@@ -1,0 +1,92 @@
+//! Lint and typecheck as the project runs them, and a gate that cannot run on the base: a
+//! project whose `mypy .` fails before any change ("Duplicate module named setup": an example
+//! project in `docs/` beside its own `setup.py`) is checked the way its pre-commit hook checks
+//! it, and where nothing says how, the base's own failure holds no change back.
+
+use crate::ecosystems::{gate, gates, gates_json, project};
+use crate::ecosystems_run::{plan, run};
+use crate::support::fake_llm::{Script, Step};
+use crate::support::hive::{approve_json, writes};
+
+const PYPROJECT: &str = "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[project.optional-dependencies]\ntest = [\"pytest\", \"mypy==1.10.0\"]\n\n[tool.setuptools]\npy-modules = [\"calc\"]\n\n[tool.mypy]\nignore_missing_imports = true\n";
+
+/// A project with an example project of its own under `docs/`: two modules named `setup`.
+fn with_examples(
+    extra: &[(&'static str, &'static str)],
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let mut files = vec![
+        ("pyproject.toml", PYPROJECT),
+        ("setup.py", "from setuptools import setup\n\nsetup()\n"),
+        (
+            "docs/examples/setup.py",
+            "from setuptools import setup\n\nsetup(name=\"example\")\n",
+        ),
+        (
+            "calc.py",
+            "def add(a: int, b: int) -> int:\n    return a - b\n",
+        ),
+        (
+            "tests/test_sub.py",
+            "from calc import add\n\n\ndef test_add_zero() -> None:\n    assert add(1, 0) == 1\n",
+        ),
+    ];
+    files.extend_from_slice(extra);
+    project(&files)
+}
+
+const MYPY_HOOK: &str = "repos:\n  - repo: https://github.com/pre-commit/mirrors-mypy\n    rev: v1.10.0\n    hooks:\n      - id: mypy\n        args: [--ignore-missing-imports]\n        exclude: ^docs/\n";
+
+#[test]
+fn typecheck_runs_as_the_projects_pre_commit_hook_does() {
+    let (_d, repo) = with_examples(&[(".pre-commit-config.yaml", MYPY_HOOK)]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, all, err) = gates_json(&repo, envs.path());
+    let typecheck = gate(&all, "typecheck");
+    assert_eq!(typecheck["status"], "passed", "{typecheck}\n{err}");
+    assert_eq!(code, 0, "{all}\n{err}");
+    let (_, explained) = gates(&repo, envs.path(), &["--explain"]);
+    assert!(
+        explained.contains(
+            "the command from .pre-commit-config.yaml's mypy hook (its files and exclude patterns)"
+        ),
+        "{explained}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typecheck_that_fails_on_the_base_the_same_way_holds_no_change_back() {
+    let (_d, repo) = with_examples(&[]);
+    let goal = "add() adds";
+    let script = Script::from([
+        (
+            "architect".to_owned(),
+            vec![Step::say(&plan(goal, "calc.py"))],
+        ),
+        (
+            "breaker".to_owned(),
+            writes(
+                "tests/test_add.py",
+                "from calc import add\n\n\ndef test_adds() -> None:\n    assert add(2, 3) == 5\n",
+                "A test of add().",
+            ),
+        ),
+        (
+            "builder".to_owned(),
+            writes(
+                "calc.py",
+                "def add(a: int, b: int) -> int:\n    return a + b\n",
+                "add() adds.",
+            ),
+        ),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ]);
+    let (code, stdout, stderr, _) = run(script, &repo, goal).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    for line in [
+        "gate typecheck: passed",
+        "gate test: passed",
+        "T-1 completed",
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
+    }
+}
