@@ -239,8 +239,10 @@ fn python(files: &dyn Files) -> Option<Found> {
             )
         });
     }
+    // A change (or a later commit) may remove one: nothing of it to install then.
     for r in &requirements {
-        steps.push(format!("{pip} -r {r}"));
+        let r = crate::sandbox::quote(r);
+        steps.push(format!("{{ test ! -e {r} || {pip} -r {r}; }}"));
     }
     if !requirements.is_empty() {
         why.push(format!("{} installed", requirements.join(", ")));
@@ -319,9 +321,13 @@ fn python(files: &dyn Files) -> Option<Found> {
     let mut sources = Vec::new();
     let mut own = |gate: &str, command: Option<String>| {
         let tool = command.as_deref()?.split_whitespace().next()?.to_owned();
-        if let Some((hook, from)) = super::precommit::hook_command(&precommit, &tool) {
+        let makefile = files.read("Makefile").unwrap_or_default();
+        let own = super::precommit::hook_command(&precommit, &tool)
+            .or_else(|| super::precommit::tox_command(&tox_ini, &tool))
+            .or_else(|| super::precommit::make_command(&makefile, gate, &tool));
+        if let Some((command, from)) = own {
             sources.push((gate.to_owned(), from));
-            return Some(hook);
+            return Some(command);
         }
         let ini = files.read("mypy.ini").unwrap_or_default();
         if tool == "mypy" && super::precommit::mypy_names_its_files(&pyproject, &ini, &setup_cfg) {
@@ -609,7 +615,7 @@ mod tests {
             f.setup
                 .as_deref()
                 .unwrap()
-                .contains("-r requirements-dev.txt")
+                .contains("-r 'requirements-dev.txt'")
         );
     }
 
@@ -650,7 +656,7 @@ mod tests {
             ("setup.py", ""),
         ]);
         let setup = detect(&t)[0].setup.clone().unwrap();
-        assert!(setup.contains("-r requirements/test.txt"), "{setup}");
+        assert!(setup.contains("-r 'requirements/test.txt'"), "{setup}");
         assert!(!setup.contains("docs.txt"), "{setup}");
     }
 

@@ -1,6 +1,7 @@
 //! The lint and typecheck commands a Python project runs itself, read from its configuration
 //! rather than guessed: a `.pre-commit-config.yaml` hook (its `args`, `files` and `exclude`, on
-//! the files pre-commit would give it) and mypy's own `files` setting. A bare `tool .` checks
+//! the files pre-commit would give it), a tox environment's `commands`, a Makefile target, and
+//! mypy's own `files` setting. A bare `tool .` checks
 //! what the project never checks (`docs/examples/setup.py` beside `setup.py`: "Duplicate
 //! module named setup") and fails every change for it.
 
@@ -73,6 +74,75 @@ pub fn hook_command(config: &str, tool: &str) -> Option<(String, String)> {
     None
 }
 
+/// The command a tox environment runs `tool` with (`[testenv:type] commands = mypy src`: `mypy
+/// src`), `{posargs}` and `{toxinidir}/` left out; with where it came from.
+pub fn tox_command(tox_ini: &str, tool: &str) -> Option<(String, String)> {
+    let mut section = String::new();
+    let mut in_commands = false;
+    for line in tox_ini.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            section = t.trim_matches(['[', ']']).to_owned();
+            in_commands = false;
+            continue;
+        }
+        if !section.starts_with("testenv") || t.starts_with(['#', ';']) {
+            continue;
+        }
+        let continued = line.starts_with([' ', '\t']);
+        let value = match t.split_once('=') {
+            Some((k, v)) if !continued => {
+                in_commands = k.trim() == "commands";
+                v.trim()
+            }
+            _ if continued && in_commands => t,
+            _ => continue,
+        };
+        if !in_commands || value.is_empty() {
+            continue;
+        }
+        let command = value
+            .replace("{posargs}", "")
+            .replace("{toxinidir}/", "")
+            .trim()
+            .to_owned();
+        let runs = command.split_whitespace().next() == Some(tool)
+            || command.starts_with(&format!("python -m {tool}"));
+        if runs && !command.contains(['{', '}', '`', '$', ';', '&', '|', '>', '<']) {
+            return Some((command, format!("tox.ini's [{section}]")));
+        }
+    }
+    None
+}
+
+/// `make <target>` for a Makefile target named for the gate (`lint`, `typecheck`, `mypy`…),
+/// without prerequisites, whose recipe runs `tool`; with where it came from.
+pub fn make_command(makefile: &str, gate: &str, tool: &str) -> Option<(String, String)> {
+    let names: &[&str] = match gate {
+        "lint" => &["lint", tool],
+        _ => &["typecheck", "type-check", "types", "mypy"],
+    };
+    let mut target: Option<&str> = None;
+    for line in makefile.lines() {
+        if let Some(recipe) = line.strip_prefix('\t') {
+            let recipe = recipe.trim_start_matches(['@', '-', ' ']);
+            let runs = recipe.split_whitespace().next() == Some(tool)
+                || recipe.contains(&format!("-m {tool}"));
+            if let Some(t) = target.filter(|_| runs) {
+                return Some((format!("make {t}"), format!("the Makefile's `{t}` target")));
+            }
+            continue;
+        }
+        // Only a target of its own: a prerequisite may install or download.
+        target = line
+            .split_once(':')
+            .filter(|(_, rest)| rest.trim().is_empty())
+            .map(|(t, _)| t.trim())
+            .filter(|t| names.contains(t));
+    }
+    None
+}
+
 /// Whether mypy's own configuration names what it checks (`files` in `[tool.mypy]`, or in the
 /// `[mypy]` section of `mypy.ini` or `setup.cfg`): then `mypy` alone checks those.
 pub fn mypy_names_its_files(pyproject: &str, mypy_ini: &str, setup_cfg: &str) -> bool {
@@ -118,6 +188,28 @@ mod tests {
         );
         assert_eq!(hook_command(config, "flake8"), None);
         assert_eq!(hook_command("repos: [", "mypy"), None);
+    }
+
+    #[test]
+    fn tox_and_make_give_the_command_the_project_runs() {
+        let tox = "[tox]\nenvlist = py\n\n[testenv]\ncommands = pytest {posargs}\n\n[testenv:type]\ndeps = mypy\ncommands =\n    mypy {toxinidir}/src {posargs}\n\n[testenv:lint]\ncommands = ruff check src; rm -rf /\n";
+        assert_eq!(
+            tox_command(tox, "mypy"),
+            Some(("mypy src".to_owned(), "tox.ini's [testenv:type]".to_owned()))
+        );
+        // A command line with shell syntax is not taken.
+        assert_eq!(tox_command(tox, "ruff"), None);
+        let make = "SRC := src\n\n.PHONY: lint typecheck\nlint: deps\n\t@ruff check $(SRC)\n\ntypecheck:\n\tpython -m mypy $(SRC)\n";
+        assert_eq!(
+            make_command(make, "typecheck", "mypy"),
+            Some((
+                "make typecheck".to_owned(),
+                "the Makefile's `typecheck` target".to_owned()
+            ))
+        );
+        // A target with a prerequisite (which may install) is not taken.
+        assert_eq!(make_command(make, "lint", "ruff"), None);
+        assert_eq!(make_command(make, "lint", "flake8"), None);
     }
 
     #[test]

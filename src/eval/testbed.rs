@@ -134,7 +134,7 @@ impl Testbed {
 }
 
 /// The command that runs every test and names each one's outcome: pytest with its `-rA`
-/// summary, `cargo test` without stopping at the first failing binary, `go test -v`; else the
+/// summary and `-v` lines, `cargo test` without stopping at the first failing binary, `go test -v`; else the
 /// repository's test gate as it is.
 fn test_command(env: &Resolved) -> Option<String> {
     use crate::env::detect::Ecosystem;
@@ -142,7 +142,14 @@ fn test_command(env: &Resolved) -> Option<String> {
     let mut commands = Vec::new();
     for found in env.found.iter().filter(|_| !pinned) {
         commands.push(match found.ecosystem {
-            Ecosystem::Python => "python -m pytest -rA -p no:cacheprovider".to_owned(),
+            // A module that cannot be imported (a test of a name not written yet) must not
+            // stop the others, and a run killed on the way (a new test that eats the memory
+            // of the old code) still names each test it finished (`-v`, as they end): each
+            // test's outcome is what a task is made of.
+            Ecosystem::Python => {
+                "python -m pytest -rA -v -p no:cacheprovider --continue-on-collection-errors"
+                    .to_owned()
+            }
             Ecosystem::Rust => "cargo test --offline --no-fail-fast".to_owned(),
             Ecosystem::Go => "go test -v ./...".to_owned(),
             Ecosystem::Node => found.test.clone()?,

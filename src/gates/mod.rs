@@ -21,6 +21,7 @@ macro_rules! runner_output {
 }
 
 pub mod acceptance;
+mod aside;
 pub mod baseline;
 pub mod changes;
 pub mod complexity;
@@ -168,7 +169,7 @@ impl GateResult {
         match (self.status, &self.output) {
             (Status::Passed, _) => format!("passed{counts}"),
             (Status::Skipped, _) => "skipped".into(),
-            (_, Some(out)) if self.gate == "test" && !out.put_back.is_empty() => format!(
+            (_, Some(out)) if self.misses.iter().any(|m| m.starts_with(LOCK_REFUSED)) => format!(
                 "failed: the run changed the locked tests ({}), so its results are refused",
                 out.put_back.join(", ")
             ),
@@ -181,6 +182,9 @@ impl GateResult {
         }
     }
 }
+
+/// How the test gate's finding begins when its run changed the locked tests.
+pub(crate) const LOCK_REFUSED: &str = "The test run changed the locked tests";
 
 /// "2 passed, 2 skipped, 1 failed": how a set of gates went, skipped apart from passed.
 pub fn tally(results: &[GateResult]) -> String {

@@ -256,15 +256,17 @@ async fn command_gate(
     if let Some(failed) = inputs.sandbox.prepare_failed().filter(|_| gate == "test") {
         notes.insert(0, failed.note());
     }
-    if let Some(said) = locked_changed(gate, &output.put_back) {
-        if gate == "test" {
+    if let Some(said) = super::aside::locked_changed(gate, &output.put_back) {
+        if said.starts_with(super::LOCK_REFUSED) {
             status = Status::Failed;
             misses.push(said.clone());
         }
         notes.push(said);
     }
     let annotations = parsers::parse(gate, &output.output, &roots);
-    if let Some(note) = set_aside(gate, status, (&output, &roots), &annotations, expect) {
+    if let Some(note) =
+        super::aside::set_aside(gate, status, (&output, &roots), &annotations, expect)
+    {
         status = Status::Passed;
         notes.push(note);
     }
@@ -284,25 +286,6 @@ async fn command_gate(
     })
 }
 
-/// What a gate's command did to the locked tests, put back after it: the test gate's run
-/// cannot be trusted then (its tests were not the ones locked), another gate's tool only wrote
-/// where it may not (a linter fixing in place). `None` when it left them alone.
-fn locked_changed(gate: &str, put_back: &[String]) -> Option<String> {
-    if put_back.is_empty() {
-        return None;
-    }
-    let files = put_back.join(", ");
-    Some(if gate == "test" {
-        format!(
-            "The test run changed the locked tests, so its results are not the locked tests' and cannot be trusted: {files}. They were put back; neither the code nor the tests it runs may rewrite them."
-        )
-    } else {
-        format!(
-            "The command changed the locked tests (a tool that writes in place); they were put back, so they stay as the Breaker wrote them: {files}."
-        )
-    })
-}
-
 /// How the test gate judged its run.
 #[derive(Default)]
 struct Judged {
@@ -312,43 +295,6 @@ struct Judged {
     notes: Vec<String>,
     verdicts: Vec<TestVerdict>,
     misses: Vec<String>,
-}
-
-/// A lint or typecheck gate that failed only on findings the base has too, or that fails
-/// with nothing a parser names just as it did on the base, passes: the note that says so, or
-/// `None` (another gate, a run that ended otherwise, one finding the base did not have, or a
-/// failure of its own).
-fn set_aside(
-    gate: &str,
-    status: Status,
-    (output, roots): (&crate::sandbox::CommandOutput, &[&str]),
-    annotations: &[crate::annotation::Annotation],
-    expect: &Expect,
-) -> Option<String> {
-    let ended_by_itself = !output.timed_out && !output.oom_killed && output.killed.is_none();
-    if !matches!(gate, "lint" | "typecheck") || status != Status::Failed || !ended_by_itself {
-        return None;
-    }
-    let failing = annotations
-        .iter()
-        .filter(|a| a.level == crate::annotation::Level::Failure)
-        .count();
-    let base = &expect.known_findings;
-    if failing == 0 {
-        let (exit, text) = (output.exit_code, output.output.as_str());
-        return super::debt::fails_as_on_base(gate, exit, text, roots, base).then(|| {
-            format!(
-                "Failed as it does on the base before any change ({}, the same output), so it does not hold the change back: the command cannot run as called on this repository (`vibeloop gates --explain` says where it comes from; set `gates.{gate}` to fix it).",
-                output.describe()
-            )
-        });
-    }
-    if !super::debt::new_findings(gate, annotations, base).is_empty() {
-        return None;
-    }
-    Some(format!(
-        "Passed on what the change adds: its {failing} finding(s) are all on the base too (the repository's, not the change's); fix them there to make this gate strict again."
-    ))
 }
 
 /// The test gate's verdict: the command's exit status, excused where only the base's known

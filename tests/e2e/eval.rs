@@ -107,7 +107,13 @@ fn vibeloop(args: &[&str], llm: Option<&FakeLlm>) -> (i32, String, String) {
 
 /// `vibeloop eval mine` on `repo` (with `extra` arguments) into `tasks`, in Docker with
 /// environments in `envs`; checks the count line `verified` and returns the tasks.
-fn mine(repo: &Path, tasks: &Path, envs: &str, extra: &[&str], verified: &str) -> Vec<Value> {
+pub(crate) fn mine(
+    repo: &Path,
+    tasks: &Path,
+    envs: &str,
+    extra: &[&str],
+    verified: &str,
+) -> Vec<Value> {
     let mut args = vec![
         "eval",
         "mine",

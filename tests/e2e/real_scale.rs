@@ -151,3 +151,97 @@ async fn a_run_that_rewrites_the_locked_tests_is_refused_and_they_are_put_back()
     );
     assert!(!stdout.contains("T-1 completed"), "{stdout}");
 }
+
+const BOLTONS: [Sdist; 4] = [
+    Sdist {
+        name: "boltons",
+        version: "25.0.0",
+        sha256: "e110fbdc30b7b9868cb604e3f71d4722dd8f4dcb4a5ddd06028ba8f1ab0b5ace",
+    },
+    Sdist {
+        name: "boltons",
+        version: "26.0.0",
+        sha256: "5566d6cfd5a1e873d8e8476496287a9f92979964611ad9a9cecb6b0ef29b1edd",
+    },
+    Sdist {
+        name: "boltons",
+        version: "26.1.0",
+        sha256: "5764468aba493b15995ed17f46a16789023f123ca2a62d491a9ce825c1cbe26c",
+    },
+    Sdist {
+        name: "boltons",
+        version: "26.2.0",
+        sha256: "d39cfd15c1a1c3bd4d705c82252fa9edb8e4f5e8cc039f8e39afac7b1b47e92c",
+    },
+];
+
+/// A real project's history, one commit a release (boltons 25.0.0 to 26.2.0, each adding
+/// functions and fixing bugs with their tests): every release is a task whose tests fail
+/// before it and pass after, verified in the sandbox. On 26.1.0, 26.2.0's tests import a
+/// module that is not there yet, and one of them eats the memory until the run is killed:
+/// the tests it finished are still read.
+#[test]
+fn each_release_of_a_real_projects_history_is_a_verified_task() {
+    let (_d, repo) = crate::support::registry::history(&BOLTONS, &["PKG-INFO"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks.jsonl");
+    let envs = tmp.path().join("envs");
+    let set = crate::eval::mine(
+        &repo,
+        &tasks,
+        envs.to_str().unwrap(),
+        &["--name", "mahmoud/boltons"],
+        "3 task(s) verified of 3 candidate(s)",
+    );
+    assert_eq!(set.len(), 3);
+    for task in &set {
+        let statement = task["problem_statement"].as_str().unwrap();
+        assert!(statement.starts_with("26."), "{statement}");
+        let fail_to_pass = task["FAIL_TO_PASS"].as_array().unwrap();
+        let pass_to_pass = task["PASS_TO_PASS"].as_array().unwrap();
+        assert!(!fail_to_pass.is_empty(), "{task}");
+        assert!(
+            pass_to_pass.len() >= 100,
+            "{statement}: {} passing before and after",
+            pass_to_pass.len()
+        );
+    }
+}
+
+/// Poetry: its test tools only in `[tool.poetry.group.dev.dependencies]` (pytest-mock's
+/// `mocker` fixture, which its tests use), mypy's files in its own `[tool.mypy] files`.
+const CLEO: Sdist = Sdist {
+    name: "cleo",
+    version: "2.1.0",
+    sha256: "0b2c880b5d13660a7ea651001fb4acb527696c01f15c9ee650f377aa543fd523",
+};
+
+#[test]
+fn a_poetry_projects_dev_dependencies_are_its_test_tools() {
+    let (_d, repo) = CLEO.repository(&["PKG-INFO"], &[]);
+    let envs = tempfile::tempdir().unwrap();
+    let (_, explained) = crate::ecosystems::gates(&repo, envs.path(), &["--explain"]);
+    assert!(
+        explained.contains("the test tools Poetry's dev dependencies name"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("the command from mypy's own `files` setting"),
+        "{explained}"
+    );
+    let (out_code, out) =
+        crate::ecosystems::gates(&repo, envs.path(), &["--gate", "test", "--json"]);
+    let start = out
+        .find("[\n")
+        .unwrap_or_else(|| panic!("no JSON in:\n{out}"));
+    let end = out
+        .rfind("\n]")
+        .unwrap_or_else(|| panic!("no JSON in:\n{out}"))
+        + 2;
+    let all: serde_json::Value = serde_json::from_str(&out[start..end]).unwrap();
+    let test = crate::ecosystems::gate(&all, "test");
+    assert_eq!(test["status"], "passed", "{test}\n{out}");
+    assert_eq!(out_code, 0, "{out}");
+    let passed = test["counts"]["passed"].as_u64().unwrap_or(0);
+    assert!(passed >= 200, "{test}");
+}

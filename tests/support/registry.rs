@@ -249,3 +249,50 @@ fn git(dir: &Path, args: &[&str]) {
         .expect("git runs");
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
+
+/// A git history made of consecutive releases, oldest first: the first committed on `main` and
+/// tagged, then each later one replacing the whole tree in a commit of its own, its message
+/// the release's section of `CHANGELOG.md` when there is one (what changed, as a problem
+/// statement says it), tagged `v<version>`. `drop` is left out of every release.
+pub fn history(releases: &[Sdist], drop: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let (first, rest) = releases.split_first().expect("a release");
+    let (dir, repo) = unpack(&first.archive(), drop);
+    commit_and_tag(&repo, first.version);
+    for release in rest {
+        for entry in std::fs::read_dir(&repo).unwrap().flatten() {
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            let p = entry.path();
+            if p.is_dir() {
+                std::fs::remove_dir_all(p).unwrap();
+            } else {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+        let (_unpacked_in, unpacked) = unpack(&release.archive(), drop);
+        copy_dir(&unpacked, &repo);
+        let changelog = std::fs::read_to_string(repo.join("CHANGELOG.md")).unwrap_or_default();
+        let message = release_notes(&changelog, release.version)
+            .unwrap_or_else(|| format!("{} {}", release.name, release.version));
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", &message]);
+        git(&repo, &["tag", &format!("v{}", release.version)]);
+    }
+    (dir, repo)
+}
+
+/// The section of a changelog under the heading that names `version` (`## 26.1.0`), up to the
+/// next heading of that level.
+fn release_notes(changelog: &str, version: &str) -> Option<String> {
+    let mut lines = changelog.lines().skip_while(|l| {
+        !(l.starts_with("## ") && l.trim_start_matches('#').trim().starts_with(version))
+    });
+    let heading = lines.next()?;
+    let body: Vec<&str> = lines.take_while(|l| !l.starts_with("## ")).collect();
+    Some(format!(
+        "{}\n\n{}",
+        heading.trim_start_matches('#').trim(),
+        body.join("\n").trim()
+    ))
+}

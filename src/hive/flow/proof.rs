@@ -470,17 +470,32 @@ fn human_report(cx: &Ctx<'_, '_>, why: &str) -> String {
         cx.flow.attempts.len()
     );
     for f in cx.flow.findings.iter().take(8) {
-        let first = f.message.lines().next().unwrap_or_default();
-        match f.code.strip_prefix("gate_") {
-            Some(gate) => s.push_str(&format!("- `hive/{gate}`: {first}\n")),
-            None => s.push_str(&format!("- {first}\n")),
-        }
+        s.push_str(&report_line(&f.code, &f.message));
     }
     s.push_str(
         "\n**What you can do**\n\n- add detail to the issue or `/hive feedback <hint>`, then `/hive retry`;\n\
          - or take over the branch yourself.\n",
     );
     s
+}
+
+/// One finding in a person's report: its first line and, where the rest is a command's last
+/// lines, the last few of them in a code block (they say why; an empty "last lines:" does not).
+fn report_line(code: &str, message: &str) -> String {
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default();
+    let mut line = match code.strip_prefix("gate_") {
+        Some(gate) => format!("- `hive/{gate}`: {first}\n"),
+        None => format!("- {first}\n"),
+    };
+    let rest: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).collect();
+    if !rest.is_empty() {
+        let last = rest[rest.len().saturating_sub(5)..].join("\n");
+        for l in crate::gates::report::code_block(&last).lines() {
+            line.push_str(&format!("  {l}\n"));
+        }
+    }
+    line
 }
 
 /// The end of a failed gate's output for the Builder; when the command printed nothing, that
@@ -504,6 +519,19 @@ fn last_lines(g: &crate::gates::GateResult, out: &crate::sandbox::CommandOutput)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_persons_report_shows_a_commands_last_lines_not_an_empty_heading() {
+        let said = report_line(
+            "gate_lint",
+            "hive/lint failed: exit code 101; last lines:\nwarning: x\n\nerror: could not compile `fnv`\n",
+        );
+        assert_eq!(
+            said,
+            "- `hive/lint`: hive/lint failed: exit code 101; last lines:\n  ```text\n  warning: x\n  error: could not compile `fnv`\n  ```\n"
+        );
+        assert_eq!(report_line("plan", "one line"), "- one line\n");
+    }
 
     #[test]
     fn a_gate_that_printed_nothing_says_so_with_its_notes() {
