@@ -214,30 +214,22 @@ pub(super) fn other_test_tools(pyproject: &str, tox_ini: &str) -> Vec<(&'static 
     };
     // Poetry: `name = "^1.2"` or `{ version = …, extras = […] }`, by name (its version
     // syntax is not pip's).
-    let mut poetry = poetry_names(tool(&["poetry", "dev-dependencies"]));
-    let groups = tool(&["poetry", "group"]).and_then(|g| g.as_table().cloned());
-    let named: Vec<String> = groups
-        .iter()
-        .flat_map(|g| {
-            g.keys()
+    // The test groups of a table of groups (`dev` only where no other is named).
+    let test_keys = |table: Option<toml::Value>| -> Vec<String> {
+        let keys = table.and_then(|t| t.as_table().map(|t| t.keys().cloned().collect()));
+        let keys: Vec<String> = keys.unwrap_or_default();
+        without_dev(
+            keys.into_iter()
                 .filter(|k| TEST_GROUPS.contains(&k.as_str()))
-                .cloned()
-        })
-        .collect();
-    for g in without_dev(named) {
+                .collect(),
+        )
+    };
+    let mut poetry = poetry_names(tool(&["poetry", "dev-dependencies"]));
+    for g in test_keys(tool(&["poetry", "group"])) {
         poetry.extend(poetry_names(tool(&["poetry", "group", &g, "dependencies"])));
     }
     out.push(("Poetry's dev dependencies", poetry));
-    let pdm = tool(&["pdm", "dev-dependencies"]).and_then(|t| t.as_table().cloned());
-    let names: Vec<String> = pdm
-        .iter()
-        .flat_map(|t| {
-            t.keys()
-                .filter(|k| TEST_GROUPS.contains(&k.as_str()))
-                .cloned()
-        })
-        .collect();
-    let pdm_specs = without_dev(names)
+    let pdm_specs = test_keys(tool(&["pdm", "dev-dependencies"]))
         .iter()
         .flat_map(|g| strings(tool(&["pdm", "dev-dependencies", g])))
         .collect();

@@ -64,7 +64,14 @@ pub(crate) fn gates(repo: &Path, envs: &Path, extra: &[&str]) -> (i32, String) {
 
 /// The JSON results of `vibeloop gates --json`, and stderr.
 pub(crate) fn gates_json(repo: &Path, envs: &Path) -> (i32, Value, String) {
-    let (code, out) = gates(repo, envs, &["--json"]);
+    gates_json_with(repo, envs, &[])
+}
+
+/// [`gates_json`] with `extra` arguments (`--gate test`).
+pub(crate) fn gates_json_with(repo: &Path, envs: &Path, extra: &[&str]) -> (i32, Value, String) {
+    let mut args = vec!["--json"];
+    args.extend_from_slice(extra);
+    let (code, out) = gates(repo, envs, &args);
     let start = out
         .find("[\n")
         .unwrap_or_else(|| panic!("no JSON in:\n{out}"));

@@ -47,6 +47,25 @@ pub(crate) async fn run(
     (out.status.code(), text(&out.stdout), text(&out.stderr), llm)
 }
 
+/// The script of a change that goes right: the Architect plans `goal` about `file`, the
+/// Breaker writes `test` (a path and its text), the Builder writes `code`, the Critic approves.
+pub(crate) fn change_script(
+    goal: &str,
+    file: &str,
+    test: (&str, &str),
+    code: (&str, &str),
+) -> Script {
+    Script::from([
+        ("architect".to_owned(), vec![Step::say(&plan(goal, file))]),
+        (
+            "breaker".to_owned(),
+            writes(test.0, test.1, "The test of the goal."),
+        ),
+        ("builder".to_owned(), writes(code.0, code.1, "Done.")),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ])
+}
+
 pub(crate) fn plan(goal: &str, file: &str) -> String {
     json!({
         "ticket": { "type": "bugfix", "goal": goal, "context_refs": [file] },

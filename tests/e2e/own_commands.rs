@@ -4,9 +4,7 @@
 //! it, and where nothing says how, the base's own failure holds no change back.
 
 use crate::ecosystems::{gate, gates, gates_json, project};
-use crate::ecosystems_run::{plan, run};
-use crate::support::fake_llm::{Script, Step};
-use crate::support::hive::{approve_json, writes};
+use crate::ecosystems_run::{change_script, run};
 
 const PYPROJECT: &str = "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[project.optional-dependencies]\ntest = [\"pytest\", \"mypy==1.10.0\"]\n\n[tool.setuptools]\npy-modules = [\"calc\"]\n\n[tool.mypy]\nignore_missing_imports = true\n";
 
@@ -57,29 +55,18 @@ fn typecheck_runs_as_the_projects_pre_commit_hook_does() {
 async fn a_typecheck_that_fails_on_the_base_the_same_way_holds_no_change_back() {
     let (_d, repo) = with_examples(&[]);
     let goal = "add() adds";
-    let script = Script::from([
+    let script = change_script(
+        goal,
+        "calc.py",
         (
-            "architect".to_owned(),
-            vec![Step::say(&plan(goal, "calc.py"))],
+            "tests/test_add.py",
+            "from calc import add\n\n\ndef test_adds() -> None:\n    assert add(2, 3) == 5\n",
         ),
         (
-            "breaker".to_owned(),
-            writes(
-                "tests/test_add.py",
-                "from calc import add\n\n\ndef test_adds() -> None:\n    assert add(2, 3) == 5\n",
-                "A test of add().",
-            ),
+            "calc.py",
+            "def add(a: int, b: int) -> int:\n    return a + b\n",
         ),
-        (
-            "builder".to_owned(),
-            writes(
-                "calc.py",
-                "def add(a: int, b: int) -> int:\n    return a + b\n",
-                "add() adds.",
-            ),
-        ),
-        ("critic".to_owned(), vec![Step::say(&approve_json())]),
-    ]);
+    );
     let (code, stdout, stderr, _) = run(script, &repo, goal).await;
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     for line in [

@@ -156,9 +156,7 @@ const FNV: Crate = Crate {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_to_a_real_crate_reaches_ready() {
-    use crate::ecosystems_run::{plan, run};
-    use crate::support::fake_llm::{Script, Step};
-    use crate::support::hive::{approve_json, writes};
+    use crate::ecosystems_run::{change_script, run};
     let (_unpacked_in, unpacked) = crate::support::registry::unpack(&FNV.archive(), &[]);
     let manifest = std::fs::read_to_string(unpacked.join("Cargo.toml.orig")).unwrap();
     let (_d, repo) = FNV.repository(
@@ -169,26 +167,16 @@ async fn a_change_to_a_real_crate_reaches_ready() {
     let goal = "fnv::hash(bytes): the 64-bit FNV-1a hash of a byte slice";
     let test = "#[test]\nfn hashes_bytes_as_fnv_1a() {\n    assert_eq!(fnv::hash(b\"\"), 0xcbf29ce484222325);\n    assert_eq!(fnv::hash(b\"a\"), 0xaf63dc4c8601ec8c);\n}\n";
     let hash = "\n/// The 64-bit FNV-1a hash of `bytes`.\npub fn hash(bytes: &[u8]) -> u64 {\n    let mut hasher = FnvHasher::default();\n    hasher.write(bytes);\n    hasher.finish()\n}\n";
-    let script = Script::from([
+    // The Builder writes it before the crate's own test module, as clippy wants items.
+    let script = change_script(
+        goal,
+        "lib.rs",
+        ("tests/hash.rs", test),
         (
-            "architect".to_owned(),
-            vec![Step::say(&plan(goal, "lib.rs"))],
+            "lib.rs",
+            &lib.replacen("\n#[cfg(test)]", &format!("{hash}\n#[cfg(test)]"), 1),
         ),
-        (
-            "breaker".to_owned(),
-            writes("tests/hash.rs", test, "A test of hash()."),
-        ),
-        (
-            "builder".to_owned(),
-            // Before the crate's own test module, as clippy wants items.
-            writes(
-                "lib.rs",
-                &lib.replacen("\n#[cfg(test)]", &format!("{hash}\n#[cfg(test)]"), 1),
-                "hash() added.",
-            ),
-        ),
-        ("critic".to_owned(), vec![Step::say(&approve_json())]),
-    ]);
+    );
     let (code, stdout, stderr, _) = run(script, &repo, goal).await;
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     for line in ["✓ red_proof", "gate test: passed", "T-1 completed"] {

@@ -2,9 +2,9 @@
 //! what people are shown, the test tools named only where the project's own tools read them
 //! (tox's `deps`). Releases fetched at test time, pinned by version and checksum.
 
-use crate::ecosystems_run::{plan, run};
+use crate::ecosystems_run::{change_script, plan, run};
 use crate::support::fake_llm::{Script, Step};
-use crate::support::hive::{approve_json, writes};
+use crate::support::hive::writes;
 use crate::support::registry::Sdist;
 
 /// Pygments: 5,300 tests (~500 kB under `-rA`, in an order pytest-randomly shuffles on every
@@ -25,25 +25,12 @@ async fn a_change_to_a_project_of_thousands_of_tests_is_judged_by_every_one_and_
     let (_d, repo) = PYGMENTS.repository(&["PKG-INFO"], &[]);
     let util = std::fs::read_to_string(repo.join("pygments/util.py")).unwrap();
     let goal = "pygments.util.clamp(value, low, high): a value held within bounds";
-    let script = Script::from([
-        (
-            "architect".to_owned(),
-            vec![Step::say(&plan(goal, "pygments/util.py"))],
-        ),
-        (
-            "breaker".to_owned(),
-            writes("tests/test_clamp.py", CLAMP_TEST, "A test of clamp()."),
-        ),
-        (
-            "builder".to_owned(),
-            writes(
-                "pygments/util.py",
-                &format!("{util}{CLAMP}"),
-                "clamp() added.",
-            ),
-        ),
-        ("critic".to_owned(), vec![Step::say(&approve_json())]),
-    ]);
+    let script = change_script(
+        goal,
+        "pygments/util.py",
+        ("tests/test_clamp.py", CLAMP_TEST),
+        ("pygments/util.py", &format!("{util}{CLAMP}")),
+    );
     let (code, stdout, stderr, _) = run(script, &repo, goal).await;
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     for line in ["✓ red_proof", "gate test: passed (", "T-1 completed"] {
@@ -79,25 +66,12 @@ async fn a_linter_that_fixes_in_place_works_under_the_test_lock() {
     let goal = "add() adds";
     let test =
         "import os\n\nfrom calc import add\n\n\ndef test_adds():\n    assert add(2, 3) == 5\n";
-    let script = Script::from([
-        (
-            "architect".to_owned(),
-            vec![Step::say(&plan(goal, "calc.py"))],
-        ),
-        (
-            "breaker".to_owned(),
-            writes("tests/test_add.py", test, "A test of add()."),
-        ),
-        (
-            "builder".to_owned(),
-            writes(
-                "calc.py",
-                "def add(a, b):\n    return a + b\n",
-                "add() adds.",
-            ),
-        ),
-        ("critic".to_owned(), vec![Step::say(&approve_json())]),
-    ]);
+    let script = change_script(
+        goal,
+        "calc.py",
+        ("tests/test_add.py", test),
+        ("calc.py", "def add(a, b):\n    return a + b\n"),
+    );
     let (code, stdout, stderr, _) = run(script, &repo, goal).await;
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     for line in [
@@ -229,16 +203,8 @@ fn a_poetry_projects_dev_dependencies_are_its_test_tools() {
         explained.contains("the command from mypy's own `files` setting"),
         "{explained}"
     );
-    let (out_code, out) =
-        crate::ecosystems::gates(&repo, envs.path(), &["--gate", "test", "--json"]);
-    let start = out
-        .find("[\n")
-        .unwrap_or_else(|| panic!("no JSON in:\n{out}"));
-    let end = out
-        .rfind("\n]")
-        .unwrap_or_else(|| panic!("no JSON in:\n{out}"))
-        + 2;
-    let all: serde_json::Value = serde_json::from_str(&out[start..end]).unwrap();
+    let (out_code, all, out) =
+        crate::ecosystems::gates_json_with(&repo, envs.path(), &["--gate", "test"]);
     let test = crate::ecosystems::gate(&all, "test");
     assert_eq!(test["status"], "passed", "{test}\n{out}");
     assert_eq!(out_code, 0, "{out}");
