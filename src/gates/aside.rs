@@ -57,7 +57,7 @@ pub(super) fn locked_changed(gate: &str, put_back: &[String]) -> Option<String> 
             let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
             const CODE: &[&str] = &[
                 "py", "pyi", "pth", "js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx", "rs",
-                "go", "json", "toml", "ini", "cfg", "yaml", "yml", "so",
+                "go", "toml", "ini", "cfg", "so",
             ];
             CODE.contains(&ext) || !path.contains('.')
         }

@@ -77,3 +77,27 @@ async fn a_typecheck_that_fails_on_the_base_the_same_way_holds_no_change_back() 
         assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
     }
 }
+
+/// `go vet` flags the test code's unkeyed `net.TCPAddr{…}`: that is the lint gate's to say.
+/// Setup only makes the environment, so the tests still run (setup used to vet too, and failed).
+#[test]
+fn a_go_modules_vet_finding_is_lints_not_setups() {
+    let (_d, repo) = project(&[
+        ("go.mod", "module example.com/geo\n\ngo 1.21\n"),
+        (
+            "geo.go",
+            "package geo\n\nimport \"image\"\n\n// Shift moves p by d.\nfunc Shift(p, d image.Point) image.Point { return p.Add(d) }\n",
+        ),
+        (
+            "geo_test.go",
+            "package geo\n\nimport (\n\t\"image\"\n\t\"net\"\n\t\"testing\"\n)\n\nfunc TestShift(t *testing.T) {\n\taddr := net.TCPAddr{nil, 8080, \"\"}\n\tif got := Shift(image.Pt(1, 2), image.Pt(3, addr.Port)); got != image.Pt(4, 8082) {\n\t\tt.Fatalf(\"got %v\", got)\n\t}\n}\n",
+        ),
+    ]);
+    let envs = tempfile::tempdir().unwrap();
+    let (_, all, err) = gates_json(&repo, envs.path());
+    let test = gate(&all, "test");
+    assert_eq!(test["status"], "passed", "{test}\n{err}");
+    let lint = gate(&all, "lint");
+    assert_eq!(lint["status"], "failed", "{lint}");
+    assert!(lint.to_string().contains("unkeyed fields"), "{lint}");
+}
