@@ -1,0 +1,270 @@
+//! Python's detection: what setup installs (the project with its test extras, requirements
+//! files, dependency groups, the test tools other tools name) and which lint and typecheck run,
+//! as the project itself runs them.
+
+use super::{CACHE, Ecosystem, Files, Found, TestFormat, present, vars};
+use crate::env::{precommit, pyproject};
+use crate::sandbox::quote;
+
+const PIP: &str = "pip install --quiet";
+
+/// `requirements*.txt` at the top; under `requirements/`, those and the test, dev and base
+/// sets (`requirements/test.txt`), not docs or release tools.
+fn requirement_files(paths: &[String]) -> Vec<String> {
+    let nested = ["requirements", "test", "dev", "base", "common"];
+    paths
+        .iter()
+        .filter(|p| {
+            let name = p.rsplit('/').next().unwrap_or(p);
+            let named = match p.strip_prefix("requirements/") {
+                Some(rest) => !rest.contains('/') && nested.iter().any(|n| name.starts_with(n)),
+                None => !p.contains('/') && name.starts_with("requirements"),
+            };
+            named && name.ends_with(".txt")
+        })
+        .cloned()
+        .collect()
+}
+
+/// What setup runs, and why, in words for `--explain`.
+#[derive(Default)]
+struct Setup {
+    steps: Vec<String>,
+    why: Vec<String>,
+}
+
+impl Setup {
+    fn run(&mut self, step: String) {
+        self.steps.push(step);
+    }
+}
+
+/// The project itself, with its test extras (`installable`: it has a build).
+fn install_project(setup: &mut Setup, pyproject: &str, extras: &[String]) {
+    // What builds the project, in the environment too: each sandbox builds it again offline
+    // and without isolation (`prepare`).
+    let build = pyproject::build_requires(pyproject);
+    setup.run(format!("{PIP} {}", build.join(" ")));
+    setup.run(format!("python -c {}", quote(pyproject::EDITABLE_REQUIRES)));
+    let target = if extras.is_empty() {
+        ".".to_owned()
+    } else {
+        format!("'.[{}]'", extras.join(","))
+    };
+    setup.run(format!("{PIP} -e {target}"));
+    setup.why.push(if extras.is_empty() {
+        "the project installed from its metadata".to_owned()
+    } else {
+        format!(
+            "the project installed with its {} extra(s)",
+            extras.join(", ")
+        )
+    });
+}
+
+/// The lint and typecheck gates, each where the project configures its tool and installs it
+/// (or pre-commit pins it: `installs`), run as the project runs it; the gates left out with why.
+struct Gates {
+    lint: Option<String>,
+    typecheck: Option<String>,
+    installs: Vec<String>,
+    left_out: Vec<(String, String)>,
+    sources: Vec<(String, String)>,
+}
+
+fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String]) -> Gates {
+    let doc = pyproject.parse::<toml::Table>().unwrap_or_default();
+    let paths = files.paths();
+    // `[tool.ruff]`, `[tool.ruff.lint]` or `tool.ruff.line-length = 88`: the same table.
+    let configures = |tool: &str| doc.get("tool").and_then(|t| t.get(tool)).is_some();
+    let precommit = files.read(".pre-commit-config.yaml").unwrap_or_default();
+    let pinned = pyproject::precommit_pins(&precommit);
+    let mut g = Gates {
+        lint: None,
+        typecheck: None,
+        installs: vec![],
+        left_out: vec![],
+        sources: vec![],
+    };
+    let mut gate = |gate: &str, tools: &[(&str, &str, &str)]| {
+        for (name, file, command) in tools {
+            if !(configures(name) || paths.iter().any(|p| p == file)) {
+                continue;
+            }
+            if declared.iter().any(|d| d == name) {
+                return Some((*command).to_owned());
+            }
+            if let Some((_, spec)) = pinned.iter().find(|(t, _)| t == name) {
+                g.installs.push(spec.clone());
+                return Some((*command).to_owned());
+            }
+            g.left_out.push((
+                gate.to_owned(),
+                format!(
+                    "the project configures {name} but neither depends on it nor pins it in .pre-commit-config.yaml, so it is not installed: add {name} to a test dependency group or requirements file, or set `gates.{gate}`"
+                ),
+            ));
+            return None;
+        }
+        None
+    };
+    let lint = gate(
+        "lint",
+        &[
+            ("ruff", "ruff.toml", "ruff check ."),
+            ("flake8", ".flake8", "flake8 ."),
+        ],
+    );
+    let typecheck = gate("typecheck", &[("mypy", "mypy.ini", "mypy .")]);
+    // The command the project runs itself, where it says so, before a bare `tool .`.
+    let tox_ini = files.read("tox.ini").unwrap_or_default();
+    let makefile = files.read("Makefile").unwrap_or_default();
+    let mypy_ini = files.read("mypy.ini").unwrap_or_default();
+    let mut own = |gate: &str, command: Option<String>| {
+        let tool = command.as_deref()?.split_whitespace().next()?.to_owned();
+        let own = precommit::hook_command(&precommit, &tool)
+            .or_else(|| precommit::tox_command(&tox_ini, &tool))
+            .or_else(|| precommit::make_command(&makefile, gate, &tool));
+        if let Some((command, from)) = own {
+            g.sources.push((gate.to_owned(), from));
+            return Some(command);
+        }
+        if tool == "mypy" && precommit::mypy_names_its_files(pyproject, &mypy_ini, setup_cfg) {
+            g.sources
+                .push((gate.to_owned(), "mypy's own `files` setting".to_owned()));
+            return Some("mypy".to_owned());
+        }
+        command
+    };
+    let lint = own("lint", lint);
+    let typecheck = own("typecheck", typecheck);
+    Gates {
+        lint,
+        typecheck,
+        ..g
+    }
+}
+
+pub(super) fn python(files: &dyn Files) -> Option<Found> {
+    let requirements = requirement_files(files.paths());
+    let markers = present(
+        files,
+        &["pyproject.toml", "setup.py", "setup.cfg", "tox.ini"],
+    );
+    if markers.is_empty() && requirements.is_empty() {
+        return None;
+    }
+    let pyproject = files.read("pyproject.toml").unwrap_or_default();
+    let doc = pyproject.parse::<toml::Table>().unwrap_or_default();
+    let installable = doc.contains_key("project")
+        || doc.contains_key("build-system")
+        || markers.iter().any(|m| m == "setup.py" || m == "setup.cfg");
+    let mut setup = Setup::default();
+    setup.run("python3 -m venv \"$VIRTUAL_ENV\"".to_owned());
+    let setup_cfg = files.read("setup.cfg").unwrap_or_default();
+    let (extras, groups) = pyproject::test_groups(&pyproject, &setup_cfg);
+    if installable {
+        install_project(&mut setup, &pyproject, &extras);
+    }
+    // A change (or a later commit) may remove one: nothing of it to install then.
+    for r in requirements.iter().map(|r| quote(r)) {
+        setup.run(format!("{{ test ! -e {r} || {PIP} -r {r}; }}"));
+    }
+    if !requirements.is_empty() {
+        setup
+            .why
+            .push(format!("{} installed", requirements.join(", ")));
+    }
+    // PEP 735 groups: pip reads them from ./pyproject.toml (pip 25.1 and later).
+    for g in &groups {
+        setup.run(format!("{PIP} --group {g}"));
+    }
+    if !groups.is_empty() {
+        setup
+            .why
+            .push(format!("the {} dependency group(s)", groups.join(", ")));
+    }
+    // No extra, group or requirements file names the test tools: what Poetry, PDM, Hatch or
+    // tox name for them.
+    let named_for_tests = !extras.is_empty()
+        || !groups.is_empty()
+        || requirements
+            .iter()
+            .any(|r| r.contains("test") || r.contains("dev"));
+    let tox_ini = files.read("tox.ini").unwrap_or_default();
+    let mut others = pyproject::other_test_tools(&pyproject, &tox_ini);
+    others.retain(|_| !named_for_tests);
+    for (source, specs) in &others {
+        let quoted: Vec<String> = specs.iter().map(|s| quote(s)).collect();
+        setup.run(format!("{PIP} {}", quoted.join(" ")));
+        setup.why.push(format!("the test tools {source} name"));
+    }
+    // pytest runs unittest suites too; installed when nothing above brings it.
+    setup.run(format!(
+        "(python -c 'import pytest' 2>/dev/null || {PIP} pytest)"
+    ));
+    // A lint or typecheck tool the project configures is a gate only where the project also
+    // depends on it (setup installs it); else the gate is skipped with why.
+    let mut declared = pyproject::declared_python(&|p| files.read(p), &pyproject, &requirements);
+    let names = others.iter().flat_map(|(_, specs)| specs);
+    declared.extend(names.map(|s| pyproject::requirement_name(s)));
+    let checks = gates(files, &pyproject, &setup_cfg, &declared);
+    // The version pre-commit runs, where that is all that names the tool.
+    if !checks.installs.is_empty() {
+        let quoted: Vec<String> = checks.installs.iter().map(|s| quote(s)).collect();
+        setup.run(format!("{PIP} {}", quoted.join(" ")));
+        setup.why.push(format!(
+            "{} as .pre-commit-config.yaml pins",
+            checks.installs.join(", ")
+        ));
+    }
+    let manifest = markers
+        .first()
+        .cloned()
+        .unwrap_or_else(|| requirements[0].clone());
+    let mut inputs = markers.clone();
+    inputs.extend(requirements.iter().cloned());
+    if !checks.installs.is_empty() {
+        inputs.push(".pre-commit-config.yaml".into());
+    }
+    Some(Found {
+        ecosystem: Ecosystem::Python,
+        manifest: manifest.clone(),
+        why: format!(
+            "{manifest}: a virtual environment with {}",
+            if setup.why.is_empty() {
+                "pytest".to_owned()
+            } else {
+                setup.why.join(" and ")
+            }
+        ),
+        setup: Some(setup.steps.join(" && ")),
+        test: Some("python -m pytest -q".into()),
+        lint: checks.lint,
+        typecheck: checks.typecheck,
+        build: None,
+        coverage: Some(crate::env::coverage::python()),
+        coverage_setup: Some(crate::env::coverage::python_setup()),
+        // The project itself, again in each sandbox's worktree: what its install writes into
+        // the source tree is there too. Offline, without dependencies (the environment has
+        // them) and with the build tools setup installed.
+        prepare: installable
+            .then(|| format!("{PIP} --no-deps --no-build-isolation --no-index -e .")),
+        test_paths: vec![
+            "tests/".into(),
+            "**/test_*.py".into(),
+            "**/*_test.py".into(),
+        ],
+        format: TestFormat::Pytest,
+        inputs,
+        env: vars(&[
+            ("VIRTUAL_ENV", format!("{CACHE}/venv")),
+            ("PIP_CACHE_DIR", format!("{CACHE}/pip")),
+            ("PIP_DISABLE_PIP_VERSION_CHECK", "1".into()),
+        ]),
+        path: vec![format!("{CACHE}/venv/bin")],
+        links: vec![],
+        sources: checks.sources,
+        left_out: checks.left_out,
+    })
+}
