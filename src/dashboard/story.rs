@@ -388,6 +388,29 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_failed_setup_says_its_last_line() {
+        let said = tell(
+            "env_setup_failed",
+            &json!({"role": "builder", "command": "pip install -r requirements.txt", "result": "exit code 1", "tail": "Collecting nopkg\nERROR: No matching distribution found for nopkg"}),
+        )
+        .unwrap();
+        assert_eq!(
+            said.text,
+            "Setting up the environment failed (pip install -r requirements.txt): exit code 1; its last line: ERROR: No matching distribution found for nopkg"
+        );
+        let silent = tell(
+            "env_setup_failed",
+            &json!({"command": "x", "result": "exit code 1"}),
+        );
+        assert!(
+            silent
+                .unwrap()
+                .text
+                .ends_with("its last line: (none printed)")
+        );
+    }
+
+    #[test]
     fn events_read_as_sentences_and_noise_is_left_out() {
         let t = |k: &str, d: Value| tell(k, &d).map(|s| s.text);
         let state = tell(
