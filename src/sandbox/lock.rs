@@ -18,10 +18,12 @@ use super::untrusted;
 
 /// Most files a lock watches; past that the rest are left to the security gate's test lock.
 const MOST_FILES: usize = 20_000;
-/// Largest locked file copied aside (a larger one that changes cannot be put back).
+/// Largest locked file copied aside (a larger one that changes cannot be put back, and says so).
 const LARGEST: u64 = 16 << 20;
 /// Largest locked file read at all: past that a file is not a test, and is not watched.
 const WATCHED: u64 = 256 << 20;
+/// Most bytes copied aside for one sandbox: files past it are watched by their hash alone.
+const COPIED: u64 = 512 << 20;
 
 /// Directories tools write caches into: new files there are not changes to the tests.
 const CACHES: &[&str] = &[
@@ -50,6 +52,7 @@ pub struct Lock {
     files: BTreeMap<String, Kept>,
     dirs: Vec<String>,
     copies: tempfile::TempDir,
+    copied: u64,
 }
 
 impl Lock {
@@ -64,6 +67,7 @@ impl Lock {
             files: BTreeMap::new(),
             dirs: Vec::new(),
             copies,
+            copied: 0,
         };
         for rel in paths {
             match untrusted::resolve(root, rel) {
@@ -97,7 +101,9 @@ impl Lock {
             return Ok(()); // not a plain file: nothing a tool would open
         };
         let meta = std::fs::symlink_metadata(self.root.join(rel))?;
-        let copy = if bytes.len() as u64 <= LARGEST {
+        let size = bytes.len() as u64;
+        let copy = if size <= LARGEST && self.copied + size <= COPIED {
+            self.copied += size;
             let at = self.copies.path().join(self.files.len().to_string());
             std::fs::write(&at, &bytes)?;
             Some(at)
