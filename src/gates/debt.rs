@@ -51,7 +51,7 @@ pub fn unparsed(gate: &str, exit: Option<i32>, output: &str, roots: &[&str]) -> 
             continue;
         }
         digits = false;
-        hash.update(c.to_string().as_bytes());
+        hash.update(c.encode_utf8(&mut [0; 4]).as_bytes());
     }
     let code = exit.map_or("none".to_owned(), |c| c.to_string());
     Known {

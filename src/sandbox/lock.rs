@@ -18,6 +18,9 @@ use super::untrusted;
 
 /// Most files a lock watches; past that the rest are left to the security gate's test lock.
 const MOST_FILES: usize = 20_000;
+/// Most names a lock knows in its directories: past that it cannot tell a new file from an old
+/// one, and removes none.
+const MOST_NAMES: usize = 200_000;
 /// Largest locked file copied aside (a larger one that changes cannot be put back, and says so).
 const LARGEST: u64 = 16 << 20;
 /// Largest locked file read at all: past that a file is not a test, and is not watched.
@@ -51,6 +54,8 @@ pub struct Lock {
     root: PathBuf,
     files: BTreeMap<String, Kept>,
     dirs: Vec<String>,
+    /// Every entry the directories held at the start (`None`: too many to know them all).
+    known: Option<std::collections::BTreeSet<String>>,
     copies: tempfile::TempDir,
     copied: u64,
 }
@@ -66,6 +71,7 @@ impl Lock {
             root: root.to_owned(),
             files: BTreeMap::new(),
             dirs: Vec::new(),
+            known: Some(Default::default()),
             copies,
             copied: 0,
         };
@@ -73,8 +79,13 @@ impl Lock {
             match untrusted::resolve(root, rel) {
                 Ok(Some(p)) if p.is_dir() => {
                     lock.dirs.push(rel.trim_end_matches('/').to_owned());
-                    for file in files_under(root, rel) {
-                        lock.keep(&file)?;
+                    let entries = entries_under(root, rel);
+                    for file in entries.iter().take(MOST_FILES) {
+                        lock.keep(file)?;
+                    }
+                    match lock.known.as_mut() {
+                        Some(known) if entries.len() < MOST_NAMES => known.extend(entries),
+                        _ => lock.known = None,
                     }
                 }
                 Ok(Some(_)) => lock.keep(rel)?,
@@ -137,9 +148,12 @@ impl Lock {
                 Err(why) => format!("{rel} (not put back: {why})"),
             });
         }
+        let Some(known) = &self.known else {
+            return undone;
+        };
         for dir in &self.dirs {
-            for file in files_under(&self.root, dir) {
-                if self.files.contains_key(&file) || is_cache(&file) {
+            for file in entries_under(&self.root, dir) {
+                if known.contains(&file) || is_cache(&file) {
                     continue;
                 }
                 let gone = std::fs::remove_file(self.root.join(&file));
@@ -203,22 +217,24 @@ fn is_cache(rel: &str) -> bool {
     rel.split('/').any(|part| CACHES.contains(&part)) || rel.ends_with(".pyc")
 }
 
-/// The regular files under the directory `rel` of `root`, relative to `root`, never through a
-/// link, at most [`MOST_FILES`].
-fn files_under(root: &Path, rel: &str) -> Vec<String> {
+/// Every entry but a directory under the directory `rel` of `root` (files, links, special
+/// files), relative to `root`, sorted, never through a link, at most [`MOST_NAMES`].
+fn entries_under(root: &Path, rel: &str) -> Vec<String> {
     let walker = ignore::WalkBuilder::new(root.join(rel))
         .standard_filters(false)
         .follow_links(false)
         .build();
-    walker
+    let mut names = walker
         .flatten()
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .filter(|e| e.file_type().is_some_and(|t| !t.is_dir()))
         .filter_map(|e| {
             let r = e.path().strip_prefix(root).ok()?;
             Some(r.to_string_lossy().into_owned())
         })
-        .take(MOST_FILES)
-        .collect()
+        .take(MOST_NAMES)
+        .collect::<Vec<_>>();
+    names.sort();
+    names
 }
 
 #[cfg(test)]
@@ -250,6 +266,7 @@ mod tests {
         std::fs::remove_file(root.join("tests/data.txt")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", root.join("tests/data.txt")).unwrap();
         std::fs::write(root.join("tests/conftest.py"), "# forged\n").unwrap();
+        std::os::unix::fs::symlink("../calc.py", root.join("tests/test_linked.py")).unwrap();
         std::fs::create_dir_all(root.join("tests/__pycache__")).unwrap();
         std::fs::write(root.join("tests/__pycache__/test_a.cpython-311.pyc"), "x").unwrap();
         std::fs::write(root.join("calc.py"), "x = 2\n").unwrap();
@@ -259,7 +276,8 @@ mod tests {
             [
                 "tests/data.txt",
                 "tests/test_a.py",
-                "tests/conftest.py (new, removed)"
+                "tests/conftest.py (new, removed)",
+                "tests/test_linked.py (new, removed)"
             ]
         );
         let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
@@ -271,6 +289,7 @@ mod tests {
                 .is_symlink()
         );
         assert!(!root.join("tests/conftest.py").exists());
+        assert!(std::fs::symlink_metadata(root.join("tests/test_linked.py")).is_err());
         assert!(
             root.join("tests/__pycache__/test_a.cpython-311.pyc")
                 .exists()
