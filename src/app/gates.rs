@@ -273,11 +273,19 @@ fn table(results: &[GateResult]) -> String {
         s.push_str(&format!(
             "{:<10} {:<14} {:>8} {:>9}  {}\n",
             r.gate,
-            r.status.as_str(),
+            if r.held.is_some() {
+                "held"
+            } else {
+                r.status.as_str()
+            },
             time,
             r.annotations.len(),
             cmd
         ));
+    }
+    for r in results.iter().filter(|r| r.held.is_some()) {
+        let why = r.notes.first().map(String::as_str).unwrap_or_default();
+        s.push_str(&format!("\n{}: {why}\n", r.gate));
     }
     for r in results.iter().filter(|r| !r.ok()) {
         s.push_str(&format!("\n{}: {}\n", r.gate, r.describe()));

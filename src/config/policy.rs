@@ -37,18 +37,27 @@ pub struct Policy {
 }
 
 /// What no agent may change, whatever `policy.read_only_paths` says: the repository's GitHub
-/// settings, workflows and the bot's own config and prompt additions.
-pub const ALWAYS_READ_ONLY: &str = ".github/";
+/// settings, workflows, the bot's own config and prompt additions and Copilot's instructions
+/// (`.github/`); the instructions every role follows (`AGENTS.md`, `CLAUDE.md` at any level);
+/// the devcontainer, built with network once it lands. A change to any of them steers the
+/// agents or the machine, so only people make it.
+pub const ALWAYS_READ_ONLY: [&str; 5] = [
+    ".github/",
+    "**/AGENTS.md",
+    "**/CLAUDE.md",
+    ".devcontainer/",
+    ".devcontainer.json",
+];
 
 impl Policy {
-    /// Adds [`ALWAYS_READ_ONLY`] to `read_only_paths` when a repository's list left it out.
+    /// Adds each of [`ALWAYS_READ_ONLY`] to `read_only_paths` when a repository's list left
+    /// it out.
     pub fn lock_github(&mut self) {
-        let locked = self
-            .read_only_paths
-            .iter()
-            .any(|p| p.trim_end_matches('/') == ALWAYS_READ_ONLY.trim_end_matches('/'));
-        if !locked {
-            self.read_only_paths.push(ALWAYS_READ_ONLY.into());
+        for always in ALWAYS_READ_ONLY {
+            let same = |p: &String| p.trim_end_matches('/') == always.trim_end_matches('/');
+            if !self.read_only_paths.iter().any(same) {
+                self.read_only_paths.push(always.into());
+            }
         }
     }
 }
@@ -56,7 +65,7 @@ impl Policy {
 impl Default for Policy {
     fn default() -> Self {
         Self {
-            read_only_paths: vec![ALWAYS_READ_ONLY.into()],
+            read_only_paths: ALWAYS_READ_ONLY.map(String::from).to_vec(),
             test_paths: vec![
                 "tests/".into(),
                 "**/test_*.py".into(),

@@ -148,8 +148,11 @@ pub struct Expect {
     pub baseline: Vec<Wanted>,
     /// Files whose tests may be gone: changed on the base since the baseline (a rebase).
     pub excused: Vec<String>,
-    /// Files the change edits that steer the tests: named as the likely cause of a miss.
+    /// Files the change edits that steer the tests: named as the likely cause of a miss, and
+    /// they hold a passing run for a person.
     pub steering: Vec<Steer>,
+    /// The person who approved the change with those files (`/hive approve`): their run counts.
+    pub steering_approved_by: Option<String>,
     /// What lint and typecheck already report on the base: set aside, not the change's
     /// ([`super::debt`]).
     pub known_findings: Vec<super::debt::Known>,

@@ -121,6 +121,10 @@ pub struct GateResult {
     /// gate): "`tests/t.py::test_x` did not run: skipped (conftest.py: …)".
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub misses: Vec<String>,
+    /// Why the gate passed but counts only once a person approves (the test gate, when the
+    /// change edits files that steer the tests): shown as "action required", never as green.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -142,6 +146,7 @@ impl GateResult {
             check_run_url: None,
             verdicts: vec![],
             misses: vec![],
+            held: None,
         }
     }
 
@@ -167,6 +172,9 @@ impl GateResult {
             n => format!(", {n} findings"),
         };
         match (self.status, &self.output) {
+            (Status::Passed, _) if self.held.is_some() => {
+                format!("passed{counts}, held for a person: {}", HELD)
+            }
             (Status::Passed, _) => format!("passed{counts}"),
             (Status::Skipped, _) => "skipped".into(),
             (_, Some(out)) if self.misses.iter().any(|m| m.starts_with(LOCK_REFUSED)) => format!(
@@ -183,16 +191,25 @@ impl GateResult {
     }
 }
 
+/// Why a held test gate waits for a person, in short.
+pub const HELD: &str = "the change edits files that steer the tests";
+
 /// How the test gate's finding begins when its run changed the locked tests.
 pub(crate) const LOCK_REFUSED: &str = "The test run changed the locked tests";
 
 /// "2 passed, 2 skipped, 1 failed": how a set of gates went, skipped apart from passed.
 pub fn tally(results: &[GateResult]) -> String {
     let count = |f: &dyn Fn(&GateResult) -> bool| results.iter().filter(|r| f(r)).count();
-    let passed = count(&|r| r.status == Status::Passed);
+    let held = count(&|r| r.held.is_some());
+    let passed = count(&|r| r.status == Status::Passed) - held;
     let skipped = count(&|r| r.is_skipped());
-    let failed = results.len() - passed - skipped;
-    format!("{passed} passed, {skipped} skipped, {failed} failed")
+    let failed = results.len() - passed - held - skipped;
+    match held {
+        0 => format!("{passed} passed, {skipped} skipped, {failed} failed"),
+        _ => {
+            format!("{passed} passed, {held} held for a person, {skipped} skipped, {failed} failed")
+        }
+    }
 }
 
 /// What the pipeline runs on.
@@ -229,4 +246,29 @@ pub enum GateError {
     Sandbox(#[from] SandboxError),
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_green_is_said_and_counted_apart_from_a_pass() {
+        let mut test = GateResult::skipped("test", "");
+        test.status = Status::Passed;
+        test.held = Some(format!("{HELD}: `conftest.py` (added)"));
+        assert_eq!(
+            test.describe(),
+            "passed, held for a person: the change edits files that steer the tests"
+        );
+        assert!(test.ok(), "a held green does not send the Builder back");
+        let mut lint = GateResult::skipped("lint", "");
+        lint.status = Status::Passed;
+        let build = GateResult::skipped("build", "");
+        assert_eq!(
+            tally(&[test, lint.clone(), build]),
+            "1 passed, 1 held for a person, 1 skipped, 0 failed"
+        );
+        assert_eq!(tally(&[lint]), "1 passed, 0 skipped, 0 failed");
+    }
 }

@@ -160,6 +160,7 @@ pub async fn setup_failed<R: Reporter>(
                 check_run_url: None,
                 verdicts: vec![],
                 misses: vec![],
+                held: None,
             }
         } else {
             GateResult::skipped(gate, "Not run: setup failed (see hive/test).")
@@ -270,6 +271,13 @@ async fn command_gate(
         status = Status::Passed;
         notes.push(note);
     }
+    let held = match (gate, status) {
+        ("test", Status::Passed) => {
+            let who = expect.steering_approved_by.as_deref();
+            super::steering::hold(&expect.steering, who, &mut notes)
+        }
+        _ => None,
+    };
     Ok(GateResult {
         gate,
         status,
@@ -283,6 +291,7 @@ async fn command_gate(
         check_run_url: None,
         verdicts,
         misses,
+        held,
     })
 }
 
@@ -488,7 +497,7 @@ async fn security_gate(inputs: &Inputs<'_>, steering: &[Steer]) -> Result<GateRe
     if !steering.is_empty() {
         let files: Vec<String> = steering.iter().map(Steer::describe).collect();
         notes.push(format!(
-            "test lock: the change edits files that steer which tests run and how: {} (the test gate checks the tests still run, by name)",
+            "test lock: the change edits files that steer which tests run and how: {} (the test gate checks the tests still run, by name, and holds its green for a person)",
             files.join(", ")
         ));
     }
@@ -531,5 +540,6 @@ async fn security_gate(inputs: &Inputs<'_>, steering: &[Steer]) -> Result<GateRe
         check_run_url: None,
         verdicts: vec![],
         misses: vec![],
+        held: None,
     })
 }

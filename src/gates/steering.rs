@@ -23,6 +23,18 @@ pub struct Steer {
 }
 
 impl Steer {
+    /// Whether this change can make a test report pass that should fail, so a passing run
+    /// waits for a person: every steering file and section does; in sources, only what makes
+    /// code differ under test (`cfg(not(test))`, `cfg_attr(test`, `cfg!(test)`). A plain
+    /// `#[cfg(test)]` module, an `#[ignore]` or a Go build constraint can only take tests out
+    /// of the run, and the test gate names those it misses.
+    pub fn can_forge(&self) -> bool {
+        match self.how.strip_prefix("adds ") {
+            Some(marks) => FORGING_MARKS.iter().any(|m| marks.contains(m)),
+            None => true,
+        }
+    }
+
     /// "`conftest.py` (added)".
     pub fn describe(&self) -> String {
         format!("`{}` ({})", self.path.replace('`', "'"), self.how)
@@ -59,6 +71,37 @@ pub fn changed(repo: &Repository, base: Oid, head: Oid) -> Result<Vec<Steer>, gi
     }
     found.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(found)
+}
+
+/// Whether a passing test run waits for a person because the change edits `steering` files (a
+/// root `conftest.py` can turn every failure into a pass): why, or `None` when it does not.
+/// Nothing the run says can be trusted until someone reads them; once `approved_by` a person,
+/// the run counts and its notes say who. The first note of a held run says what to do.
+pub fn hold(
+    steering: &[Steer],
+    approved_by: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Option<String> {
+    let forging: Vec<&Steer> = steering.iter().filter(|s| s.can_forge()).collect();
+    if forging.is_empty() {
+        return None;
+    }
+    let files: Vec<String> = forging.iter().map(|s| s.describe()).collect();
+    let files = files.join(", ");
+    if let Some(who) = approved_by {
+        notes.push(format!(
+            "The change edits files that steer the tests ({files}); @{who} approved them, so this run counts."
+        ));
+        return None;
+    }
+    let why = format!("{}: {files}", super::HELD);
+    notes.insert(
+        0,
+        format!(
+            "Held for a person: {why}. Such a file can make any test report \"passed\", so this green does not count until someone with write permission reads them and approves (`/hive approve`)."
+        ),
+    );
+    Some(why)
 }
 
 /// A file's text in `tree` (empty when absent, not UTF-8, or over 1 MiB: a steering file is
@@ -182,7 +225,15 @@ fn cargo_test_keys(old: &str, new: &str) -> Vec<String> {
 }
 
 /// Rust lines that change what runs under test.
-const RUST_MARKS: &[&str] = &["cfg(test)", "cfg(not(test))", "cfg_attr(test", "#[ignore"];
+const RUST_MARKS: &[&str] = &[
+    "cfg(test)",
+    "cfg(not(test))",
+    "cfg_attr(test",
+    "cfg!(test)",
+    "#[ignore",
+];
+/// The marks that make Rust code differ under test.
+const FORGING_MARKS: &[&str] = &["cfg(not(test))", "cfg_attr(test", "cfg!(test)"];
 /// Go build constraints.
 const GO_MARKS: &[&str] = &["//go:build", "// +build"];
 
@@ -271,5 +322,44 @@ mod tests {
         );
         // setup.cfg changed only outside [tool:pytest]; pkg/calc.py is code, not a steer.
         assert_eq!(found[0].describe(), "`.cargo/config.toml` (added)");
+    }
+
+    #[test]
+    fn a_run_with_steering_files_is_held_until_a_person_approves() {
+        let conftest = [Steer {
+            path: "conftest.py".into(),
+            how: "added".into(),
+        }];
+        let mut notes = vec!["12 passed".to_owned()];
+        assert_eq!(hold(&[], None, &mut notes), None);
+        let marks = |how: &str| Steer {
+            path: "src/lib.rs".into(),
+            how: how.into(),
+        };
+        let unit_tests = [marks("adds `cfg(test)`"), marks("adds `#[ignore`")];
+        assert_eq!(hold(&unit_tests, None, &mut notes), None);
+        assert_eq!(notes, ["12 passed"]);
+        for forging in ["adds `cfg(test)`, `cfg(not(test))`", "adds `cfg!(test)`"] {
+            let held = hold(&[marks(forging)], None, &mut vec![]);
+            assert!(held.is_some_and(|w| w.contains("src/lib.rs")), "{forging}");
+        }
+        let why = hold(&conftest, None, &mut notes).unwrap();
+        assert_eq!(
+            why,
+            "the change edits files that steer the tests: `conftest.py` (added)"
+        );
+        assert!(
+            notes[0].starts_with("Held for a person: the change edits"),
+            "{notes:?}"
+        );
+        assert!(notes[0].contains("`/hive approve`"), "{notes:?}");
+        let mut notes = vec![];
+        assert_eq!(hold(&conftest, Some("alice"), &mut notes), None);
+        assert_eq!(
+            notes,
+            [
+                "The change edits files that steer the tests (`conftest.py` (added)); @alice approved them, so this run counts."
+            ]
+        );
     }
 }

@@ -36,6 +36,8 @@ pub enum Conclusion {
     Skipped,
     TimedOut,
     Cancelled,
+    /// A person must act (the check run's summary says what) before it counts.
+    ActionRequired,
 }
 
 impl Conclusion {
@@ -47,6 +49,7 @@ impl Conclusion {
             Conclusion::Skipped => "skipped",
             Conclusion::TimedOut => "timed_out",
             Conclusion::Cancelled => "cancelled",
+            Conclusion::ActionRequired => "action_required",
         }
     }
 }

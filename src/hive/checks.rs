@@ -10,9 +10,13 @@ use crate::github::checks::{CheckOutput, CheckRun, Conclusion};
 use crate::github::{GitHubError, RepoClient};
 use crate::ids::CommitSha;
 
-/// What a gate's status is on GitHub.
-pub fn conclusion(status: Status) -> Conclusion {
-    match status {
+/// What a gate's result is on GitHub: a held green is "action required" (branch protection
+/// does not take it for a pass).
+pub fn conclusion(result: &GateResult) -> Conclusion {
+    if result.held.is_some() {
+        return Conclusion::ActionRequired;
+    }
+    match result.status {
         Status::Passed => Conclusion::Success,
         Status::Skipped => Conclusion::Skipped,
         Status::TimedOut => Conclusion::TimedOut,
@@ -80,12 +84,7 @@ impl Reporter for CheckRuns<'_> {
             summary: summary(result),
         };
         self.client
-            .complete_check_run(
-                run.id,
-                conclusion(result.status),
-                &output,
-                &result.annotations,
-            )
+            .complete_check_run(run.id, conclusion(result), &output, &result.annotations)
             .await?;
         self.done += 1;
         Ok(())

@@ -42,6 +42,7 @@ mod reviews;
 mod run_local;
 mod scale_out;
 mod sessions;
+mod steering_files;
 mod sweep;
 mod trust_boundary;
 mod verdicts;

@@ -189,6 +189,16 @@ impl Report {
                 format!("{} waits for the plan's approval", t.id),
                 Some("run again without --plan-only, with --approve, to build it"),
             ),
+            Ending::Waiting(_) if self.flow.attempts.last().and_then(|a| a.held()).is_some() => (
+                format!(
+                    "{} waits for a person: its gates passed, but {}",
+                    t.id,
+                    crate::gates::HELD
+                ),
+                Some(
+                    "read them (listed under the gates); run again with --approve if they are right",
+                ),
+            ),
             Ending::Waiting(_) => (
                 format!("{} is ready and waits for approval", t.id),
                 Some("run again with --approve to also merge it into the scratch copy and tag it"),
@@ -308,11 +318,17 @@ impl fmt::Display for Report {
                 .iter()
                 .map(|g| match (g.skipped || g.result == "skipped", g.passed) {
                     (true, _) => format!("- {} (skipped)", g.gate),
+                    (false, true) if g.held.is_some() => {
+                        format!("! {} ({})", g.gate, clean(&g.result, 60))
+                    }
                     (false, true) => format!("✓ {} ({})", g.gate, clean(&g.result, 60)),
                     (false, false) => format!("✗ {} ({})", g.gate, clean(&g.result, 60)),
                 })
                 .collect();
             writeln!(f, "gates:    {}", gates.join(" · "))?;
+            if let Some(why) = a.held() {
+                writeln!(f, "held:     {}", clean(why, 300))?;
+            }
         }
         if let Some(r) = &flow.critic {
             let verdict = if r.approve {

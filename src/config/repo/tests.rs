@@ -42,6 +42,21 @@ budget: { max_usd: 2.5, max_minutes: 30 }
     // `.github/` stays locked though the repository's list leaves it out.
     assert!(c.read_only().contains(".github/hive/critic.md"));
     assert!(c.read_only().contains(".github/workflows/ci.yml"));
+    // So do the files that steer the agents and the machine.
+    for steering in [
+        "AGENTS.md",
+        "src/pkg/AGENTS.md",
+        "CLAUDE.md",
+        "docs/CLAUDE.md",
+        ".github/copilot-instructions.md",
+        ".github/instructions/py.instructions.md",
+        ".devcontainer/devcontainer.json",
+        ".devcontainer/Dockerfile",
+        ".devcontainer.json",
+    ] {
+        assert!(c.read_only().contains(steering), "{steering}");
+    }
+    assert!(!c.read_only().contains("docs/AGENTS.md.bak"));
     assert!(c.test_paths().contains("tests/unit/test_a.py"));
     assert_eq!(c.limits.memory_mb, 512);
     assert_eq!(c.limits.pids, 256);

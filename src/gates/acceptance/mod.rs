@@ -109,6 +109,7 @@ pub async fn run(inputs: &Inputs<'_>, gates: &[GateResult]) -> Result<GateResult
         check_run_url: None,
         verdicts: vec![],
         misses: vec![],
+        held: None,
     })
 }
 

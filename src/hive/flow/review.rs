@@ -59,15 +59,20 @@ pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     Ok(Step::Next)
 }
 
-/// "The change edits files that steer which tests run: …" (a paragraph), or nothing.
-fn steering_note(steering: &[Steer]) -> String {
+/// "The change edits files that steer which tests run: …" (a paragraph), or nothing; it says
+/// who approved them once a person did.
+fn steering_note(steering: &[Steer], approved_by: Option<&str>) -> String {
     if steering.is_empty() {
         return String::new();
     }
     let files: Vec<String> = steering.iter().map(Steer::describe).collect();
+    let verdict = match approved_by {
+        Some(who) => format!("@{} approved them; the gates ran again with them.", who.replace('`', "'")),
+        None => "Such a file can make any test report pass, so the test gate's green is held (\"action required\") until a person reads them and approves with `/hive approve`.".to_owned(),
+    };
     format!(
         "\n**Files that steer the tests.** This change edits files that decide which tests run and how: {}. \
-         The gates checked that the Breaker's tests and the base's still ran and passed, by name; review these files with care.\n",
+         The gates checked that the Breaker's tests and the base's still ran and passed, by name. {verdict}\n",
         files.join(", ")
     )
 }
@@ -119,7 +124,7 @@ fn pull_body(cx: &Ctx<'_, '_>, head: &CommitSha, files: &[String], steering: &[S
             s.push_str(&table);
         }
     }
-    s.push_str(&steering_note(steering));
+    s.push_str(&steering_note(steering, f.approved_by.as_deref()));
     if let Some(env) = f.attempts.last().and_then(|a| a.environment.as_ref()) {
         s.push_str(&format!("\n**Dependencies:** {env}.\n"));
     }
@@ -179,14 +184,29 @@ pub(super) fn head_sha(cx: &Ctx<'_, '_>) -> Result<CommitSha, JobError> {
 }
 
 /// Await approval: a person's, where the repository asks for one.
+/// A change whose green is held (it edits files that steer the tests) waits for a person
+/// even where the repository needs none, and their approval is shown on the pull request.
 pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
-    if !cx.env.config.review.require_human_approval || cx.flow.approved_by.is_some() {
+    let held = cx
+        .flow
+        .attempts
+        .last()
+        .and_then(|a| a.held())
+        .map(str::to_owned);
+    let needed = cx.env.config.review.require_human_approval || held.is_some();
+    if !needed || cx.flow.approved_by.is_some() {
         cx.flow.next = Node::Rebase;
         let by = cx
             .flow
             .approved_by
             .clone()
             .unwrap_or_else(|| "the Critic".into());
+        if let Some(why) = &held {
+            let data = serde_json::json!({ "approved_by": by, "held": why });
+            cx.run.event("steering_approved", data).await;
+            let head = head_sha(cx)?;
+            refresh_body(cx, &head).await?;
+        }
         cx.checkpoint(
             Node::AwaitApproval,
             serde_json::json!({}),
@@ -194,6 +214,13 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
         )
         .await?;
         return Ok(Step::Next);
+    }
+    if let Some(why) = held {
+        let detail = format!(
+            "The gates passed, but {why}. Such a file can make any test report pass, so the green does not count yet: read it on the pull request, then someone with write permission comments `/hive approve` to land the change, or `/hive feedback` to have it done without."
+        );
+        cx.settle(TaskState::AwaitingVerification, detail).await?;
+        return Ok(Step::Stop);
     }
     // Said in advance when the base's protection is readable: what GitHub will want.
     let base = cx.base_branch();

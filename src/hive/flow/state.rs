@@ -81,6 +81,9 @@ pub struct GateLine {
     #[serde(default)]
     pub skipped: bool,
     pub result: String,
+    /// Passed, but counts only once a person approves: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 /// One Builder attempt and what the gates said of it.
@@ -131,6 +134,7 @@ impl Attempt {
                     passed: g.ok(),
                     skipped: g.is_skipped(),
                     result: g.describe(),
+                    held: g.held.clone(),
                 })
                 .collect(),
             signature: failing.join("\n"),
@@ -146,6 +150,12 @@ impl Attempt {
 
     pub fn passed(&self) -> bool {
         self.gates.iter().all(|g| g.passed)
+    }
+
+    /// Why the attempt's green waits for a person ("the change edits files that steer the
+    /// tests: `conftest.py` (added)"), if it does.
+    pub fn held(&self) -> Option<&str> {
+        self.gates.iter().find_map(|g| g.held.as_deref())
     }
 }
 
@@ -332,6 +342,7 @@ impl Flow {
             baseline,
             excused,
             steering: vec![],
+            steering_approved_by: self.approved_by.clone(),
             known_findings: self
                 .baseline
                 .as_ref()
