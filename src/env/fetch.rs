@@ -19,10 +19,16 @@ pub struct Plan {
     pub files: Vec<(String, String)>,
     /// What the build phase needs to find the downloads (`PIP_FIND_LINKS`).
     pub env: Vec<(String, String)>,
+    /// Requirements refused, each with where it is and why: the download does not run, and
+    /// setup fails saying so.
+    pub refused: Vec<String>,
 }
 
 /// Where `pip download` keeps the wheels for the build phase.
 pub const WHEELS: &str = "/cache/wheels";
+/// What makes git unusable to a package manager: no protocol allowed, and npm's git command
+/// one that fails.
+const NO_GIT: &str = "GIT_ALLOW_PROTOCOL=none npm_config_git=false";
 /// The requirements the bot wrote for `pip download`.
 const REQUIREMENTS: &str = ".vibeloop-fetch/requirements.txt";
 
@@ -40,6 +46,7 @@ pub fn plan(found: &[Found], inputs: &[(String, Option<Vec<u8>>)]) -> Option<Pla
         command: String::new(),
         files: vec![],
         env: vec![],
+        refused: vec![],
     };
     let mut commands = Vec::new();
     for f in found {
@@ -61,7 +68,8 @@ pub fn plan(found: &[Found], inputs: &[(String, Option<Vec<u8>>)]) -> Option<Pla
             Ecosystem::Python => {
                 let wanted = python_requirements(&f.inputs, &text);
                 plan.files
-                    .push((REQUIREMENTS.into(), wanted.join("\n") + "\n"));
+                    .push((REQUIREMENTS.into(), wanted.specs.join("\n") + "\n"));
+                plan.refused.extend(wanted.refused);
                 commands.push(format!(
                     "python3 -m venv /tmp/fetch-venv && /tmp/fetch-venv/bin/pip download --quiet \
                      --disable-pip-version-check --only-binary :all: --dest {WHEELS} -r {REQUIREMENTS}"
@@ -69,8 +77,12 @@ pub fn plan(found: &[Found], inputs: &[(String, Option<Vec<u8>>)]) -> Option<Pla
                 plan.env.push(("PIP_FIND_LINKS".into(), WHEELS.into()));
             }
             Ecosystem::Node => {
+                plan.refused
+                    .extend(super::node_deps::refused(&f.inputs, &text));
                 let lock = |p: &str| text(p).is_some();
-                commands.push(
+                // git unusable: npm prepares a git dependency by running its scripts.
+                commands.push(format!(
+                    "env {NO_GIT} {}",
                     if lock("pnpm-lock.yaml") {
                         "pnpm install --frozen-lockfile --ignore-scripts"
                     } else if lock("yarn.lock") {
@@ -80,8 +92,7 @@ pub fn plan(found: &[Found], inputs: &[(String, Option<Vec<u8>>)]) -> Option<Pla
                     } else {
                         "npm install --ignore-scripts --no-package-lock"
                     }
-                    .to_owned(),
-                );
+                ));
             }
             Ecosystem::Go => commands.push("go mod download".to_owned()),
         }
@@ -147,13 +158,59 @@ fn cargo_targets(manifest: &str) -> Vec<String> {
     files
 }
 
-/// What a Python project's dependency files ask for, as plain requirement specifiers: the
-/// project's dependencies, its test extras and dependency groups, its build system, and every
-/// `requirements*.txt` — never a local path, an editable install or a URL (each would build
-/// code with the network open), and pytest, which setup adds.
-fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
-    let mut wanted: Vec<String> = vec!["pytest".into()];
-    if let Some(py) = text("pyproject.toml").and_then(|t| t.parse::<toml::Table>().ok()) {
+/// What a Python project's dependency files ask the index for, and what was refused.
+#[derive(Debug, Default, PartialEq)]
+struct Wanted {
+    /// Requirements as the PEP 508 parser wrote them back, sorted.
+    specs: Vec<String>,
+    /// "`\"pytest\\r--no-binary x\"` in pyproject.toml: it holds a control character…".
+    refused: Vec<String>,
+}
+
+impl Wanted {
+    /// `specs` from `from` that must each be a requirement (the packaging standards' fields).
+    fn strict(&mut self, from: &str, specs: Vec<String>) {
+        for spec in specs {
+            match super::requirement::from_index(&spec) {
+                Ok(c) => self.specs.push(c),
+                Err(why) => self.refuse(&spec, from, &why),
+            }
+        }
+    }
+
+    /// Lines of `from` as a requirements file has them: options, paths and substitutions are
+    /// setup's, read offline from the worktree; the rest must be requirements.
+    fn lines(&mut self, from: &str, lines: Vec<super::requirement::Line>) {
+        use super::requirement::Line;
+        for l in lines {
+            match l {
+                Line::Index(c) => self.specs.push(c),
+                Line::Skipped => {}
+                Line::Refused(text, why) => self.refuse(&text, from, &why),
+            }
+        }
+    }
+
+    fn refuse(&mut self, spec: &str, from: &str, why: &str) {
+        let shown: String = format!("{spec:?}").chars().take(200).collect();
+        self.refused.push(format!("`{shown}` in {from}: {why}"));
+    }
+}
+
+/// What a Python project's dependency files ask for, as requirements pip reads from an index:
+/// the project's dependencies, its test extras and dependency groups, its build system, the
+/// test tools of Poetry, PDM, Hatch and tox, and every `requirements*.txt` — each parsed as PEP
+/// 508 and written back from the parse, so no line is ever an option; a URL, a path or a string
+/// that is not a requirement is refused with the reason (see [`Plan::refused`]). pytest, which
+/// setup adds, comes too.
+fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>) -> Wanted {
+    use super::requirement::{line, requirements_file};
+    let mut wanted = Wanted {
+        specs: vec!["pytest".into()],
+        refused: vec![],
+    };
+    let pyproject = text("pyproject.toml").unwrap_or_default();
+    if let Ok(py) = pyproject.parse::<toml::Table>() {
         let strings = |v: Option<&toml::Value>| -> Vec<String> {
             v.and_then(|v| v.as_array())
                 .map(|a| {
@@ -163,64 +220,52 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
                 })
                 .unwrap_or_default()
         };
+        let tests = |t: Option<&toml::Value>| -> Vec<String> {
+            t.and_then(|t| t.as_table())
+                .into_iter()
+                .flatten()
+                .filter(|(name, _)| super::pyproject::TEST_GROUPS.contains(&name.as_str()))
+                .flat_map(|(_, list)| strings(Some(list)))
+                .collect()
+        };
         let project = py.get("project");
-        wanted.extend(strings(project.and_then(|p| p.get("dependencies"))));
-        if let Some(extras) = project
-            .and_then(|p| p.get("optional-dependencies"))
-            .and_then(|e| e.as_table())
-        {
-            for (name, list) in extras {
-                if super::pyproject::TEST_GROUPS.contains(&name.as_str()) {
-                    wanted.extend(strings(Some(list)));
-                }
-            }
-        }
-        if let Some(groups) = py.get("dependency-groups").and_then(|g| g.as_table()) {
-            for (name, list) in groups {
-                if super::pyproject::TEST_GROUPS.contains(&name.as_str()) {
-                    wanted.extend(strings(Some(list)));
-                }
-            }
-        }
-        let build = strings(py.get("build-system").and_then(|b| b.get("requires")));
-        wanted.extend(build);
+        let from = "pyproject.toml";
+        wanted.strict(from, strings(project.and_then(|p| p.get("dependencies"))));
+        wanted.strict(
+            from,
+            tests(project.and_then(|p| p.get("optional-dependencies"))),
+        );
+        wanted.strict(from, tests(py.get("dependency-groups")));
+        wanted.strict(
+            from,
+            strings(py.get("build-system").and_then(|b| b.get("requires"))),
+        );
     }
     let tox = text("tox.ini").unwrap_or_default();
-    let pyproject = text("pyproject.toml").unwrap_or_default();
-    for (_, specs) in super::pyproject::other_test_tools(&pyproject, &tox) {
-        wanted.extend(specs);
+    for (source, specs) in super::pyproject::other_test_tools(&pyproject, &tox) {
+        wanted.lines(source, specs.iter().map(|s| line(s)).collect());
     }
     // A build without a declared backend uses setuptools; hatchling's editable builds need
     // `editables` (what the backend asks for at setup, offline then).
-    wanted.extend(["setuptools", "wheel", "editables"].map(str::to_owned));
+    wanted
+        .specs
+        .extend(["setuptools", "wheel", "editables"].map(str::to_owned));
     if let Some(cfg) = text("setup.cfg") {
-        wanted.extend(super::pyproject::setup_cfg_requires(&cfg));
+        let requires = super::pyproject::setup_cfg_requires(&cfg);
+        wanted.lines("setup.cfg", requires.iter().map(|s| line(s)).collect());
     }
     if let Some(config) = text(".pre-commit-config.yaml") {
-        wanted.extend(
-            super::pyproject::precommit_pins(&config)
-                .into_iter()
-                .map(|(_, spec)| spec),
-        );
+        let pins = super::pyproject::precommit_pins(&config);
+        let lines = pins.iter().map(|(_, spec)| line(spec)).collect();
+        wanted.lines(".pre-commit-config.yaml", lines);
     }
     for r in inputs.iter().filter(|p| p.ends_with(".txt")) {
-        wanted.extend(
-            text(r)
-                .iter()
-                .flat_map(|t| t.lines())
-                .filter_map(requirement),
-        );
+        let lines = requirements_file(&text(r).unwrap_or_default());
+        wanted.lines(r, lines);
     }
-    wanted.retain(|w| super::pyproject::plain_requirement(w));
-    wanted.sort();
-    wanted.dedup();
+    wanted.specs.sort();
+    wanted.specs.dedup();
     wanted
-}
-
-/// A requirements file's line as a requirement, or `None` for options, includes and comments.
-fn requirement(line: &str) -> Option<String> {
-    let line = line.split(" #").next().unwrap_or(line).trim();
-    (!line.is_empty() && !line.starts_with('#') && !line.starts_with('-')).then(|| line.to_owned())
 }
 
 #[cfg(test)]
@@ -237,7 +282,7 @@ mod tests {
     }
 
     #[test]
-    fn python_downloads_plain_requirements_only() {
+    fn python_downloads_plain_requirements_only_and_says_what_it_refused() {
         let pyproject = "[build-system]\nrequires = [\"hatchling\"]\n\n[project]\nname = \"p\"\ndependencies = [\"wcwidth>=0.2\", \"evil @ https://x.example/evil.tar.gz\"]\n\n[project.optional-dependencies]\ntests = [\"hypothesis\"]\ndocs = [\"sphinx\"]\n\n[dependency-groups]\ndev = [\"ruff\"]\n";
         let reqs = "requests==2.32.3\n-e .\n./local-pkg\n-r other.txt\ngit+https://x.example/y.git\nflask # web\n";
         let files = [("pyproject.toml", pyproject), ("requirements.txt", reqs)];
@@ -248,8 +293,16 @@ mod tests {
                 .map(|(_, t)| (*t).to_owned())
         };
         let paths: Vec<String> = files.iter().map(|(p, _)| (*p).to_owned()).collect();
+        let wanted = python_requirements(&paths, &text);
         assert_eq!(
-            python_requirements(&paths, &text),
+            wanted.refused,
+            [
+                "`\"evil @ https://x.example/evil.tar.gz\"` in pyproject.toml: it names a URL: only packages from the configured index are downloaded",
+                "`\"git+https://x.example/y.git\"` in requirements.txt: it is not a PEP 508 requirement (URL requirement must be preceded by a package name. Add the name of the package before the URL (e.g., `package_name @ https://...`).)",
+            ]
+        );
+        assert_eq!(
+            wanted.specs,
             [
                 "editables",
                 "flask",
@@ -262,6 +315,68 @@ mod tests {
                 "wcwidth>=0.2",
                 "wheel"
             ]
+        );
+    }
+
+    /// A model-written `pyproject.toml` whose requirement strings carry a line break pip
+    /// splits at (`\r`, `\x0c`, U+2028…) would put option lines in the download's
+    /// requirements file — `--no-binary` overriding `--only-binary :all:`, so pip builds an
+    /// sdist with the network open. Each is refused by name, and the file holds requirements
+    /// only.
+    #[test]
+    fn requirement_strings_never_become_pip_options() {
+        // As TOML writes them: `\\r`, `\\f`, `\\u2028` are escapes of the TOML string.
+        let hostile = [
+            r#""pytest\r--no-binary evilpkg""#,
+            r#""attrs\f-r /etc/hostname""#,
+            r#""six\u2028--find-links https://x.example/""#,
+            r#""evilpkg; --trusted-host x.example""#,
+        ];
+        let pyproject = format!(
+            "[project]\nname = \"p\"\ndependencies = [{}]\n",
+            hostile.join(", ")
+        );
+        let files = [("pyproject.toml", pyproject.as_str())];
+        let found = detect(&Tree::of(&files));
+        let files = inputs(&files);
+        let plan = plan(&found, &files).unwrap();
+        let (_, requirements) = plan.files.iter().find(|(p, _)| p == REQUIREMENTS).unwrap();
+        for l in requirements.split(|c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
+        {
+            assert!(
+                l.is_empty() || l.chars().next().unwrap().is_ascii_alphanumeric(),
+                "an option line {l:?} in:\n{requirements:?}"
+            );
+        }
+        assert!(!requirements.contains("evilpkg") && !requirements.contains("x.example"));
+        assert_eq!(plan.refused.len(), hostile.len(), "{:?}", plan.refused);
+        assert!(
+            plan.refused[0].contains("pytest\\r--no-binary evilpkg"),
+            "{:?}",
+            plan.refused
+        );
+        assert!(plan.refused[0].contains("U+000D"), "{:?}", plan.refused);
+    }
+
+    /// Debian's npm runs a git dependency's `prepare` script even under `--ignore-scripts`:
+    /// a change that adds one is refused before the download runs, and git is unusable there.
+    #[test]
+    fn a_git_dependency_never_reaches_the_download() {
+        let package =
+            r#"{"name": "app", "devDependencies": {"evil": "git+https://x.example/evil.git"}}"#;
+        let lock = r#"{"lockfileVersion": 3, "packages": {"": {"name": "app"}, "node_modules/evil": {"version": "1.0.0", "resolved": "git+https://x.example/evil.git#0123", "integrity": "sha512-x"}}}"#;
+        let files = [("package.json", package), ("package-lock.json", lock)];
+        let plan = plan(&detect(&Tree::of(&files)), &inputs(&files)).unwrap();
+        assert_eq!(
+            plan.refused,
+            [
+                "`evil` in package.json: a git dependency (`git+https://x.example/evil.git`)",
+                "`node_modules/evil` in package-lock.json: not a registry package (`git+https://x.example/evil.git#0123`)",
+            ]
+        );
+        assert!(
+            plan.command
+                .starts_with("env GIT_ALLOW_PROTOCOL=none npm_config_git=false npm ci")
         );
     }
 
@@ -338,7 +453,7 @@ path = "../../outside.rs"
             plan.command,
             "cargo fetch && python3 -m venv /tmp/fetch-venv && /tmp/fetch-venv/bin/pip download --quiet \
              --disable-pip-version-check --only-binary :all: --dest /cache/wheels -r .vibeloop-fetch/requirements.txt \
-             && npm ci --ignore-scripts && go mod download"
+             && env GIT_ALLOW_PROTOCOL=none npm_config_git=false npm ci --ignore-scripts && go mod download"
         );
         assert!(
             plan.files

@@ -248,7 +248,6 @@ pub(super) fn other_test_tools(pyproject: &str, tox_ini: &str) -> Vec<(&'static 
         .collect();
     out.push(("tox's deps", tox));
     for (_, specs) in &mut out {
-        specs.retain(|s| plain_requirement(s));
         specs.sort();
         specs.dedup();
     }
@@ -287,14 +286,10 @@ fn poetry_names(table: Option<toml::Value>) -> Vec<String> {
 }
 
 /// A requirement pip resolves from an index (`pytest ~= 8.2`, `rich[jupyter]>=13;
-/// python_version >= "3.9"`): it starts with a letter or digit, so pip never reads it as an
-/// option, and names no path, URL, VCS reference or substitution.
+/// python_version >= "3.9"`): PEP 508 with no URL, path, option or control character
+/// ([`super::requirement::from_index`]).
 pub(super) fn plain_requirement(r: &str) -> bool {
-    let r = r.trim();
-    r.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && !r.contains("://")
-        && !r.contains('@')
-        && !r.contains(['{', '}', '/', '\\', '\0', '\n'])
+    super::requirement::from_index(r).is_ok()
 }
 
 /// What a `setup.cfg` installs: `[options] install_requires` and the test extras of
@@ -398,8 +393,12 @@ test = ["hypothesis>=6", "--index-url=https://evil.example/simple", "-e ./x"]
 dependencies = ["coverage[toml]>=6.5", "pytest"]
 "#;
         let tox = "[tox]\nenvlist = py\n\n[testenv]\ndeps =\n    pytest ~= 8.2\n    wcag-contrast-ratio\n    -r requirements.txt\n    {[base]deps}\ncommands = pytest {posargs}\n";
+        let mut plain = other_test_tools(pyproject, tox);
+        for (_, specs) in &mut plain {
+            specs.retain(|s| plain_requirement(s));
+        }
         assert_eq!(
-            other_test_tools(pyproject, tox),
+            plain,
             [
                 (
                     "Poetry's dev dependencies",

@@ -352,6 +352,20 @@ impl Maker<'_> {
         match how {
             How::Base | How::Network(_) => self.run(&s, setup, timeout).await,
             How::Offline(_) => self.run(&offline(s, &[]), setup, timeout).await,
+            How::Fetch(plan, _) if !plan.refused.is_empty() => {
+                let said = format!(
+                    "[vibeloop] The download phase did not run: these dependencies would leave the registry or run code with the network open, so they are refused:\n{}\nUse packages from the registry: in Python a PEP 508 requirement (a name, extras, versions, markers), in Node a version range the lockfile pins with an `integrity`.\n",
+                    plan.refused
+                        .iter()
+                        .map(|r| format!("  - {r}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+                Err(SetupError::Failed {
+                    command: plan.command.clone(),
+                    output: Box::new(CommandOutput::exited(1, &said)),
+                })
+            }
             How::Fetch(plan, _) => {
                 let dir = self.envs.scratch(&spec.repo)?;
                 write_fetch_dir(dir.path(), inputs, &plan.files)?;

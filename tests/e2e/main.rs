@@ -13,6 +13,7 @@ mod constraints;
 mod dashboard;
 mod dashboard_pages;
 mod devcontainer_image;
+mod download_phase;
 mod e2e_crash;
 mod e2e_hive;
 mod e2e_land;

@@ -194,6 +194,10 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     let tox_ini = files.read("tox.ini").unwrap_or_default();
     let mut others = pyproject::other_test_tools(&pyproject, &tox_ini);
     others.retain(|_| !named_for_tests);
+    for (_, specs) in &mut others {
+        specs.retain(|s| pyproject::plain_requirement(s));
+    }
+    others.retain(|(_, specs)| !specs.is_empty());
     for (source, specs) in &others {
         let quoted: Vec<String> = specs.iter().map(|s| quote(s)).collect();
         setup.run(format!("{PIP} {}", quoted.join(" ")));
