@@ -118,12 +118,49 @@ impl From<WorkspaceError> for JobError {
     }
 }
 
-/// Runs git work (`f`) on a blocking thread; a panic there is a transient failure.
+/// How long one git step of the bot (a fetch, a commit, a look at a worktree) may take before
+/// its job fails: what a sandbox left behind must never hold a worker for good.
+pub const GIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Runs git work (`f`) on a blocking thread within [`GIT_DEADLINE`]; a panic there is a
+/// transient failure.
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
 ) -> Result<T, JobError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| JobError::transient(format!("workspace task panicked: {e}")))?
-        .map_err(JobError::from)
+    blocking_within(GIT_DEADLINE, f).await
+}
+
+/// [`blocking`] with its own deadline. Past it the job fails for good with the reason (the
+/// thread is left to finish or not; the worker goes on).
+pub async fn blocking_within<T: Send + 'static>(
+    deadline: std::time::Duration,
+    f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
+) -> Result<T, JobError> {
+    match tokio::time::timeout(deadline, tokio::task::spawn_blocking(f)).await {
+        Err(_) => Err(JobError::permanent(format!(
+            "a git step of the bot did not finish within {deadline:?}: something in the repository or a worktree blocks it; the job stops here"
+        ))),
+        Ok(joined) => joined
+            .map_err(|e| JobError::transient(format!("workspace task panicked: {e}")))?
+            .map_err(JobError::from),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_git_step_past_its_deadline_fails_the_job_with_the_reason() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let stuck = blocking_within(std::time::Duration::from_millis(50), move || {
+            // Blocks until the test ends, as an open() of a FIFO would.
+            let _ = rx.recv();
+            Ok(())
+        });
+        let e = stuck.await.unwrap_err();
+        drop(tx);
+        assert!(matches!(e, JobError::Permanent(_)), "{e}");
+        assert!(e.to_string().contains("did not finish within 50ms"), "{e}");
+    }
 }

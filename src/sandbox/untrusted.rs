@@ -159,6 +159,45 @@ pub fn read_text(root: &Path, rel: &str, cap: u64) -> Result<Option<String>, Ref
     }
 }
 
+/// The special files under `root` — FIFOs, sockets, devices — as paths relative to it, at most
+/// `limit` of them; the root's `.git` is not entered (it is the bot's, checked apart). Only the
+/// directory entries' types are read (no file is opened, no link followed), so a tree made by
+/// a sandbox cannot block the walk. Git tracks none of these kinds: one in a worktree was made
+/// there by a program, and opening it (a `.gitignore` that is a FIFO) would block the bot.
+pub fn special_files(root: &Path, limit: usize) -> std::io::Result<Vec<String>> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let mut found = Vec::new();
+    let mut dirs = vec![PathBuf::new()];
+    while let Some(rel) = dirs.pop() {
+        for entry in std::fs::read_dir(root.join(&rel))? {
+            let entry = entry?;
+            let at = rel.join(entry.file_name());
+            if rel.as_os_str().is_empty() && entry.file_name() == ".git" {
+                continue;
+            }
+            let ft = entry.file_type()?;
+            if ft.is_dir() {
+                dirs.push(at);
+            } else if ft.is_fifo() || ft.is_socket() || ft.is_block_device() || ft.is_char_device()
+            {
+                let kind = if ft.is_fifo() {
+                    "a FIFO"
+                } else if ft.is_socket() {
+                    "a socket"
+                } else {
+                    "a device"
+                };
+                found.push(format!("{} ({kind})", at.display()));
+                if found.len() >= limit {
+                    return Ok(found);
+                }
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +241,29 @@ mod tests {
         assert!(read(root, "../x", 100).is_err());
         assert!(read(root, "/etc/passwd", 100).is_err());
         assert_eq!(read_text(root, "none.txt", 100).unwrap(), None);
+    }
+
+    #[test]
+    fn special_files_are_found_without_opening_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join("a/file.txt"), "x").unwrap();
+        for fifo in [".gitignore", "a/b/pipe", ".git/inner"] {
+            let c = std::ffi::CString::new(root.join(fifo).to_str().unwrap()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+        std::os::unix::fs::symlink("/dev/null", root.join("a/null")).unwrap();
+        let _sock = std::os::unix::net::UnixListener::bind(root.join("a/sock")).unwrap();
+        assert_eq!(
+            special_files(root, 10).unwrap(),
+            [
+                ".gitignore (a FIFO)",
+                "a/b/pipe (a FIFO)",
+                "a/sock (a socket)"
+            ]
+        );
+        assert_eq!(special_files(root, 1).unwrap().len(), 1);
     }
 }

@@ -28,8 +28,12 @@ impl Worktree {
     /// `.git`, which code in a sandbox could point at a git directory of its own (whose
     /// `core.worktree` or `commondir` names any directory of the host); that file is checked to
     /// be what git wrote, and a changed one is [`WorkspaceError::Tampered`].
+    ///
+    /// A worktree holding a special file (a FIFO, a socket, a device: git tracks none, and
+    /// opening one blocks) is refused the same way, before git reads anything of it.
     pub fn open(&self) -> Result<Repository, WorkspaceError> {
         self.check_dot_git()?;
+        self.check_special_files()?;
         let git = Repository::open_ext(
             &self.admin,
             git2::RepositoryOpenFlags::NO_SEARCH | git2::RepositoryOpenFlags::BARE,
@@ -85,6 +89,20 @@ impl Worktree {
             Ok(e) => Ok(Some(e.to_object(&git)?.peel_to_blob()?.content().to_vec())),
             Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// No FIFO, socket or device anywhere in the worktree (the `.git` apart).
+    pub fn check_special_files(&self) -> Result<(), WorkspaceError> {
+        match crate::sandbox::untrusted::special_files(&self.path, 5) {
+            Ok(found) if found.is_empty() => Ok(()),
+            Ok(found) => Err(WorkspaceError::Tampered(format!(
+                "The worktree of {} holds special files that only a program in the sandbox could have made: {}. \
+                 The bot's git will not open them (one would block it); remove them and keep to plain files",
+                self.branch,
+                found.join(", ")
+            ))),
+            Err(e) => Err(self.tampered(&format!("it cannot be walked: {e}"))),
         }
     }
 

@@ -47,5 +47,6 @@ mod steering_files;
 mod sweep;
 mod trust_boundary;
 mod verdicts;
+mod wedge;
 mod who_sees;
 mod who_steers;
