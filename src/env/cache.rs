@@ -50,6 +50,21 @@ impl EnvKey {
         EnvKey(hex::encode(&h.finalize()[..8]))
     }
 
+    /// This key, owned by one ticket: the environment a change's dependency files made is
+    /// that ticket's alone, never found by the base or another ticket with the same files.
+    pub fn owned_by(&self, ticket: &str) -> Self {
+        let mut h = Sha256::new();
+        for b in [
+            b"vibeloop-env-owned".as_slice(),
+            self.0.as_bytes(),
+            ticket.as_bytes(),
+        ] {
+            h.update((b.len() as u64).to_le_bytes());
+            h.update(b);
+        }
+        EnvKey(hex::encode(&h.finalize()[..8]))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -403,6 +418,10 @@ mod tests {
         assert_ne!(k, EnvKey::new("img", "cargo fetch -q", &[], &lock("a")));
         let absent = vec![("Cargo.lock".to_owned(), None)];
         assert_ne!(k, EnvKey::new("img", "cargo fetch", &[], &absent));
+        // A change's environment is its ticket's: same files, another key for each.
+        assert_ne!(k.owned_by("T-1"), k);
+        assert_ne!(k.owned_by("T-1"), k.owned_by("T-2"));
+        assert_eq!(k.owned_by("T-1"), k.owned_by("T-1"));
     }
 
     #[test]

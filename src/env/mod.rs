@@ -32,7 +32,7 @@ pub mod tree;
 
 pub use cache::{EnvInfo, EnvKey, Envs, Retention};
 pub use resolve::{Resolved, resolve};
-pub use setup::{Maker, Network, Ready, SetupError};
+pub use setup::{Lookup, Maker, Network, Pending, Ready, SetupError};
 
 /// The variables that give a build the project's `version` (from the bot's git, which a
 /// sandbox cannot read) for the tools that take it from git tags: setuptools-scm and

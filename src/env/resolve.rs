@@ -45,6 +45,9 @@ pub struct Resolved {
     pub image_build: Option<super::image::ImageBuild>,
     /// The repository's instructions for coding agents (`AGENTS.md`…), as the base has them.
     pub instructions: std::sync::Arc<super::instructions::Instructions>,
+    /// The base commit these were read from, when the caller knows it: the base's
+    /// environment is set up from a clean checkout of it.
+    pub base_commit: Option<crate::ids::CommitSha>,
 }
 
 /// One key of the effective config.
@@ -73,6 +76,7 @@ impl Resolved {
             toolchains: vec![],
             image_build: None,
             instructions: Default::default(),
+            base_commit: None,
         }
     }
 }
@@ -318,6 +322,7 @@ fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) ->
         toolchains: super::toolchain::wants(files),
         image_build,
         instructions: Default::default(),
+        base_commit: None,
     }
 }
 

@@ -139,7 +139,57 @@ pub struct Ready {
     prepare: Option<String>,
 }
 
+/// What a worktree's environment needs ([`Maker::lookup`]).
+#[derive(Debug)]
+pub enum Lookup {
+    /// The repository has no setup.
+    Nothing,
+    /// It is kept already, and linked into the worktree.
+    Kept(Ready),
+    /// It must be set up ([`Maker::make`]).
+    Make(Pending),
+}
+
+/// An environment to set up: its key, how, from which dependency files, with which command.
+#[derive(Debug)]
+pub struct Pending {
+    key: EnvKey,
+    how: How,
+    inputs: Vec<Input>,
+    setup: String,
+}
+
+impl Pending {
+    /// The worktree's dependency files are the base's: setup runs with network, so it must
+    /// run over a clean checkout of the base commit, never over a branch's worktree.
+    pub fn is_base(&self) -> bool {
+        self.how == How::Base
+    }
+}
+
 impl Ready {
+    fn of(
+        r: &Resolved,
+        key: EnvKey,
+        dir: PathBuf,
+        reused: bool,
+        output: Option<CommandOutput>,
+        setup_seconds: f64,
+        how: Option<String>,
+    ) -> Self {
+        Ready {
+            key,
+            dir,
+            reused,
+            output,
+            setup_seconds,
+            how,
+            env: r.env.clone(),
+            links: r.links.clone(),
+            prepare: r.config.prepare.clone(),
+        }
+    }
+
     /// Gives `spec` the environment: mounted at `/cache`, its variables, offline settings,
     /// and the project's own build at start (`prepare`).
     pub fn apply(&self, spec: &mut SandboxSpec) {
@@ -248,16 +298,32 @@ pub struct Maker<'a> {
 
 impl Maker<'_> {
     /// The environment for the worktree of `spec` (a sandbox of it, without network): found by
-    /// its key, or set up now — with network when the worktree's dependency files are the
-    /// base's, else as `changed_dependencies` says ([`How`]). `None` when the repository has
-    /// no setup.
+    /// its key, or set up now in that worktree ([`Maker::lookup`], then [`Maker::make`]).
+    /// `None` when the repository has no setup. For a worktree the bot trusts as the base's
+    /// (a person's checkout, a fresh checkout of the base); the hive sets the base's
+    /// environment up from a clean checkout of the base commit instead.
     pub async fn prepare(
         &self,
         r: &Resolved,
         spec: &SandboxSpec,
     ) -> Result<Option<Ready>, SetupError> {
+        match self.lookup(r, spec).await? {
+            Lookup::Nothing => Ok(None),
+            Lookup::Kept(ready) => Ok(Some(ready)),
+            Lookup::Make(pending) => {
+                let at = spec.worktree.clone();
+                self.make(r, spec, pending, &at).await.map(Some)
+            }
+        }
+    }
+
+    /// The environment the worktree of `spec` needs: none, one kept (linked into the worktree
+    /// already), or one to make. Found by its inputs — and, when they are a change's rather
+    /// than the base's, by the ticket too: an environment a change made is never anyone
+    /// else's.
+    pub async fn lookup(&self, r: &Resolved, spec: &SandboxSpec) -> Result<Lookup, SetupError> {
         let Some(setup) = r.config.setup.clone() else {
-            return Ok(None);
+            return Ok(Lookup::Nothing);
         };
         let inputs = read_inputs(&spec.worktree, &r.inputs)?;
         // The image's build, not only its name: a rebuilt image (a new Python, say) must not
@@ -266,32 +332,51 @@ impl Maker<'_> {
             Some(id) => format!("{}@{id}", r.config.image),
             None => r.config.image.clone(),
         };
+        let how = How::of(r, &inputs);
         let key = EnvKey::new(&image, &setup, &r.env, &inputs);
-        let ready = |dir, reused, output, setup_seconds, how| Ready {
-            key: key.clone(),
-            dir,
-            reused,
-            output,
-            setup_seconds,
-            how,
-            env: r.env.clone(),
-            links: r.links.clone(),
-            prepare: r.config.prepare.clone(),
+        let key = match how {
+            How::Base => key,
+            _ => key.owned_by(&format!("{}#{}", spec.repo, spec.ticket)),
         };
         if let Some((dir, record)) = self.envs.find(&spec.repo, &key) {
-            let ready = ready(dir, true, None, record.setup_seconds, record.how);
+            let ready = Ready::of(r, key, dir, true, None, record.setup_seconds, record.how);
             ready.link(&spec.worktree, self.backend.kind())?;
-            return Ok(Some(ready));
+            return Ok(Lookup::Kept(ready));
         }
-        let how = How::of(r, &inputs);
+        Ok(Lookup::Make(Pending {
+            key,
+            how,
+            inputs,
+            setup,
+        }))
+    }
+
+    /// Sets `pending` up with setup running over `at` — the worktree of `spec`, or for the
+    /// base's environment a clean checkout of the base commit — keeps it, and links it into
+    /// the worktree of `spec`.
+    pub async fn make(
+        &self,
+        r: &Resolved,
+        spec: &SandboxSpec,
+        pending: Pending,
+        at: &Path,
+    ) -> Result<Ready, SetupError> {
+        let Pending {
+            key,
+            how,
+            inputs,
+            setup,
+        } = pending;
         let scratch = self.envs.scratch(&spec.repo)?;
         let started = Instant::now();
+        let mut over = spec.clone();
+        over.worktree = at.to_owned();
         let output = self
-            .run_setup(r, spec, &setup, scratch.path(), &how, &inputs)
+            .run_setup(r, &over, &setup, scratch.path(), &how, &inputs)
             .await?;
         // What setup made in the worktree that belongs to the environment moves into it.
         for l in &r.links {
-            let made = spec.worktree.join(l);
+            let made = at.join(l);
             if made.is_dir() && !made.is_symlink() {
                 let kept = scratch.path().join(l);
                 std::fs::rename(&made, &kept)?;
@@ -317,9 +402,9 @@ impl Maker<'_> {
         for gone in self.envs.evict(self.retention, Some(&key)) {
             tracing::info!(env = %gone.record.key, repo = %gone.record.repo, bytes = gone.bytes, "old environment removed");
         }
-        let ready = ready(dir, false, Some(output), seconds, how.describe());
+        let ready = Ready::of(r, key, dir, false, Some(output), seconds, how.describe());
         ready.link(&spec.worktree, self.backend.kind())?;
-        Ok(Some(ready))
+        Ok(ready)
     }
 
     /// Runs setup into `cache` for the worktree of `spec`, as `how` says.

@@ -64,7 +64,8 @@ pub async fn rerun(
         let only = [gate];
         let result = match config {
             Ok(config) => {
-                let env = crate::env::resolve(config, &tree);
+                let mut env = crate::env::resolve(config, &tree);
+                env.base_commit = Some(merge_base.clone());
                 let v = Verification {
                     worktree: &worktree,
                     base: &merge_base,

@@ -4,7 +4,7 @@
 use super::job::JobError;
 use super::ticket_run::TicketRun;
 use crate::config::repo::HiveConfig;
-use crate::env::{Resolved, SetupError};
+use crate::env::{Lookup, Resolved, SetupError};
 use crate::gates::pipeline::{self, Inputs, RunError};
 use crate::gates::{GateError, GateResult};
 use crate::github::GitHubError;
@@ -81,7 +81,15 @@ async fn prepared(
     spec.env.extend(version_env(run, &worktree.base).await);
     let maker = run.hive.environments.maker(&run.hive.sandbox);
     let mut how = None;
-    if let Some(ready) = maker.prepare(env, &spec).await? {
+    let ready = match maker.lookup(env, &spec).await? {
+        Lookup::Nothing => None,
+        Lookup::Kept(ready) => Some(ready),
+        Lookup::Make(pending) if pending.is_base() && !is_clean_base(env, worktree, role) => {
+            Some(from_clean_base(run, env, &spec, &maker, pending).await?)
+        }
+        Lookup::Make(pending) => Some(maker.make(env, &spec, pending, &worktree.path).await?),
+    };
+    if let Some(ready) = ready {
         if !ready.reused {
             let data = serde_json::json!({ "key": ready.key.as_str(), "seconds": ready.setup_seconds, "role": role, "how": ready.how });
             run.event("env_setup", data).await;
@@ -90,6 +98,46 @@ async fn prepared(
         how = ready.how;
     }
     Ok((spec, how))
+}
+
+/// The baseline's worktree: a fresh checkout of the base commit the environment was read
+/// from, where nothing ran yet. Setup with network may run over it.
+fn is_clean_base(env: &Resolved, worktree: &Worktree, role: &str) -> bool {
+    role == "baseline" && env.base_commit.as_ref() == Some(&worktree.base)
+}
+
+/// The base's environment, set up with network over a clean checkout of the base commit made
+/// for it (`vibeloop/env-T-n`) — never over a branch's worktree, whose code (a `build.rs`, a
+/// `setup.py`) would run with the network open and end up in what every ticket uses.
+async fn from_clean_base(
+    run: &TicketRun<'_>,
+    env: &Resolved,
+    spec: &SandboxSpec,
+    maker: &crate::env::Maker<'_>,
+    pending: crate::env::Pending,
+) -> Result<crate::env::Ready, SetupError> {
+    let Some(base) = env.base_commit.clone() else {
+        return Err(SetupError::Io(std::io::Error::other(
+            "the base commit of the environment is not known, so its setup has nowhere clean to run",
+        )));
+    };
+    let (ws, repo) = (run.hive.workspace.clone(), run.ticket.repo.clone());
+    let branch = format!("vibeloop/env-{}", run.ticket.id);
+    let io = |e: JobError| SetupError::Io(std::io::Error::other(e.to_string()));
+    let clean = super::job::blocking({
+        let (ws, repo, branch) = (ws.clone(), repo.clone(), branch.clone());
+        move || {
+            let git = git2::Repository::open_bare(ws.mirror_path(&repo))?;
+            ws.worktree_at(&repo, &git, &branch, base.oid())
+        }
+    })
+    .await
+    .map_err(io)?;
+    let made = maker.make(env, spec, pending, &clean.path).await;
+    if let Err(e) = super::job::blocking(move || ws.drop_scratch(&repo, &branch)).await {
+        tracing::warn!(error = %e, "cannot remove the base's clean checkout");
+    }
+    made
 }
 
 /// The project's version at `commit` for the tools that take it from git tags, which cannot

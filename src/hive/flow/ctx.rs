@@ -219,18 +219,19 @@ pub(super) async fn resolve_env(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
         }
     };
     let known = match cx.flow.base_sha.clone() {
-        Some(base) => git(cx, tree_at(base)).await.ok(),
+        Some(base) => git(cx, tree_at(base.clone())).await.ok().map(|t| (t, base)),
         None => None,
     };
-    let tree = match known {
-        Some(tree) => tree,
+    let (tree, base) = match known {
+        Some(known) => known,
         None => {
             let base = sync(cx).await?;
-            git(cx, tree_at(base)).await?
+            (git(cx, tree_at(base.clone())).await?, base)
         }
     };
     let yaml = cx.env.config.clone();
     cx.env = crate::env::resolve(yaml, &tree);
+    cx.env.base_commit = Some(base);
     let hive = cx.run.hive;
     let image = cx.env.config.image.clone();
     if matches!(hive.sandbox, crate::sandbox::Backend::Docker(_))
