@@ -140,6 +140,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             .timeout(std::time::Duration::from_secs(20))
             .build()?,
         login_throttle: Default::default(),
+        recheck: config.recheck,
     };
     let http = if role.takes_webhooks() {
         let ingress = Ingress {
@@ -154,6 +155,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     };
     let http = http.merge(crate::dashboard::router(dashboard));
     let mut server_stop = stop_rx.clone();
+    // Each connection's address goes with its requests: wrong tokens are throttled per client.
+    let http = http.into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, http)
         .with_graceful_shutdown(async move {
             let _ = server_stop.changed().await;

@@ -42,6 +42,10 @@ pub struct AccessArgs {
     /// jobs to the others after this long.
     #[arg(long, env = "VIBELOOP_LEASE_SECONDS", default_value = "60")]
     pub lease_seconds: String,
+    /// Seconds between two checks of a live timeline's viewer (still signed in, still allowed
+    /// to see the ticket): the stream closes at the first that fails.
+    #[arg(long, env = "VIBELOOP_DASHBOARD_RECHECK", default_value = "60")]
+    pub dashboard_recheck: String,
 }
 
 /// What this process runs.
@@ -128,6 +132,20 @@ impl AccessArgs {
                 format!(
                     "{:?} is not a number of seconds from 10 to 86400",
                     self.sweep_interval
+                ),
+            )),
+        }
+    }
+
+    /// How often a live timeline checks its viewer again.
+    pub fn recheck(&self) -> Result<std::time::Duration, ConfigError> {
+        match self.dashboard_recheck.trim().parse::<u64>() {
+            Ok(secs) if (1..=3600).contains(&secs) => Ok(std::time::Duration::from_secs(secs)),
+            _ => Err(bad(
+                "VIBELOOP_DASHBOARD_RECHECK",
+                format!(
+                    "{:?} is not a number of seconds from 1 to 3600",
+                    self.dashboard_recheck
                 ),
             )),
         }

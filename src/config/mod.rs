@@ -177,6 +177,8 @@ pub struct ServeConfig {
     pub sweep_interval: std::time::Duration,
     /// How long a job's lease lasts without a heartbeat.
     pub lease: std::time::Duration,
+    /// How often a live timeline checks its viewer again.
+    pub recheck: std::time::Duration,
     /// Who may open the dashboard, the API and the metrics.
     pub access: access::Access,
     /// Settings that are missing but not fatal; `serve` logs each as a warning.
@@ -310,6 +312,7 @@ impl ServeConfig {
             role: args.access.role()?,
             sweep_interval: args.access.sweep_interval()?,
             lease: args.access.lease()?,
+            recheck: args.access.recheck()?,
             access: args.access.access(&mut warnings)?,
             warnings,
         })

@@ -433,50 +433,88 @@ pub async fn timeline(
                 .get("last-event-id")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse::<i64>().ok());
-            live(d, key, resumed.or(q.after).unwrap_or(0)).into_response()
+            let viewer = Viewer { who, headers };
+            live(d, key, resumed.or(q.after).unwrap_or(0), viewer).into_response()
         }
         Ok(None) => (StatusCode::NOT_FOUND, format!("no ticket {key}\n")).into_response(),
         Err(e) => unavailable(e).into_response(),
     }
 }
 
-/// Ticket `key`'s events from the one after `start`, then live.
+/// Who watches a live timeline, and the request that signed them in (its cookie or bearer
+/// token), to check again as the stream goes on.
+struct Viewer {
+    who: Person,
+    headers: HeaderMap,
+}
+
+impl Viewer {
+    /// Still signed in as the same person (the session not expired, the login still allowed)
+    /// and still allowed to see ticket `key` — GitHub asked afresh within `d.recheck`.
+    async fn still_sees(&self, d: &Dashboard, key: TicketKey) -> bool {
+        let now_signed = super::auth::person(&d.access, &d.keys, &self.headers, super::now());
+        if now_signed.as_ref() != Some(&self.who) {
+            return false;
+        }
+        let mut sight = Sight::new(d, &self.who).asking_within(d.recheck);
+        matches!(sight.ticket(key).await, Ok(Some(_)))
+    }
+}
+
+/// Ticket `key`'s events from the one after `start`, then live, for as long as `viewer` may
+/// see them: checked again every `d.recheck`, the stream ends at the first check that fails.
 fn live(
     d: Dashboard,
     key: TicketKey,
     start: i64,
+    viewer: Viewer,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let stream = futures_util::stream::unfold((d, start), move |(d, mut after)| async move {
-        loop {
-            match d.store.events_after(key, after, 200).await {
-                Ok(events) if !events.is_empty() => {
-                    after = events.last().map(|e| e.id).unwrap_or(after);
-                    let batch: Vec<Result<SseEvent, Infallible>> = events
-                        .into_iter()
-                        .map(|e| {
-                            Ok(SseEvent::default()
-                                .id(e.id.to_string())
-                                .event("timeline")
-                                .data(
-                                    serde_json::to_string(&LiveEvent {
-                                        sentence: super::story::tell(&e.kind, &e.data),
-                                        stage: e.data["to"]
-                                            .as_str()
-                                            .map(super::story::stage_name)
-                                            .filter(|_| e.kind == "state"),
-                                        event: &e,
-                                    })
-                                    .unwrap_or_default(),
-                                ))
-                        })
-                        .collect();
-                    return Some((futures_util::stream::iter(batch), (d, after)));
+    let checked = std::time::Instant::now();
+    let state = (d, start, viewer, checked);
+    let stream = futures_util::stream::unfold(
+        state,
+        move |(d, mut after, viewer, mut checked)| async move {
+            loop {
+                if checked.elapsed() >= d.recheck {
+                    if !viewer.still_sees(&d, key).await {
+                        tracing::info!(ticket = %key, "a live timeline's viewer may no longer see it: stream closed");
+                        return None;
+                    }
+                    checked = std::time::Instant::now();
                 }
-                // Nothing new (or the database hiccuped): look again shortly.
-                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+                match d.store.events_after(key, after, 200).await {
+                    Ok(events) if !events.is_empty() => {
+                        after = events.last().map(|e| e.id).unwrap_or(after);
+                        let batch: Vec<Result<SseEvent, Infallible>> = events
+                            .into_iter()
+                            .map(|e| {
+                                Ok(SseEvent::default()
+                                    .id(e.id.to_string())
+                                    .event("timeline")
+                                    .data(
+                                        serde_json::to_string(&LiveEvent {
+                                            sentence: super::story::tell(&e.kind, &e.data),
+                                            stage: e.data["to"]
+                                                .as_str()
+                                                .map(super::story::stage_name)
+                                                .filter(|_| e.kind == "state"),
+                                            event: &e,
+                                        })
+                                        .unwrap_or_default(),
+                                    ))
+                            })
+                            .collect();
+                        return Some((
+                            futures_util::stream::iter(batch),
+                            (d, after, viewer, checked),
+                        ));
+                    }
+                    // Nothing new (or the database hiccuped): look again shortly.
+                    _ => tokio::time::sleep(Duration::from_millis(500)).await,
+                }
             }
-        }
-    });
+        },
+    );
     use futures_util::StreamExt as _;
     Sse::new(stream.flatten()).keep_alive(KeepAlive::default())
 }

@@ -2,10 +2,15 @@
 //! button when the App's OAuth client is configured), GitHub's OAuth web flow (authorize →
 //! callback → code exchanged for a user token → `GET /user` → the login checked against the
 //! allowed list; the user token is then dropped), and signing out. Wrong dashboard tokens are
-//! throttled ([`Throttle`]): past [`MAX_FAILURES`] in a minute, `POST /login` answers 429.
+//! throttled per client address ([`Throttle`], bearer tokens included): past [`MAX_FAILURES`]
+//! in a minute, that address gets 429.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
 
 use axum::Form;
-use axum::extract::{Query, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use secrecy::ExposeSecret as _;
@@ -16,33 +21,72 @@ use super::html::{bare_layout, esc, page as html_page};
 use super::{Dashboard, now};
 use crate::hive::intervene::Person;
 
-/// Wrong dashboard tokens allowed in [`WINDOW`], from anyone, before `POST /login` refuses.
+/// Wrong dashboard tokens allowed in [`WINDOW`] from one client address before it is refused.
 pub const MAX_FAILURES: usize = 10;
 const WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+/// Addresses remembered at most: past this, the quietest are forgotten first.
+const MAX_CLIENTS: usize = 10_000;
 
-/// The wrong tokens of the last minute: guessing the token is slowed to
-/// [`MAX_FAILURES`] a minute (the bearer token and GitHub sign-in still work meanwhile).
+/// The wrong tokens of the last minute, per client address — typed on the sign-in page or sent
+/// as a bearer token: guessing is slowed to [`MAX_FAILURES`] a minute for each address, and
+/// nobody else's guesses lock the operator out.
 #[derive(Debug, Default)]
 pub struct Throttle {
-    failures: std::sync::Mutex<std::collections::VecDeque<std::time::Instant>>,
+    failures: std::sync::Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
 }
 
 impl Throttle {
-    /// How long until a try is allowed; `None`: now.
-    fn wait(&self) -> Option<std::time::Duration> {
-        let mut f = self.failures.lock().expect("lock");
+    /// How long until `client` may try again; `None`: now.
+    pub fn wait(&self, client: IpAddr) -> Option<std::time::Duration> {
+        let mut all = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let f = all.get_mut(&client)?;
         while f.front().is_some_and(|t| t.elapsed() >= WINDOW) {
             f.pop_front();
+        }
+        if f.is_empty() {
+            all.remove(&client);
+            return None;
         }
         (f.len() >= MAX_FAILURES).then(|| WINDOW.saturating_sub(f[0].elapsed()))
     }
 
-    fn failed(&self) {
-        self.failures
-            .lock()
-            .expect("lock")
-            .push_back(std::time::Instant::now());
+    /// `client` sent a wrong token.
+    pub fn failed(&self, client: IpAddr) {
+        let mut all = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if all.len() >= MAX_CLIENTS && !all.contains_key(&client) {
+            all.retain(|_, f| f.back().is_some_and(|t| t.elapsed() < WINDOW));
+            if all.len() >= MAX_CLIENTS {
+                let quietest = all
+                    .iter()
+                    .min_by_key(|(_, f)| f.back().copied())
+                    .map(|(ip, _)| *ip);
+                all.remove(&quietest.expect("not empty"));
+            }
+        }
+        all.entry(client).or_default().push_back(Instant::now());
     }
+}
+
+/// The address a request came from (the connection's peer; unspecified when the server was
+/// not told, as in tests that call the router directly).
+pub fn client_of<B>(req: &axum::http::Request<B>) -> IpAddr {
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED))
+}
+
+/// 429 with `Retry-After` and what to do.
+pub fn too_many(wait: std::time::Duration, why: String) -> Response {
+    let secs = wait.as_secs().max(1);
+    let mut r = (
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("{why}: try again in {secs} s.\n"),
+    )
+        .into_response();
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
+    r
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -96,9 +140,16 @@ pub struct TokenForm {
 }
 
 /// `POST /login`: the dashboard token from the form.
-pub async fn with_token(State(d): State<Dashboard>, Form(f): Form<TokenForm>) -> Response {
+pub async fn with_token(
+    State(d): State<Dashboard>,
+    peer: Option<axum::Extension<ConnectInfo<SocketAddr>>>,
+    Form(f): Form<TokenForm>,
+) -> Response {
+    let client = peer
+        .map(|axum::Extension(c)| c.0.ip())
+        .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
     let next = safe_next(f.next.as_deref().unwrap_or("/")).to_owned();
-    if let Some(wait) = d.login_throttle.wait() {
+    if let Some(wait) = d.login_throttle.wait(client) {
         let secs = wait.as_secs().max(1);
         let why = format!("Too many wrong tokens: try again in {secs} s.");
         let mut r = html_page(
@@ -110,8 +161,8 @@ pub async fn with_token(State(d): State<Dashboard>, Form(f): Form<TokenForm>) ->
         return r;
     }
     if !auth::token_matches(&d.access, &f.token) {
-        d.login_throttle.failed();
-        tracing::warn!("dashboard sign-in with a wrong token");
+        d.login_throttle.failed(client);
+        tracing::warn!(%client, "dashboard sign-in with a wrong token");
         let page = sign_in_page(&d, &next, Some("That is not the dashboard token."));
         return html_page(StatusCode::UNAUTHORIZED, page);
     }
@@ -287,4 +338,32 @@ pub async fn logout(State(d): State<Dashboard>) -> Response {
         Redirect::to("/login"),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_addresss_guesses_lock_out_that_address_alone() {
+        let t = Throttle::default();
+        let (guesser, operator) = (IpAddr::from([203, 0, 113, 7]), IpAddr::from([192, 0, 2, 1]));
+        for _ in 0..MAX_FAILURES - 1 {
+            t.failed(guesser);
+        }
+        assert_eq!(t.wait(guesser), None, "under the limit");
+        t.failed(guesser);
+        let wait = t.wait(guesser).expect("at the limit");
+        assert!(wait <= WINDOW && !wait.is_zero(), "{wait:?}");
+        assert_eq!(t.wait(operator), None);
+    }
+
+    #[test]
+    fn the_addresses_remembered_are_bounded() {
+        let t = Throttle::default();
+        for i in 0..(MAX_CLIENTS as u32 + 50) {
+            t.failed(IpAddr::from(i.to_be_bytes()));
+        }
+        assert!(t.failures.lock().unwrap().len() <= MAX_CLIENTS);
+    }
 }

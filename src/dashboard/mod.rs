@@ -54,8 +54,10 @@ pub struct Dashboard {
     /// Where this process keeps worktrees (listed in the global state).
     pub data_dir: PathBuf,
     pub http: reqwest::Client,
-    /// Wrong dashboard tokens of the last minute.
+    /// Wrong dashboard tokens of the last minute, per client address.
     pub login_throttle: Arc<login::Throttle>,
+    /// How often a live timeline checks its viewer again.
+    pub recheck: std::time::Duration,
 }
 
 /// The dashboard's routes, to merge with the webhook's.
@@ -91,8 +93,21 @@ pub fn router(dashboard: Dashboard) -> Router {
 
 /// Lets signed-in people through (their [`Person`] goes along as an extension); a page request
 /// without a sign-in is sent to the sign-in page, an API request gets 401.
+///
+/// A bearer token is a guess like a typed one: wrong ones count against the client's address
+/// ([`login::Throttle`]), and past the limit the address gets 429 before its token is looked at.
 async fn require_sign_in(State(d): State<Dashboard>, mut req: Request, next: Next) -> Response {
-    match auth::person(&d.access, &d.keys, req.headers(), now()) {
+    let client = login::client_of(&req);
+    let bearer = req.headers().contains_key(header::AUTHORIZATION);
+    if bearer && let Some(wait) = d.login_throttle.wait(client) {
+        return login::too_many(wait, "Too many wrong tokens from this address".into());
+    }
+    let person = auth::person(&d.access, &d.keys, req.headers(), now());
+    if bearer && person.is_none() {
+        d.login_throttle.failed(client);
+        tracing::warn!(%client, "dashboard request with a wrong bearer token");
+    }
+    match person {
         Some(person) => {
             req.extensions_mut().insert(person);
             next.run(req).await

@@ -19,6 +19,8 @@ pub struct Sight<'a> {
     d: &'a Dashboard,
     who: Person,
     known: HashMap<RepoName, bool>,
+    /// How old a permission GitHub gave may be ([`PERMISSION_TTL`] unless asked otherwise).
+    ttl: std::time::Duration,
 }
 
 impl<'a> Sight<'a> {
@@ -27,7 +29,14 @@ impl<'a> Sight<'a> {
             d,
             who: who.clone(),
             known: HashMap::new(),
+            ttl: PERMISSION_TTL,
         }
+    }
+
+    /// This sight, trusting no permission older than `ttl` (a live stream's check).
+    pub fn asking_within(mut self, ttl: std::time::Duration) -> Self {
+        self.ttl = ttl.min(PERMISSION_TTL);
+        self
     }
 
     /// True for the operator (and `vibeloop run`'s local person): everything is theirs to see.
@@ -56,7 +65,7 @@ impl<'a> Sight<'a> {
         };
         let asked = async {
             let client = hive.github.repo(installation, repo).await?;
-            hive.github.permission(&client, login, PERMISSION_TTL).await
+            hive.github.permission(&client, login, self.ttl).await
         };
         match asked.await {
             Ok(p) => Permission::parse(&p).is_some_and(|p| p >= Permission::Read),

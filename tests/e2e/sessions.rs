@@ -178,8 +178,25 @@ pub(crate) async fn github_session(w: &World, login: &str) -> String {
     session_of(&r)
 }
 
+/// A client from another loopback address than the tests' own.
+fn elsewhere() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap()
+}
+
+async fn bearer(http: &reqwest::Client, w: &World, token: &str) -> reqwest::Response {
+    http.get(format!("{}/api/tickets", w.bot.url))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn guessing_the_dashboard_token_is_throttled() {
+async fn guessing_the_dashboard_token_is_throttled_per_address() {
     let w = world(vec![]).await;
     for i in 0..vibeloop::dashboard::login::MAX_FAILURES {
         let r = sign_in(&w, &format!("guess-number-{i:04}-of-many")).await;
@@ -193,16 +210,35 @@ async fn guessing_the_dashboard_token_is_throttled() {
         .parse()
         .unwrap();
     assert!((1..=60).contains(&wait), "{wait}");
-    // Even the right token waits out the minute on the form; the bearer token still works.
+    // That address waits out the minute, the right token included, on the form and as a
+    // bearer token alike…
     assert_eq!(
         sign_in(&w, TOKEN).await.status(),
         StatusCode::TOO_MANY_REQUESTS
     );
-    let r = no_redirects()
-        .get(format!("{}/api/tickets", w.bot.url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
+    let r = bearer(&no_redirects(), &w, TOKEN).await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(r.headers().contains_key("retry-after"));
+    // …while nobody else's guesses lock the operator out elsewhere.
+    assert_eq!(
+        bearer(&elsewhere(), &w, TOKEN).await.status(),
+        StatusCode::OK
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_token_guesses_are_throttled_like_typed_ones() {
+    let w = world(vec![]).await;
+    let http = elsewhere();
+    for i in 0..vibeloop::dashboard::login::MAX_FAILURES {
+        let r = bearer(&http, &w, &format!("bearer-guess-{i:04}-of-many")).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "guess {i}");
+    }
+    let r = bearer(&http, &w, "one-bearer-guess-too-many").await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    // The operator, from their own address, is not locked out.
+    assert_eq!(
+        bearer(&no_redirects(), &w, TOKEN).await.status(),
+        StatusCode::OK
+    );
 }

@@ -3,7 +3,7 @@
 //! only the other organisation's repository. Lists leave the private ticket out; every address
 //! of it — its id, its old numeric key, its live events, its interventions, the global state,
 //! `/metrics` — answers 404 as if it did not exist; the operator's token still sees all, and a
-//! person GitHub gives read on it sees it too.
+//! person GitHub gives read on it sees it too, live, until GitHub no longer does.
 
 use crate::support;
 
@@ -38,6 +38,8 @@ async fn a_person_sees_only_the_repositories_github_lets_them_read() {
             ("VIBELOOP_GITHUB_CLIENT_ID", "Iv1.testclient"),
             ("VIBELOOP_GITHUB_CLIENT_SECRET", "client-secret-for-tests"),
             ("VIBELOOP_DASHBOARD_USERS", "alice, bob"),
+            // A live timeline checks its viewer every second.
+            ("VIBELOOP_DASHBOARD_RECHECK", "1"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -152,7 +154,8 @@ async fn a_person_sees_only_the_repositories_github_lets_them_read() {
     let bob = github_session(&w, "bob").await;
     let (status, body) = get(&w, Some(&bob), &format!("/api/tickets/{VAULT}/T-1")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    // Its live events open (the stream is not read: it never ends).
+    // Its live events open, and stream for as long as GitHub lets Bob read the repository:
+    // once it no longer does, the stream ends at its next check.
     let events = no_redirects()
         .get(format!("{}/tickets/{key}/events", w.bot.url))
         .header("cookie", &bob)
@@ -160,4 +163,10 @@ async fn a_person_sees_only_the_repositories_github_lets_them_read() {
         .await
         .unwrap();
     assert_eq!(events.status(), StatusCode::OK);
+    w.gh.set_permission(VAULT, "bob", "none");
+    let streamed = tokio::time::timeout(WAIT, events.text())
+        .await
+        .expect("the stream ends once Bob may no longer read the repository")
+        .unwrap();
+    assert!(streamed.contains("event: timeline"), "{streamed}");
 }
