@@ -73,8 +73,7 @@ impl DiskGuard {
             roots,
             limit: limit_mb.saturating_mul(1 << 20),
             files: files_limit(limit_mb),
-            // File times come from a coarse clock (a tick or so behind this one).
-            since: SystemTime::now() - Duration::from_millis(20),
+            since: started_now(),
             free_at_start,
         })
     }
@@ -172,7 +171,9 @@ fn written_since(roots: &[PathBuf], since: SystemTime) -> Written {
             let Ok(meta) = entry.metadata() else {
                 continue;
             };
-            let new = meta.modified().is_ok_and(|m| m >= since);
+            // The change time, which the kernel sets on every write and no call can set back
+            // (`touch -d` moves the modification time, and this one to now).
+            let new = changed_at(&meta) >= since;
             if new {
                 total.files += 1;
             }
@@ -186,6 +187,24 @@ fn written_since(roots: &[PathBuf], since: SystemTime) -> Written {
         }
     }
     total
+}
+
+/// File times come from a coarse clock (a tick or so behind this one).
+const CLOCK_SLACK: Duration = Duration::from_millis(20);
+
+/// The start of a command as file times will compare with it.
+fn started_now() -> SystemTime {
+    SystemTime::now() - CLOCK_SLACK
+}
+
+/// When `meta`'s inode last changed (its content, or its metadata).
+fn changed_at(meta: &std::fs::Metadata) -> SystemTime {
+    use std::os::unix::fs::MetadataExt as _;
+    let (secs, nanos) = (meta.ctime(), meta.ctime_nsec());
+    match (u64::try_from(secs), u32::try_from(nanos)) {
+        (Ok(s), Ok(n)) => SystemTime::UNIX_EPOCH + Duration::new(s, n),
+        _ => SystemTime::UNIX_EPOCH,
+    }
 }
 
 /// Bytes and inodes an unprivileged process may still take on the file system of `path`.
@@ -233,12 +252,16 @@ mod tests {
     #[test]
     fn only_files_changed_since_the_start_count_as_written() {
         let dir = tempfile::tempdir().unwrap();
-        let old = std::fs::File::create(dir.path().join("old.bin")).unwrap();
-        std::io::Write::write_all(&mut &old, &vec![1u8; 1 << 20]).unwrap();
-        old.set_modified(SystemTime::now() - Duration::from_secs(60))
-            .unwrap();
+        std::fs::write(dir.path().join("old.bin"), vec![1u8; 1 << 20]).unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
-        let since = SystemTime::now() - Duration::from_secs(1);
+        // The command starts once the files before it are older than its start, slack included.
+        let before = changed_at(&std::fs::metadata(dir.path().join("sub")).unwrap());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while started_now() <= before {
+            assert!(Instant::now() < deadline, "the clock does not move");
+            std::thread::yield_now();
+        }
+        let since = started_now();
         std::fs::write(dir.path().join("sub/new.bin"), vec![1u8; 2 << 20]).unwrap();
         std::os::unix::fs::symlink("/usr", dir.path().join("link")).unwrap();
         let written = written_since(&[dir.path().to_owned()], since);
@@ -247,6 +270,23 @@ mod tests {
             "{written:?} counted"
         );
         // `sub` (its content changed), `sub/new.bin` and the link were made or changed since.
+        assert_eq!(written.files, 3, "{written:?}");
+    }
+
+    /// What `touch -d 2000-01-01` does after each write: the modification time goes back, the
+    /// writes stay counted (issue 42, part 4).
+    #[test]
+    fn a_write_whose_time_is_set_back_still_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let since = started_now();
+        for i in 0..3 {
+            let f = std::fs::File::create(dir.path().join(format!("hidden-{i}.bin"))).unwrap();
+            std::io::Write::write_all(&mut &f, &vec![1u8; 1 << 20]).unwrap();
+            f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(946_684_800))
+                .unwrap();
+        }
+        let written = written_since(&[dir.path().to_owned()], since);
+        assert!(written.bytes >= 3 << 20, "{written:?}");
         assert_eq!(written.files, 3, "{written:?}");
     }
 

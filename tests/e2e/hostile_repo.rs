@@ -268,6 +268,19 @@ async fn tests_that_fill_the_disk_are_killed_at_the_limit() {
     .await;
 }
 
+/// Each file's modification time set back after it is written, as `touch -d 2000-01-01`
+/// does: the writes still count (issue 42, part 4).
+#[tokio::test(flavor = "multi_thread")]
+async fn writes_whose_times_are_set_back_are_still_killed_at_the_limit() {
+    let body = "        for i in range(6):\n            name = f'fill-{i}.bin'\n            with open(name, 'wb') as f:\n                f.write(bytes(32 << 20))\n            os.utime(name, (946684800, 946684800))\n";
+    a_hostile_test_stops_the_ticket(
+        body,
+        "disk_mb: 64",
+        "it wrote more than 64 MiB to disk (limits.disk_mb)",
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn tests_that_fork_bomb_meet_the_pids_limit_and_the_timeout() {
     let body = "        while True:\n            try:\n                os.fork()\n            except OSError:\n                pass\n";
