@@ -103,6 +103,25 @@ impl Access {
     }
 }
 
+/// `value` (the setting `name`) as a number of seconds within `range`.
+fn seconds(
+    value: &str,
+    name: &'static str,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<std::time::Duration, ConfigError> {
+    match value.trim().parse::<u64>() {
+        Ok(secs) if range.contains(&secs) => Ok(std::time::Duration::from_secs(secs)),
+        _ => Err(bad(
+            name,
+            format!(
+                "{value:?} is not a number of seconds from {} to {}",
+                range.start(),
+                range.end()
+            ),
+        )),
+    }
+}
+
 fn some(v: &Option<String>) -> Option<String> {
     v.as_deref()
         .map(str::trim)
@@ -125,44 +144,21 @@ impl AccessArgs {
 
     /// How often the sweep runs.
     pub fn sweep_interval(&self) -> Result<std::time::Duration, ConfigError> {
-        match self.sweep_interval.trim().parse::<u64>() {
-            Ok(secs) if (10..=86_400).contains(&secs) => Ok(std::time::Duration::from_secs(secs)),
-            _ => Err(bad(
-                "VIBELOOP_SWEEP_INTERVAL",
-                format!(
-                    "{:?} is not a number of seconds from 10 to 86400",
-                    self.sweep_interval
-                ),
-            )),
-        }
+        seconds(&self.sweep_interval, "VIBELOOP_SWEEP_INTERVAL", 10..=86_400)
     }
 
     /// How often a live timeline checks its viewer again.
     pub fn recheck(&self) -> Result<std::time::Duration, ConfigError> {
-        match self.dashboard_recheck.trim().parse::<u64>() {
-            Ok(secs) if (1..=3600).contains(&secs) => Ok(std::time::Duration::from_secs(secs)),
-            _ => Err(bad(
-                "VIBELOOP_DASHBOARD_RECHECK",
-                format!(
-                    "{:?} is not a number of seconds from 1 to 3600",
-                    self.dashboard_recheck
-                ),
-            )),
-        }
+        seconds(
+            &self.dashboard_recheck,
+            "VIBELOOP_DASHBOARD_RECHECK",
+            1..=3600,
+        )
     }
 
     /// How long a job's lease lasts without a heartbeat.
     pub fn lease(&self) -> Result<std::time::Duration, ConfigError> {
-        match self.lease_seconds.trim().parse::<u64>() {
-            Ok(secs) if (3..=3600).contains(&secs) => Ok(std::time::Duration::from_secs(secs)),
-            _ => Err(bad(
-                "VIBELOOP_LEASE_SECONDS",
-                format!(
-                    "{:?} is not a number of seconds from 3 to 3600",
-                    self.lease_seconds
-                ),
-            )),
-        }
+        seconds(&self.lease_seconds, "VIBELOOP_LEASE_SECONDS", 3..=3600)
     }
 
     /// The access settings; `warnings` gets a line when the dashboard stays closed.

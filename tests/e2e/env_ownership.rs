@@ -148,19 +148,6 @@ async fn settled(w: &World) -> vibeloop::store::tickets::Ticket {
         .await
 }
 
-/// The registry pip uses by default, read from pip itself (no registry's name is written in
-/// this repository): any host of the package network will do for a probe.
-fn registry_host() -> String {
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "from pip._internal.models.index import PyPI; print(PyPI.netloc)",
-        ])
-        .output()
-        .expect("python3 runs");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
 /// Every file named `name` under the bot's kept environments.
 fn in_environments(data: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
     ignore::WalkBuilder::new(data.join("envs"))
@@ -180,8 +167,7 @@ fn in_environments(data: &std::path::Path, name: &str) -> Vec<std::path::PathBuf
 /// network open and nothing of the branch is kept as the base's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bases_environment_is_made_again_from_the_base_never_from_a_branch() {
-    let host = registry_host();
-    assert!(!host.is_empty(), "pip names no registry");
+    let host = crate::support::registry::pypi_host();
     let probe = format!(
         "fn main() {{\n    let reached = std::net::TcpStream::connect((\"{host}\", 443)).is_ok();\n    let name = if reached {{ \"PROBE-connected\" }} else {{ \"PROBE-offline\" }};\n    let _ = std::fs::write(format!(\"/cache/{{name}}\"), \"x\");\n}}\n"
     );

