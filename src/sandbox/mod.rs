@@ -7,6 +7,7 @@
 //! size of a file, and kill a command whose writes take too much of the disk ([`guard`]).
 
 pub mod docker;
+pub mod egress;
 pub mod guard;
 pub mod local;
 pub mod lock;

@@ -22,6 +22,7 @@ mod e2e_skeleton;
 mod e2e_steer;
 mod ecosystems;
 mod ecosystems_run;
+mod egress;
 mod env_ownership;
 mod eval;
 mod eval_report;

@@ -44,7 +44,11 @@ pub(super) async fn check(data_dir: &Path, force: Option<Kind>) -> (Check, Check
         Ok(backend) => (
             Check::pass(
                 ENGINE,
-                format!("engine {} answers at {at}", backend.version()),
+                format!(
+                    "engine {} answers at {at}; {}",
+                    backend.version(),
+                    egress(&backend)
+                ),
             ),
             image(&crate::config::repo::HiveConfig::default().image).await,
         ),
@@ -68,6 +72,19 @@ pub(super) async fn check(data_dir: &Path, force: Option<Kind>) -> (Check, Check
             ),
             Check::skipped(IMAGE, "no Docker engine to look in"),
         ),
+    }
+}
+
+/// Where networked setup may go: the allow-list and its network, or anywhere.
+fn egress(backend: &DockerBackend) -> String {
+    match backend.egress() {
+        Some(e) => format!(
+            "networked setup reaches only {} (VIBELOOP_EGRESS_ALLOW), through a proxy at {} on the internal network {}",
+            e.allow.hosts().join(", "),
+            e.proxy,
+            e.network
+        ),
+        None => "networked setup may reach any host (set VIBELOOP_EGRESS_ALLOW to your registries' hosts to allow only those)".to_owned(),
     }
 }
 

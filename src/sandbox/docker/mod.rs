@@ -26,7 +26,10 @@ use super::{CappedBuffer, CommandOutput, SandboxError, SandboxSpec, contained_pa
 
 mod images;
 mod mounts;
+mod network;
 use mounts::{Layer, bind, chown_tree, mount_refused};
+pub use network::Egress;
+use network::start_egress;
 
 const LABEL_MANAGED: &str = "vibeloop.managed";
 const LABEL_INSTANCE: &str = "vibeloop.instance";
@@ -56,6 +59,9 @@ pub struct DockerBackend {
     /// Set when the worktree must be handed to the runner user first (the bot runs as root).
     chown_to: Option<u32>,
     version: String,
+    /// The only way out of a networked sandbox, when the operator allows registries
+    /// (`VIBELOOP_EGRESS_ALLOW`); `None`: Docker's default bridge.
+    egress: Option<std::sync::Arc<Egress>>,
 }
 
 impl DockerBackend {
@@ -85,6 +91,10 @@ impl DockerBackend {
         } else {
             (format!("{uid}:{gid}"), None)
         };
+        let egress = match super::egress::AllowList::from_env() {
+            Some(allow) => Some(std::sync::Arc::new(start_egress(&docker, allow).await?)),
+            None => None,
+        };
         Ok(Self {
             docker,
             instance,
@@ -92,7 +102,13 @@ impl DockerBackend {
             chown_to,
             version,
             layers: data_dir.join("layers"),
+            egress,
         })
+    }
+
+    /// The egress network and proxy, when networked sandboxes reach only allowed hosts.
+    pub fn egress(&self) -> Option<&Egress> {
+        self.egress.as_deref()
     }
 
     /// The engine's version, for the start-up log.
@@ -195,14 +211,14 @@ impl DockerBackend {
                     "PYTHONDONTWRITEBYTECODE=1".to_owned(),
                 ]
                 .into_iter()
-                .chain(spec.env.iter().map(|(k, v)| format!("{k}={v}")))
+                .chain(self.env_of(spec).iter().map(|(k, v)| format!("{k}={v}")))
                 .collect(),
             ),
             labels: Some(labels),
             network_disabled: Some(!spec.network),
             host_config: Some(HostConfig {
                 mounts: Some(mounts.clone()),
-                network_mode: Some(if spec.network { "bridge" } else { "none" }.into()),
+                network_mode: Some(self.network_of(spec)),
                 memory: Some(memory),
                 memory_swap: Some(memory),
                 nano_cpus: Some((spec.cpus * 1e9) as i64),
