@@ -71,12 +71,16 @@ async fn networked_setup_reaches_the_allowed_registries_and_nothing_else() {
     w.label().await;
     let t = w
         .bot
-        .wait_until("the base's setup to fail with the probe's report", WAIT, || async {
-            w.ticket().await.filter(|t| {
-                matches!(t.state, TaskState::HumanNeeded | TaskState::Failed)
-                    && t.detail.as_deref().unwrap_or("").contains("OTHER:")
-            })
-        })
+        .wait_until(
+            "the base's setup to fail with the probe's report",
+            WAIT,
+            || async {
+                w.ticket().await.filter(|t| {
+                    matches!(t.state, TaskState::HumanNeeded | TaskState::Failed)
+                        && t.detail.as_deref().unwrap_or("").contains("OTHER:")
+                })
+            },
+        )
         .await;
     let detail = t.detail.unwrap_or_default();
     for said in [
