@@ -32,15 +32,6 @@ fn plan(goal: &str) -> String {
     .to_string()
 }
 
-fn writing(files: &[(&str, &str)]) -> Vec<Step> {
-    let mut steps: Vec<Step> = files
-        .iter()
-        .map(|(p, t)| Step::tool("write_file", json!({ "path": p, "content": t })))
-        .collect();
-    steps.push(Step::say("Done."));
-    steps
-}
-
 /// The roles of one ticket, keyed by `marker` (a word of its issue).
 fn ticket(marker: &str, goal: &str, test: (&str, &str), builder: Vec<Step>) -> Script {
     let key = |role: &str| format!("{role}|{marker}");

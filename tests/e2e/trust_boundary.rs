@@ -91,16 +91,6 @@ fn builder_running(files: &[(&str, &str)]) -> Vec<Step> {
     steps
 }
 
-/// Writes `files`, and is done.
-fn writing(files: &[(&str, &str)]) -> Vec<Step> {
-    let mut steps: Vec<Step> = files
-        .iter()
-        .map(|(p, t)| Step::tool("write_file", json!({ "path": p, "content": t })))
-        .collect();
-    steps.push(Step::say("Done."));
-    steps
-}
-
 /// Every git object file under `root` (loose objects: `objects/ab/cdef…`).
 fn holds_object(root: &Path, id: &str) -> Vec<std::path::PathBuf> {
     let tail = format!("{}/{}", &id[..2], &id[2..]);

@@ -61,6 +61,16 @@ pub fn writes(path: &str, content: &str, then: &str) -> Vec<Step> {
     ]
 }
 
+/// Writes each of `files`, and is done.
+pub fn writing(files: &[(&str, &str)]) -> Vec<Step> {
+    let mut steps: Vec<Step> = files
+        .iter()
+        .map(|(p, t)| Step::tool("write_file", json!({ "path": p, "content": t })))
+        .collect();
+    steps.push(Step::say("Done."));
+    steps
+}
+
 /// The Breaker's steps: `first`, then its usual failing test.
 pub fn breaker_after(first: Vec<Step>) -> Vec<Step> {
     let mut steps = first;
