@@ -98,7 +98,7 @@ pub fn hold(
     notes.insert(
         0,
         format!(
-            "Held for a person: {why}. Such a file can make any test report \"passed\", so this green does not count until someone with write permission reads them and approves (`/hive approve`)."
+            "Held for a person: {why}. Such a file can make any test report \"passed\", so this green does not count until someone with write permission reads them and approves (`/hive approve`, or this check run's Approve button)."
         ),
     );
     Some(why)

@@ -86,6 +86,12 @@ impl Reporter for CheckRuns<'_> {
         self.client
             .complete_check_run(run.id, conclusion(result), &output, &result.annotations)
             .await?;
+        // A held green: a person with write permission may approve it from the check run.
+        if result.held.is_some() {
+            self.client
+                .offer_actions(run.id, &[crate::github::checks::APPROVE])
+                .await?;
+        }
         self.done += 1;
         Ok(())
     }

@@ -60,6 +60,13 @@ async fn a_conftest_that_forges_passes_is_held_for_a_person_and_lands_only_on_ap
     let run = runs.iter().rev().find(|c| c.name == "hive/test").unwrap();
     let summary = run.summary.clone().unwrap_or_default();
     assert!(summary.contains("Held for a person"), "{summary}");
+    // Its Approve button is the `/hive approve` of the check run.
+    let offered: Vec<&str> = run
+        .actions
+        .iter()
+        .filter_map(|a| a["identifier"].as_str())
+        .collect();
+    assert_eq!(offered, ["approve"], "{:?}", run.actions);
     let pr = w.first_pull().await;
     assert!(
         pr.body.contains("is held (\"action required\")"),
