@@ -124,3 +124,32 @@ async fn an_agents_file_the_builder_writes_never_joins_the_change() {
         "{told}"
     );
 }
+
+/// An approval said while the Builder works — before anyone could see the `conftest.py` it
+/// writes — does not cover it: the held green waits for an approval given after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_given_before_the_steering_files_were_seen_does_not_cover_them() {
+    let script = script_with(vec![(
+        "builder",
+        writes("conftest.py", FORGER, "The tests pass now."),
+    )]);
+    let w = World::start(script, &files()).await;
+    w.llm.hold("builder");
+    w.label().await;
+    w.bot
+        .wait_until("the Builder at work", WAIT, || async {
+            (w.llm.waiting() > 0).then_some(())
+        })
+        .await;
+    let early = w.say("/hive approve").await;
+    let reply = w.reply_to(early).await;
+    assert!(reply.contains("approved"), "{reply}");
+    w.llm.release();
+    let t = held(&w).await;
+    let detail = t.detail.unwrap_or_default();
+    assert!(
+        detail.contains("@maintainer approved before this attempt"),
+        "{detail}"
+    );
+    assert_eq!(w.gh.file_on_branch(REPO, "main", "conftest.py"), None);
+}

@@ -287,6 +287,11 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     };
     super::memory::remember_change(cx, &base, &head).await?;
     let tests_sha = breaker.sha.clone();
+    // A person approves what they were shown held, at the landing's regate; never here.
+    let expect = crate::gates::expect::Expect {
+        steering_approved_by: None,
+        ..cx.flow.expect(vec![])
+    };
     let verification = Verification {
         worktree: &wt,
         base: &base,
@@ -296,12 +301,19 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         role: "builder",
         tests: Some(&tests_sha),
         known_failures: &cx.flow.known_failures(),
-        expect: &cx.flow.expect(vec![]),
+        expect: &expect,
     };
     let gates = run_gates(cx.run, &cx.env, verification).await?;
     let h = head.oid();
     let tree = git(cx, move |ws, g| ws.tree_of(g, h)).await?;
     let attempt = Attempt::from_gates(cx.flow.attempt, &head, &tree, &gates);
+    // An approval given before this attempt was seen does not cover the steering files it
+    // holds for a person: they approve again once they have read them.
+    if let (Some(why), Some(by)) = (attempt.held(), cx.flow.approved_by.take()) {
+        cx.flow.approval_withdrawn = Some(format!(
+            "@{by} approved before this attempt, and {why}: approve again once you have read them."
+        ));
+    }
     cx.run
         .hive
         .store

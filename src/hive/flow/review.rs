@@ -219,6 +219,10 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
         let detail = format!(
             "The gates passed, but {why}. Such a file can make any test report pass, so the green does not count yet: read it on the pull request, then someone with write permission comments `/hive approve` to land the change, or `/hive feedback` to have it done without."
         );
+        let detail = match &cx.flow.approval_withdrawn {
+            Some(withdrawn) => format!("{withdrawn} {detail}"),
+            None => detail,
+        };
         cx.settle(TaskState::AwaitingVerification, detail).await?;
         return Ok(Step::Stop);
     }
