@@ -309,7 +309,9 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let attempt = Attempt::from_gates(cx.flow.attempt, &head, &tree, &gates);
     // An approval given before this attempt was seen does not cover the steering files it
     // holds for a person: they approve again once they have read them.
-    if let (Some(why), Some(by)) = (attempt.held(), cx.flow.approved_by.take()) {
+    if let Some(why) = attempt.held()
+        && let Some(by) = cx.flow.approved_by.take()
+    {
         cx.flow.approval_withdrawn = Some(format!(
             "@{by} approved before this attempt, and {why}: approve again once you have read them."
         ));
