@@ -17,6 +17,7 @@ pub mod auth;
 pub mod charts;
 pub mod home;
 pub mod html;
+pub mod live;
 pub mod login;
 pub mod markdown;
 pub mod pages;
@@ -66,7 +67,7 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/", get(pages::tickets))
         .route("/tickets/{key}", get(pages::ticket))
         .route("/tickets/{key}/{name}/{id}", get(pages::ticket_at))
-        .route("/tickets/{key}/events", get(api::timeline))
+        .route("/tickets/{key}/events", get(live::timeline))
         .route("/tickets/{key}/intervene", post(pages::intervene))
         .route("/state", get(pages::state))
         .route("/api/state", get(api::state))

@@ -17,6 +17,7 @@ pub mod detect;
 pub mod devcontainer;
 pub mod fetch;
 pub mod hints;
+pub mod how;
 pub mod image;
 pub mod instructions;
 pub mod manifests;
