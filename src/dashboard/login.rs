@@ -70,9 +70,12 @@ impl Throttle {
 /// The address a request came from (the connection's peer; unspecified when the server was
 /// not told, as in tests that call the router directly).
 pub fn client_of<B>(req: &axum::http::Request<B>) -> IpAddr {
-    req.extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
+    address(req.extensions().get::<ConnectInfo<SocketAddr>>())
+}
+
+/// The peer's address, or unspecified when there is none.
+fn address(peer: Option<&ConnectInfo<SocketAddr>>) -> IpAddr {
+    peer.map(|c| c.0.ip())
         .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED))
 }
 
@@ -145,9 +148,7 @@ pub async fn with_token(
     peer: Option<axum::Extension<ConnectInfo<SocketAddr>>>,
     Form(f): Form<TokenForm>,
 ) -> Response {
-    let client = peer
-        .map(|axum::Extension(c)| c.0.ip())
-        .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
+    let client = address(peer.as_ref().map(|p| &p.0));
     let next = safe_next(f.next.as_deref().unwrap_or("/")).to_owned();
     if let Some(wait) = d.login_throttle.wait(client) {
         let secs = wait.as_secs().max(1);

@@ -299,9 +299,9 @@ pub struct Maker<'a> {
 impl Maker<'_> {
     /// The environment for the worktree of `spec` (a sandbox of it, without network): found by
     /// its key, or set up now in that worktree ([`Maker::lookup`], then [`Maker::make`]).
-    /// `None` when the repository has no setup. For a worktree the bot trusts as the base's
-    /// (a person's checkout, a fresh checkout of the base); the hive sets the base's
-    /// environment up from a clean checkout of the base commit instead.
+    /// `None` when the repository has no setup. Only for a worktree the bot may run the base's
+    /// setup over (a person's checkout, a fresh checkout of the base): the hive sets the base's
+    /// environment up over a clean checkout of the base commit instead (`hive::verify`).
     pub async fn prepare(
         &self,
         r: &Resolved,

@@ -211,3 +211,56 @@ fn a_poetry_projects_dev_dependencies_are_its_test_tools() {
     let passed = test["counts"]["passed"].as_u64().unwrap_or(0);
     assert!(passed >= 200, "{test}");
 }
+
+/// The download phase over real projects' dependency files as their releases ship them
+/// (Pygments: hatchling and tox's `deps`; cleo: Poetry; boltons: flit): every requirement
+/// reads as PEP 508, none is refused, and pip gets requirement lines only.
+#[test]
+fn real_projects_dependency_files_download_without_a_refusal() {
+    for sdist in [&PYGMENTS, &CLEO, &BOLTONS[3]] {
+        let (_d, root) = crate::support::registry::unpack(&sdist.archive(), &["PKG-INFO"]);
+        let mut paths = Vec::new();
+        for e in ignore::WalkBuilder::new(&root)
+            .hidden(false)
+            .build()
+            .flatten()
+        {
+            if e.file_type().is_some_and(|t| t.is_file()) {
+                let rel = e.path().strip_prefix(&root).unwrap();
+                paths.push(rel.to_string_lossy().into_owned());
+            }
+        }
+        struct Files(Vec<String>, std::path::PathBuf);
+        impl vibeloop::env::detect::Files for Files {
+            fn paths(&self) -> &[String] {
+                &self.0
+            }
+            fn read(&self, path: &str) -> Option<String> {
+                std::fs::read_to_string(self.1.join(path)).ok()
+            }
+        }
+        let files = Files(paths, root.clone());
+        let found = vibeloop::env::detect::detect(&files);
+        let inputs: Vec<(String, Option<Vec<u8>>)> = found
+            .iter()
+            .flat_map(|f| f.inputs.iter())
+            .map(|p| (p.clone(), std::fs::read(root.join(p)).ok()))
+            .collect();
+        let plan = vibeloop::env::fetch::plan(&found, &inputs).expect("a download plan");
+        assert_eq!(plan.refused, Vec::<String>::new(), "{}", sdist.name);
+        let (_, wanted) = plan
+            .files
+            .iter()
+            .find(|(p, _)| p.ends_with("requirements.txt"))
+            .unwrap();
+        let lines: Vec<&str> = wanted.lines().collect();
+        assert!(lines.len() > 4, "{}: {wanted}", sdist.name);
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with(|c: char| c.is_ascii_alphanumeric())),
+            "{}: {wanted}",
+            sdist.name
+        );
+    }
+}

@@ -7,7 +7,11 @@
 use secrecy::SecretString;
 
 use crate::agent::tools::WriteScope;
-use crate::hive::job::{JobError, blocking};
+use crate::hive::job::{JobError, blocking, blocking_within};
+
+/// How long a fetch of the mirror may take ([`crate::hive::job::GIT_DEADLINE`] is for the
+/// steps that touch a worktree).
+const FETCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(3600);
 use crate::ids::{CommitSha, RepoName};
 use crate::workspace::{Author, Workspace, Worktree};
 
@@ -19,7 +23,8 @@ pub(super) async fn fetch(
     base: &str,
 ) -> Result<CommitSha, JobError> {
     let (ws, repo, base) = (ws.clone(), repo.clone(), base.to_owned());
-    blocking(move || {
+    // A first fetch of a large repository takes long; it reads no worktree.
+    blocking_within(FETCH_DEADLINE, move || {
         let git = ws.sync_mirror(&repo, &token)?;
         ws.remote_head(&git, &base)
     })

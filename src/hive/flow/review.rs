@@ -67,6 +67,7 @@ fn steering_note(steering: &[Steer], approved_by: Option<&str>) -> String {
     }
     let files: Vec<String> = steering.iter().map(Steer::describe).collect();
     let verdict = match approved_by {
+        _ if !steering.iter().any(Steer::can_forge) => "Review them with care.".to_owned(),
         Some(who) => format!("@{} approved them; the gates ran again with them.", who.replace('`', "'")),
         None => "Such a file can make any test report pass, so the test gate's green is held (\"action required\") until a person reads them and approves with `/hive approve`.".to_owned(),
     };
@@ -183,8 +184,7 @@ pub(super) fn head_sha(cx: &Ctx<'_, '_>) -> Result<CommitSha, JobError> {
         .ok_or_else(|| JobError::permanent("no Builder commit to review"))
 }
 
-/// Await approval: a person's, where the repository asks for one.
-/// A change whose green is held (it edits files that steer the tests) waits for a person
+/// Await approval: a person's, where the repository asks for one. A change whose green is held (it edits files that steer the tests) waits for a person
 /// even where the repository needs none, and their approval is shown on the pull request.
 pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let held = cx
@@ -248,4 +248,26 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
     };
     cx.settle(TaskState::AwaitingVerification, detail).await?;
     Ok(Step::Stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pull_request_says_held_only_for_files_that_can_forge_a_pass() {
+        let steer = |path: &str, how: &str| Steer {
+            path: path.into(),
+            how: how.into(),
+        };
+        let unit_tests = steering_note(&[steer("src/lib.rs", "adds `cfg(test)`")], None);
+        assert!(
+            !unit_tests.contains("held") && unit_tests.contains("with care"),
+            "{unit_tests}"
+        );
+        let conftest = [steer("conftest.py", "added")];
+        assert!(steering_note(&conftest, None).contains("is held (\"action required\")"));
+        assert!(steering_note(&conftest, Some("alice")).contains("@alice approved them"));
+        assert_eq!(steering_note(&[], Some("alice")), "");
+    }
 }
