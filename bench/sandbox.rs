@@ -159,7 +159,7 @@ async fn main() {
         let (mut worktrees, mut clones) = (Vec::new(), Vec::new());
         for n in 0..runs {
             let t = Instant::now();
-            ws2.fresh_worktree(&repo2, &git, &format!("feat/T-{n}"), "main")
+            ws2.fresh_worktree(&repo2, &git, &format!("feat/T-{n}"), ("main", 2048))
                 .unwrap();
             worktrees.push(t.elapsed());
         }

@@ -190,7 +190,7 @@ async fn build_hive(
     } else {
         Backend::Local
     };
-    let workspace = Workspace::new(&config.data_dir, &config.github_git_url);
+    let workspace = workspace(&config.data_dir, &config.github_git_url);
     for path in workspace.clear_stale_locks() {
         info!(path = %path.display(), "removed a git lock file left by the last run");
     }
@@ -229,6 +229,19 @@ fn router(llm: &LlmConfig) -> anyhow::Result<Router> {
 }
 
 /// Picks the sandbox backend, says which in the log, and clears what a crash left behind.
+/// The workspace of `data_dir`, its worktrees each on a disk of its own where this process
+/// can mount one ([`crate::sandbox::disk`]).
+fn workspace(data_dir: &std::path::Path, git_url: &url::Url) -> Workspace {
+    let disks = std::fs::create_dir_all(data_dir)
+        .map_err(|e| e.to_string())
+        .and_then(|()| crate::sandbox::disk::probe(data_dir));
+    match &disks {
+        Ok(()) => info!("each worktree gets a disk of its own (limits.disk_mb)"),
+        Err(why) => warn!("{why}"),
+    }
+    Workspace::new(data_dir, git_url).with_disks(disks.is_ok())
+}
+
 async fn start_sandbox_backend(
     data_dir: &std::path::Path,
     kind: Option<crate::config::SandboxKind>,

@@ -48,6 +48,7 @@ pub async fn rerun(
             .await?
             .map_err(|e| JobError::permanent(e.to_string()));
         let scratch = format!("vibeloop/rerun-{job_id}");
+        let room = config.as_ref().map_or(0, |c| c.limits.disk_mb);
         let (merge_base, worktree, tree) = blocking({
             let (workspace, repo, scratch, head) =
                 (workspace.clone(), repo.clone(), scratch.clone(), sha.oid());
@@ -55,7 +56,7 @@ pub async fn rerun(
                 let git = workspace.sync_mirror(&repo, &token)?;
                 let base_tip = workspace.remote_head(&git, &base)?.oid();
                 let merge_base = git.merge_base(head, base_tip)?;
-                let worktree = workspace.worktree_at(&repo, &git, &scratch, head)?;
+                let worktree = workspace.worktree_at(&repo, &git, &scratch, (head, room))?;
                 let tree = crate::env::tree::Tree::of_commit(&git, base_tip)?;
                 Ok((CommitSha::from(merge_base), worktree, tree))
             }

@@ -124,11 +124,12 @@ async fn from_clean_base(
     let (ws, repo) = (run.hive.workspace.clone(), run.ticket.repo.clone());
     let branch = format!("vibeloop/env-{}", run.ticket.id);
     let io = |e: JobError| SetupError::Io(std::io::Error::other(e.to_string()));
+    let room = env.config.limits.disk_mb;
     let clean = super::job::blocking({
         let (ws, repo, branch) = (ws.clone(), repo.clone(), branch.clone());
         move || {
             let git = git2::Repository::open_bare(ws.mirror_path(&repo))?;
-            ws.worktree_at(&repo, &git, &branch, base.oid())
+            ws.worktree_at(&repo, &git, &branch, (base.oid(), room))
         }
     })
     .await

@@ -38,9 +38,9 @@ pub fn files_limit(limit_mb: u64) -> u64 {
 
 /// Free space on a file system: bytes, and inodes.
 #[derive(Debug, Clone, Copy)]
-struct Free {
-    bytes: u64,
-    inodes: u64,
+pub(super) struct Free {
+    pub(super) bytes: u64,
+    pub(super) inodes: u64,
 }
 
 /// Watches one command's disk use.
@@ -65,6 +65,14 @@ impl DiskGuard {
     /// Starts watching `roots` (the places a command may write) for writes of more than
     /// `limit_mb` MiB; `None` when the free space of one of them cannot be read.
     pub fn new(roots: Vec<PathBuf>, limit_mb: u64) -> Option<Self> {
+        // A worktree's own disk is its limit already, and never the bot's disk: not watched.
+        let roots: Vec<PathBuf> = roots
+            .into_iter()
+            .filter(|r| !super::disk::is_on_disk(r))
+            .collect();
+        if roots.is_empty() {
+            return None;
+        }
         let free_at_start = roots
             .iter()
             .map(|r| available(r))
@@ -208,7 +216,7 @@ fn changed_at(meta: &std::fs::Metadata) -> SystemTime {
 }
 
 /// Bytes and inodes an unprivileged process may still take on the file system of `path`.
-fn available(path: &Path) -> Option<Free> {
+pub(super) fn available(path: &Path) -> Option<Free> {
     use std::os::unix::ffi::OsStrExt as _;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: `c` is a valid NUL-terminated path and `stat` a properly sized out-parameter.

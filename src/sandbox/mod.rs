@@ -6,6 +6,7 @@
 //! with rlimits, for machines without Docker). Both cap output, kill at the timeout, cap the
 //! size of a file, and kill a command whose writes take too much of the disk ([`guard`]).
 
+pub mod disk;
 pub mod docker;
 pub mod egress;
 pub mod guard;
@@ -277,6 +278,7 @@ impl Sandbox {
             Runs::Docker(s) => (s.writable(), s.disk_mb()),
             Runs::Local(s) => (s.writable(), s.disk_mb()),
         };
+        let worktree = writable[0].clone();
         let guard = guard::DiskGuard::new(writable, disk_mb);
         let tripped = async move {
             match guard {
@@ -292,6 +294,11 @@ impl Sandbox {
         // as 128 + the signal.
         if out.killed.is_none() && !out.timed_out && out.exit_code == Some(128 + libc::SIGXFSZ) {
             out.killed = Some(format!("a file grew past {disk_mb} MiB (limits.disk_mb)"));
+        }
+        // A command that met the end of its worktree's disk failed with "No space left on
+        // device" somewhere in its output: the limit says so first.
+        if out.killed.is_none() && !out.timed_out && out.exit_code != Some(0) {
+            out.killed = disk::filled(&worktree, disk_mb);
         }
         if let Some(lock) = self.lock.clone() {
             out.put_back = tokio::task::spawn_blocking(move || lock.settle())

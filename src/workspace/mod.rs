@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use git2::{
-    BranchType, Cred, FetchOptions, IndexAddOption, PushOptions, RemoteCallbacks, Repository,
-    Signature, WorktreeAddOptions, WorktreePruneOptions,
+    BranchType, Cred, FetchOptions, IndexAddOption, RemoteCallbacks, Repository, Signature,
+    WorktreeAddOptions, WorktreePruneOptions,
 };
 use secrecy::{ExposeSecret as _, SecretString};
 
 mod changes;
+mod push;
 mod snapshot;
 mod version;
 mod worktree;
@@ -26,9 +27,10 @@ pub use changes::{Conflict, Merged, PersonCommit, Squashed};
 pub use snapshot::Snapshot;
 pub use version::version_at;
 pub use worktree::Worktree;
-use worktree::{link_leaves, refuse_links_out};
+use worktree::{checkout_size, link_leaves, refuse_links_out};
 
 use crate::ids::{CommitSha, RepoName};
+use crate::sandbox::disk;
 
 /// The user name GitHub expects with an installation token over HTTPS.
 const TOKEN_USER: &str = "x-access-token";
@@ -83,6 +85,9 @@ pub struct Workspace {
     /// One lock per mirror: fetches, pushes and worktree changes of one repository take turns
     /// (libgit2 locks each file it writes and fails, rather than waits, when another holds it).
     locks: Arc<Mutex<HashMap<String, Arc<Mutex<()>>>>>,
+    /// Each worktree on a disk of its own ([`crate::sandbox::disk`]), when this process can
+    /// mount one.
+    disks: bool,
 }
 
 /// Holds a mirror's lock while alive.
@@ -120,7 +125,16 @@ impl Workspace {
             root: root.to_owned(),
             git_url: git_url.clone(),
             locks: Arc::default(),
+            disks: false,
         }
+    }
+
+    /// Puts each worktree made from now on on a disk of its own, sized to its checkout and
+    /// the room its commands may write ([`crate::sandbox::disk`]); `on` comes from
+    /// [`crate::sandbox::disk::probe`].
+    pub fn with_disks(mut self, on: bool) -> Self {
+        self.disks = on;
+        self
     }
 
     fn mirror_lock(&self, repo: &RepoName) -> MirrorGuard {
@@ -167,6 +181,11 @@ impl Workspace {
     }
 
     pub fn worktree_path(&self, repo: &RepoName, branch: &str) -> PathBuf {
+        self.disk_root(repo, branch).join(disk::TREE)
+    }
+
+    /// The directory holding a branch's worktree: its disk's mount when it has one.
+    fn disk_root(&self, repo: &RepoName, branch: &str) -> PathBuf {
         self.root
             .join("worktrees")
             .join(repo.owner())
@@ -285,33 +304,34 @@ impl Workspace {
         Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
     }
 
-    /// Checks out `branch`, freshly made from `origin/<base>`, in its own worktree. A worktree
-    /// or branch left from an earlier run is replaced.
+    /// Checks out `branch`, freshly made from `origin/<base>`, in its own worktree, with
+    /// `room_mb` MiB its commands may write (`limits.disk_mb`). A worktree or branch left
+    /// from an earlier run is replaced.
     pub fn fresh_worktree(
         &self,
         repo: &RepoName,
         git: &Repository,
         branch: &str,
-        base: &str,
+        (base, room_mb): (&str, u64),
     ) -> Result<Worktree, WorkspaceError> {
         let base_commit = git
             .find_reference(&format!("refs/remotes/origin/{base}"))
             .map_err(|_| WorkspaceError::MissingBranch(base.to_owned()))?
             .peel_to_commit()?;
-        self.worktree_at(repo, git, branch, base_commit.id())
+        self.worktree_at(repo, git, branch, (base_commit.id(), room_mb))
     }
 
-    /// Checks out `branch`, made (or reset) to `commit`, in its own worktree; `base` of the
-    /// result is `commit`.
+    /// Checks out `branch`, made (or reset) to `commit`, in its own worktree, with `room_mb`
+    /// MiB its commands may write (`limits.disk_mb`); `base` of the result is `commit`.
     pub fn worktree_at(
         &self,
         repo: &RepoName,
         git: &Repository,
         branch: &str,
-        commit: git2::Oid,
+        at: (git2::Oid, u64),
     ) -> Result<Worktree, WorkspaceError> {
         self.mirror_lock(repo)
-            .hold(|| self.worktree_at_locked(repo, git, branch, commit))
+            .hold(|| self.worktree_at_locked(repo, git, branch, at))
     }
 
     fn worktree_at_locked(
@@ -319,15 +339,19 @@ impl Workspace {
         repo: &RepoName,
         git: &Repository,
         branch: &str,
-        commit: git2::Oid,
+        (commit, room_mb): (git2::Oid, u64),
     ) -> Result<Worktree, WorkspaceError> {
         let name = branch.replace('/', "-");
         let path = self.worktree_path(repo, branch);
         self.remove_worktree(git, &name, &path)?;
         let commit = git.find_commit(commit)?;
         let local = git.branch(branch, &commit, true)?;
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+        let root = self.disk_root(repo, branch);
+        if self.disks {
+            let (bytes, files) = checkout_size(git, &commit.tree()?)?;
+            disk::make(&root, disk::Size::for_checkout(bytes, files, room_mb))?;
+        } else {
+            std::fs::create_dir_all(&root)?;
         }
         let mut opts = WorktreeAddOptions::new();
         let reference = local.into_reference();
@@ -366,6 +390,9 @@ impl Workspace {
         }
         if path.exists() {
             std::fs::remove_dir_all(path)?;
+        }
+        if let Some(root) = path.parent() {
+            disk::release(root)?;
         }
         // What an add interrupted by a crash leaves: git's administrative directory for the
         // worktree, too incomplete to be found as one, but in the way of the next add.
@@ -471,130 +498,10 @@ impl Workspace {
             .join("worktrees")
             .join(repo.owner())
             .join(repo.name());
-        self.mirror_lock(repo)
-            .hold(|| Ok(gone(self.mirror_path(repo)).and(gone(worktrees))?))
-    }
-
-    /// Pushes `branch` to the remote, replacing what is there (the bot owns its branches).
-    pub fn push(
-        &self,
-        repo: &RepoName,
-        branch: &str,
-        token: &SecretString,
-    ) -> Result<(), WorkspaceError> {
-        let git = Repository::open_bare(self.mirror_path(repo))?;
-        let local = git.find_branch(branch, BranchType::Local)?;
-        let refname = local.get().name().unwrap_or_default().to_owned();
-        self.push_refspec(repo, &format!("+{refname}:{refname}"), token)
-    }
-
-    /// Moves the remote's `branch` to the mirror's branch of that name only if the remote is
-    /// still at `expected` (`None`: the branch must not exist there): git's force-with-lease,
-    /// checked against what the remote advertises during the push itself. Anything else is
-    /// [`WorkspaceError::LeaseBroken`] and the remote is left as it is.
-    pub fn push_with_lease(
-        &self,
-        repo: &RepoName,
-        branch: &str,
-        expected: Option<git2::Oid>,
-        token: &SecretString,
-    ) -> Result<(), WorkspaceError> {
-        let refname = format!("refs/heads/{branch}");
         self.mirror_lock(repo).hold(|| {
-            self.push_locked(
-                repo,
-                &format!("+{refname}:{refname}"),
-                Some((&refname, expected)),
-                token,
-            )
+            // Each worktree's disk first: a mount is not removed with its directory.
+            disk::release_all(&worktrees)?;
+            Ok(gone(self.mirror_path(repo)).and(gone(worktrees))?)
         })
-    }
-
-    /// Pushes `commit` to branch `branch` of the remote as a fast-forward only (the remote
-    /// refuses anything else, as it should for a branch people own).
-    pub fn push_fast_forward(
-        &self,
-        repo: &RepoName,
-        commit: git2::Oid,
-        branch: &str,
-        token: &SecretString,
-    ) -> Result<(), WorkspaceError> {
-        let git = Repository::open_bare(self.mirror_path(repo))?;
-        let scratch = format!("refs/vibeloop/push-{commit}");
-        git.reference(&scratch, commit, true, "push")?;
-        let result = self.push_refspec(repo, &format!("{scratch}:refs/heads/{branch}"), token);
-        if let Ok(mut r) = git.find_reference(&scratch) {
-            let _ = r.delete();
-        }
-        result
-    }
-
-    fn push_refspec(
-        &self,
-        repo: &RepoName,
-        refspec: &str,
-        token: &SecretString,
-    ) -> Result<(), WorkspaceError> {
-        self.mirror_lock(repo)
-            .hold(|| self.push_locked(repo, refspec, None, token))
-    }
-
-    /// One push; with `lease` = `(remote ref, expected)`, refused unless the remote ref is at
-    /// `expected` as the remote advertises it.
-    fn push_locked(
-        &self,
-        repo: &RepoName,
-        refspec: &str,
-        lease: Option<(&str, Option<git2::Oid>)>,
-        token: &SecretString,
-    ) -> Result<(), WorkspaceError> {
-        let git = Repository::open_bare(self.mirror_path(repo))?;
-        let mut remote = git.find_remote("origin")?;
-        let rejected = std::cell::RefCell::new(None);
-        let broken = std::cell::RefCell::new(None);
-        let pushed = {
-            let mut cb = callbacks(Some(token));
-            cb.push_update_reference(|reference, status| {
-                if let Some(message) = status {
-                    *rejected.borrow_mut() = Some((reference.to_owned(), message.to_owned()));
-                }
-                Ok(())
-            });
-            if let Some((name, expected)) = lease {
-                let broken = &broken;
-                cb.push_negotiation(move |updates| {
-                    let want = expected.unwrap_or_else(git2::Oid::zero);
-                    for u in updates.iter().filter(|u| u.dst_refname() == Some(name)) {
-                        if u.src() != want {
-                            *broken.borrow_mut() = Some(u.src());
-                            return Err(git2::Error::from_str("the lease is broken"));
-                        }
-                    }
-                    Ok(())
-                });
-            }
-            let mut opts = PushOptions::new();
-            opts.remote_callbacks(cb);
-            remote.push(&[refspec], Some(&mut opts))
-        };
-        if let (Some(found), Some((name, expected))) = (broken.into_inner(), lease) {
-            let sha = |o: git2::Oid| {
-                if o.is_zero() {
-                    "nothing".to_owned()
-                } else {
-                    o.to_string()
-                }
-            };
-            return Err(WorkspaceError::LeaseBroken {
-                branch: name.trim_start_matches("refs/heads/").to_owned(),
-                expected: sha(expected.unwrap_or_else(git2::Oid::zero)),
-                found: sha(found),
-            });
-        }
-        pushed?;
-        if let Some((reference, message)) = rejected.into_inner() {
-            return Err(WorkspaceError::PushRejected { reference, message });
-        }
-        Ok(())
     }
 }

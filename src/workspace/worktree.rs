@@ -160,3 +160,36 @@ pub(super) fn link_leaves(path: &str, target: &str) -> bool {
     }
     false
 }
+
+/// What checking out `tree` takes: bytes (each file rounded up to 4 KiB blocks, a block per
+/// directory) and files and directories; links and submodules count one inode and no block.
+pub(super) fn checkout_size(
+    git: &Repository,
+    tree: &git2::Tree,
+) -> Result<(u64, u64), git2::Error> {
+    const BLOCK: u64 = 4096;
+    let odb = git.odb()?;
+    // The worktree's own directory: one inode, one block.
+    let (mut bytes, mut files) = (BLOCK, 1u64);
+    let mut failed = None;
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        files += 1;
+        if entry.kind() == Some(git2::ObjectType::Tree) {
+            bytes += BLOCK;
+        }
+        if entry.kind() == Some(git2::ObjectType::Blob) && entry.filemode() != 0o120000 {
+            match odb.read_header(entry.id()) {
+                Ok((size, _)) => bytes += (size as u64).div_ceil(BLOCK) * BLOCK,
+                Err(e) => {
+                    failed = Some(e);
+                    return git2::TreeWalkResult::Abort;
+                }
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok((bytes, files)),
+    }
+}

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use vibeloop::sandbox::{Backend, Kind, Sandbox, SandboxSpec};
+use vibeloop::sandbox::{Backend, Kind, Sandbox, SandboxSpec, disk};
 
 fn spec(worktree: &Path, read_only: &[&str]) -> SandboxSpec {
     SandboxSpec {
@@ -368,6 +368,114 @@ async fn a_command_filling_the_disk_is_killed_at_its_limit() {
         assert!(next.await.unwrap().success(), "{kind:?}");
         sb.stop().await;
     }
+}
+
+/// A worktree on a disk of its own, as the bot makes one when it runs as root (CI does), for
+/// a checkout of one 4 KiB block; released when dropped.
+struct OnDisk(std::path::PathBuf);
+
+impl OnDisk {
+    fn make(data: &Path, room_mb: u64) -> Self {
+        let root = data.join("feat-T-1");
+        disk::make(&root, disk::Size::for_checkout(4096, 2, room_mb)).unwrap_or_else(|e| {
+            panic!("cannot make a disk (this test needs root and loop devices, as CI has): {e}")
+        });
+        let wt = root.join(disk::TREE);
+        std::fs::create_dir(&wt).unwrap();
+        std::fs::write(wt.join("main.py"), "print('hi')\n").unwrap();
+        Self(wt)
+    }
+}
+
+impl Drop for OnDisk {
+    fn drop(&mut self) {
+        let _ = disk::release(self.0.parent().unwrap());
+    }
+}
+
+/// Waits until `path` exists in the sandbox, for at most a minute.
+async fn wait_for_file(sb: &Sandbox, path: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = sb
+            .exec(&format!("test -e {path}"), Duration::from_secs(10))
+            .await
+            .unwrap();
+        if out.success() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} never appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 42, part 4: a process a command leaves running writes on after the command returns,
+/// setting each file's time back as `touch -d` does. The guard watches commands while they
+/// run and trusts no time; the worktree's own disk stops the writer at the room it has.
+#[tokio::test]
+async fn a_writer_left_running_with_times_set_back_stops_at_the_worktrees_disk() {
+    let data = tempfile::tempdir().unwrap();
+    let on_disk = OnDisk::make(data.path(), 64);
+    let wt = on_disk.0.clone();
+    let backend = docker(data.path()).await;
+    let mut s = spec(&wt, &[]);
+    s.disk_mb = 64;
+    let sb = started(&backend, &s).await;
+    let leave = "setsid sh -c 'for i in 1 2 3 4 5 6; do head -c 32M /dev/zero > fill-$i.bin; \
+                 touch -d 2000-01-01 fill-$i.bin; done; touch /tmp/done' \
+                 </dev/null >/dev/null 2>&1 &";
+    let out = sb.exec(leave, Duration::from_secs(30)).await.unwrap();
+    assert!(out.success(), "{out:?}");
+    wait_for_file(&sb, "/tmp/done").await;
+    let written: u64 = std::fs::read_dir(&wt)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("fill-"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(
+        written <= 64 << 20,
+        "the writer left running wrote {} MiB",
+        written >> 20
+    );
+    // The next command that meets the full disk is told why.
+    let out = sb
+        .exec("head -c 1M /dev/zero > more.bin", Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.describe(),
+        "killed: the worktree's disk is full: its commands wrote 64 MiB (limits.disk_mb)",
+        "{out:?}"
+    );
+    sb.stop().await;
+    drop(on_disk);
+    assert!(!wt.parent().unwrap().exists());
+}
+
+/// The disk's inodes are limited too: a million empty files take no block, but every inode.
+#[tokio::test]
+async fn empty_files_stop_at_the_worktrees_inodes() {
+    let data = tempfile::tempdir().unwrap();
+    let on_disk = OnDisk::make(data.path(), 16);
+    let wt = on_disk.0.clone();
+    let backend = docker(data.path()).await;
+    let mut s = spec(&wt, &[]);
+    s.disk_mb = 16;
+    let sb = started(&backend, &s).await;
+    let many = "python3 -c \"\nimport itertools\nfor i in itertools.count():\n    open(f'e-{i}', 'w').close()\n\"";
+    let out = sb.exec(many, Duration::from_secs(120)).await.unwrap();
+    assert_eq!(
+        out.describe(),
+        "killed: the worktree's disk has no file left: its commands made 4096 files (one per 4 KiB of limits.disk_mb)",
+        "{out:?}"
+    );
+    let made = std::fs::read_dir(&wt).unwrap().count();
+    assert!(made < 4096 + 100, "{made} files");
+    sb.stop().await;
 }
 
 #[tokio::test]

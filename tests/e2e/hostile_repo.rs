@@ -263,7 +263,7 @@ async fn tests_that_fill_the_disk_are_killed_at_the_limit() {
     a_hostile_test_stops_the_ticket(
         body,
         "disk_mb: 64",
-        "it wrote more than 64 MiB to disk (limits.disk_mb)",
+        "the worktree's disk is full: its commands wrote 64 MiB (limits.disk_mb)",
     )
     .await;
 }
@@ -276,7 +276,7 @@ async fn writes_whose_times_are_set_back_are_still_killed_at_the_limit() {
     a_hostile_test_stops_the_ticket(
         body,
         "disk_mb: 64",
-        "it wrote more than 64 MiB to disk (limits.disk_mb)",
+        "the worktree's disk is full: its commands wrote 64 MiB (limits.disk_mb)",
     )
     .await;
 }

@@ -67,7 +67,7 @@ async fn mirror_worktree_commit_push() {
             None
         );
         let wt = ws2
-            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .fresh_worktree(&repo2, &git, "feat/T-1", ("main", 64))
             .unwrap();
         assert!(wt.path.join("README.md").exists());
         assert_eq!(
@@ -85,7 +85,7 @@ async fn mirror_worktree_commit_push() {
         ws2.push(&repo2, "feat/T-1", &token2).unwrap();
         // A second run starts over from the base, replacing the old worktree.
         let wt = ws2
-            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .fresh_worktree(&repo2, &git, "feat/T-1", ("main", 64))
             .unwrap();
         assert_eq!(
             std::fs::read_to_string(wt.path.join("src/lib.py")).unwrap(),
@@ -154,7 +154,9 @@ async fn fetch_and_push_need_a_valid_token() {
             assert!(matches!(err, WorkspaceError::Git(_)), "{err}");
         }
         let git = ws.sync_mirror(&repo, &good).unwrap();
-        let wt = ws.fresh_worktree(&repo, &git, "feat/T-2", "main").unwrap();
+        let wt = ws
+            .fresh_worktree(&repo, &git, "feat/T-2", ("main", 64))
+            .unwrap();
         std::fs::write(wt.path.join("a.txt"), "a").unwrap();
         ws.commit_all(&wt, "a", &Author::default())
             .unwrap()
@@ -169,10 +171,12 @@ async fn fetch_and_push_need_a_valid_token() {
         let admin = ws.mirror_path(&repo).join("worktrees").join("feat-T-2");
         std::fs::remove_file(admin.join("gitdir")).unwrap();
         std::fs::remove_dir_all(&wt.path).unwrap();
-        let again = ws.fresh_worktree(&repo, &git, "feat/T-2", "main").unwrap();
+        let again = ws
+            .fresh_worktree(&repo, &git, "feat/T-2", ("main", 64))
+            .unwrap();
         assert!(again.path.join(".git").is_file(), "a worktree again");
         let missing = ws
-            .fresh_worktree(&repo, &git, "feat/T-3", "no-such-base")
+            .fresh_worktree(&repo, &git, "feat/T-3", ("no-such-base", 64))
             .err()
             .unwrap();
         assert!(
@@ -191,7 +195,9 @@ async fn an_agents_commit_leaves_out_new_files_its_tools_did_not_write() {
     let token = SecretString::from(gh.mint_token(7));
     tokio::task::spawn_blocking(move || {
         let git = ws.sync_mirror(&repo, &token).unwrap();
-        let wt = ws.fresh_worktree(&repo, &git, "feat/T-2", "main").unwrap();
+        let wt = ws
+            .fresh_worktree(&repo, &git, "feat/T-2", ("main", 64))
+            .unwrap();
         // The tools wrote NEW.py and deleted README.md; a command rewrote src/lib.py, and a
         // test left junk behind, one file in .gitignore's way.
         std::fs::write(wt.path.join(".gitignore"), "*.log\n").unwrap();
@@ -304,14 +310,14 @@ async fn a_lock_left_by_a_killed_run_is_cleared_and_the_branch_can_be_written_ag
         let stale = mirror.join("refs/heads/feat/T-1.lock");
         std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
         std::fs::write(&stale, "").unwrap();
-        let blocked = ws2.fresh_worktree(&repo2, &git, "feat/T-1", "main");
+        let blocked = ws2.fresh_worktree(&repo2, &git, "feat/T-1", ("main", 64));
         assert!(blocked.is_err(), "libgit2 refuses to write under a lock");
 
         let removed = ws2.clear_stale_locks();
         assert_eq!(removed, std::slice::from_ref(&stale));
         assert!(mirror.join("HEAD").exists() && mirror.join("objects").exists());
         let wt = ws2
-            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .fresh_worktree(&repo2, &git, "feat/T-1", ("main", 64))
             .expect("the branch is written once the lock is gone");
         assert!(wt.path.join("README.md").exists());
     })
@@ -331,7 +337,9 @@ async fn what_a_sandbox_wrote_never_steers_the_bots_git() {
         let author = Author::default();
 
         // `.git` rewritten to a git directory of the sandbox's own.
-        let wt = ws.fresh_worktree(&repo, &git, "feat/T-3", "main").unwrap();
+        let wt = ws
+            .fresh_worktree(&repo, &git, "feat/T-3", ("main", 64))
+            .unwrap();
         wt.check_dot_git().unwrap();
         std::fs::write(wt.path.join(".git"), "gitdir: evil\n").unwrap();
         let refused = ws.commit_all(&wt, "T-3", &author).unwrap_err();
@@ -348,7 +356,9 @@ async fn what_a_sandbox_wrote_never_steers_the_bots_git() {
         assert!(matches!(wt.open(), Err(WorkspaceError::Tampered(_))));
 
         // A link out of the repository is not committed; a link inside is.
-        let wt = ws.fresh_worktree(&repo, &git, "feat/T-4", "main").unwrap();
+        let wt = ws
+            .fresh_worktree(&repo, &git, "feat/T-4", ("main", 64))
+            .unwrap();
         std::os::unix::fs::symlink("README.md", wt.path.join("readme-link")).unwrap();
         ws.commit_all(&wt, "T-4: a link inside", &author)
             .unwrap()
@@ -365,7 +375,7 @@ async fn what_a_sandbox_wrote_never_steers_the_bots_git() {
 
         // Copying the Breaker's files never goes through a linked directory.
         let scratch = ws
-            .fresh_worktree(&repo, &git, "vibeloop/copy", "main")
+            .fresh_worktree(&repo, &git, "vibeloop/copy", ("main", 64))
             .unwrap();
         let outside = tempfile::tempdir().unwrap();
         std::fs::remove_dir_all(scratch.path.join("src")).unwrap();
@@ -397,7 +407,7 @@ async fn forgetting_a_name_removes_its_mirror_and_worktrees_and_a_new_sync_start
     tokio::task::spawn_blocking(move || {
         let git = ws2.sync_mirror(&repo2, &token).unwrap();
         let wt = ws2
-            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .fresh_worktree(&repo2, &git, "feat/T-1", ("main", 64))
             .unwrap();
         std::fs::write(wt.path.join("left.txt"), "the one before's\n").unwrap();
         drop(git);
@@ -408,7 +418,7 @@ async fn forgetting_a_name_removes_its_mirror_and_worktrees_and_a_new_sync_start
         ws2.forget(&repo2).unwrap();
         let git = ws2.sync_mirror(&repo2, &token).unwrap();
         let wt = ws2
-            .fresh_worktree(&repo2, &git, "feat/T-1", "main")
+            .fresh_worktree(&repo2, &git, "feat/T-1", ("main", 64))
             .unwrap();
         assert!(!wt.path.join("left.txt").exists());
         assert!(wt.path.join("README.md").exists());

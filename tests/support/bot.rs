@@ -40,6 +40,9 @@ impl Drop for Bot {
         let _ = self.child.wait();
         if !self.killed {
             remove_containers(&self.data_dir);
+            // The worktrees' disks (the bot runs as root here), which no directory removal
+            // takes away.
+            let _ = vibeloop::sandbox::disk::release_all(&self.data_dir);
         }
     }
 }

@@ -42,12 +42,15 @@ pub(super) async fn check(data_dir: &Path, force: Option<Kind>) -> (Check, Check
     };
     match connected {
         Ok(backend) => (
-            Check::pass(
-                ENGINE,
-                format!(
-                    "engine {} answers at {at}; {}",
-                    backend.version(),
-                    egress(&backend)
+            disks(
+                data_dir,
+                Check::pass(
+                    ENGINE,
+                    format!(
+                        "engine {} answers at {at}; {}",
+                        backend.version(),
+                        egress(&backend)
+                    ),
                 ),
             ),
             image(&crate::config::repo::HiveConfig::default().image).await,
@@ -72,6 +75,25 @@ pub(super) async fn check(data_dir: &Path, force: Option<Kind>) -> (Check, Check
             ),
             Check::skipped(IMAGE, "no Docker engine to look in"),
         ),
+    }
+}
+
+/// Whether each worktree gets a disk of its own, said on `check`: a warning when not.
+fn disks(data_dir: &Path, check: Check) -> Check {
+    let probed = std::fs::create_dir_all(data_dir)
+        .map_err(|e| format!("no disk per worktree ({e})"))
+        .and_then(|()| crate::sandbox::disk::probe(data_dir));
+    match probed {
+        Ok(()) => match check.outcome {
+            super::Outcome::Pass(detail) => Check {
+                outcome: super::Outcome::Pass(format!(
+                    "{detail}; each worktree has a disk of its own (limits.disk_mb)"
+                )),
+                ..check
+            },
+            _ => check,
+        },
+        Err(why) => check.warn(why),
     }
 }
 

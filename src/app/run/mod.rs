@@ -27,7 +27,7 @@ use crate::config::tools::RunArgs;
 use crate::github::GitHubApp;
 use crate::hive::{self, Hive};
 use crate::store::tickets::NewTicket;
-use crate::workspace::{Author, Workspace};
+use crate::workspace::Author;
 
 /// Jobs at once: the ticket's run (a re-gate or approval queues another).
 const WORKERS: usize = 2;
@@ -95,7 +95,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
             &local.api_url,
             &crate::config::default_graphql_url(&local.api_url),
         )?),
-        workspace: Workspace::new(&data_dir, &local.git_url),
+        workspace: super::workspace(&data_dir, &local.git_url),
         models: Arc::new(router),
         prompts: crate::agent::prompts::Prompts::new(llm.prompts_dir.clone()),
         sandbox: super::start_sandbox_backend(&data_dir, sandbox).await?,

@@ -256,7 +256,14 @@ async fn branch_worktree(
     branch: &str,
     from: &CommitSha,
 ) -> Result<Worktree, JobError> {
-    super::git::worktree(&cx.run.hive.workspace, &cx.run.ticket.repo, branch, from).await
+    let room = cx.env.config.limits.disk_mb;
+    super::git::worktree(
+        &cx.run.hive.workspace,
+        &cx.run.ticket.repo,
+        branch,
+        (from, room),
+    )
+    .await
 }
 
 /// The Builder's checkpoint, asked before each of its model calls: a person's push to

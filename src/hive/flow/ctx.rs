@@ -311,7 +311,14 @@ pub(super) async fn scratch(
     let base = sync(cx).await?;
     let at = at.cloned().unwrap_or(base);
     let branch = format!("vibeloop/{name}-{}", cx.run.ticket.id);
-    git::worktree(&cx.run.hive.workspace, &cx.run.ticket.repo, &branch, &at).await
+    let room = cx.env.config.limits.disk_mb;
+    git::worktree(
+        &cx.run.hive.workspace,
+        &cx.run.ticket.repo,
+        &branch,
+        (&at, room),
+    )
+    .await
 }
 
 pub(super) async fn drop_scratch(cx: &Ctx<'_, '_>, name: &str) {

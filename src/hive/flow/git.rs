@@ -47,16 +47,16 @@ pub(super) async fn on_mirror<T: Send + 'static>(
     .await
 }
 
-/// A worktree of `branch` at `at`.
+/// A worktree of `branch` at `at`, with `room_mb` MiB its commands may write.
 pub(super) async fn worktree(
     ws: &Workspace,
     repo: &RepoName,
     branch: &str,
-    at: &CommitSha,
+    (at, room_mb): (&CommitSha, u64),
 ) -> Result<Worktree, JobError> {
     let (repo2, branch, at) = (repo.clone(), branch.to_owned(), at.oid());
     on_mirror(ws, repo, move |ws, g| {
-        ws.worktree_at(&repo2, g, &branch, at)
+        ws.worktree_at(&repo2, g, &branch, (at, room_mb))
     })
     .await
 }

@@ -102,7 +102,7 @@ async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, J
         &cx.run.hive.workspace,
         &cx.run.ticket.repo,
         &id.test_branch(),
-        &breaker.sha,
+        (&breaker.sha, cx.env.config.limits.disk_mb),
     )
     .await?;
     let (wt2, copied) = (wt.clone(), paths.clone());

@@ -253,8 +253,9 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         id.feat_branch(),
         adopted.unwrap_or_else(|| builder.sha.clone()),
     );
+    let room = cx.env.config.limits.disk_mb;
     let wt = git(cx, move |ws, g| {
-        ws.worktree_at(&repo, g, &branch, from.oid())
+        ws.worktree_at(&repo, g, &branch, (from.oid(), room))
     })
     .await?;
     let (wt2, author, tests) = (wt.clone(), cx.run.hive.author.clone(), breaker.sha.clone());

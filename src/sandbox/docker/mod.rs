@@ -173,7 +173,11 @@ impl DockerBackend {
                 }
                 mounts.push(bind(cache, super::CACHE_MOUNT, false));
             } else {
-                let l = Layer::new(&self.layers, self.chown_to)?;
+                // On the worktree's own disk when it has one: what the sandbox writes over
+                // the environment counts against the same room.
+                let parent =
+                    super::disk::layers_of(&spec.worktree).unwrap_or_else(|| self.layers.clone());
+                let l = Layer::new(&parent, self.chown_to)?;
                 mounts.push(l.mount(cache)?);
                 layer = Some(l);
             }
