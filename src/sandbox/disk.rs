@@ -52,7 +52,7 @@ impl Size {
     pub fn for_checkout(bytes: u64, files: u64, room_mb: u64) -> Self {
         let room = room_mb.saturating_mul(1 << 20);
         let inodes = files
-            .saturating_add(super::guard::files_limit(room_mb))
+            .saturating_add(files_limit(room_mb))
             .saturating_add(64);
         let free = bytes.saturating_add(room);
         Self {
@@ -114,7 +114,7 @@ pub fn make(root: &Path, size: Size) -> io::Result<()> {
 /// never written, blocks (the image stays sparse).
 fn reserve(root: &Path, free: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd as _;
-    let avail = super::guard::available(root)
+    let avail = available(root)
         .ok_or_else(|| io::Error::other("cannot read the new disk's free space"))?
         .bytes;
     let extra = avail.saturating_sub(free);
@@ -206,11 +206,11 @@ pub fn is_on_disk(path: &Path) -> bool {
 pub fn filled(worktree: &Path, room_mb: u64) -> Option<String> {
     let root = worktree.parent()?;
     layers_of(worktree)?;
-    let free = super::guard::available(root)?;
+    let free = available(root)?;
     if free.inodes < 8 {
         return Some(format!(
             "the worktree's disk has no file left: its commands made {} files (one per 4 KiB of limits.disk_mb)",
-            super::guard::files_limit(room_mb)
+            files_limit(room_mb)
         ));
     }
     (free.bytes < FULL).then(|| {
@@ -241,6 +241,31 @@ pub fn probe(dir: &Path) -> Result<(), String> {
     });
     let _ = release(&root);
     tried.map_err(|e| format!("no disk per worktree ({e}): the disk guard alone limits what sandboxes write; run the bot as root with loop devices for a hard limit"))
+}
+
+/// The files a command may make for a disk limit of `limit_mb` MiB: one per 4 KiB.
+pub fn files_limit(limit_mb: u64) -> u64 {
+    limit_mb.saturating_mul(256)
+}
+
+/// Free space on a file system: bytes, and inodes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Free {
+    pub(super) bytes: u64,
+    pub(super) inodes: u64,
+}
+
+/// Bytes and inodes an unprivileged process may still take on the file system of `path`.
+pub(super) fn available(path: &Path) -> Option<Free> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated path and `stat` a properly sized out-parameter.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut stat) };
+    (rc == 0).then(|| Free {
+        bytes: (stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64),
+        inodes: stat.f_favail as u64,
+    })
 }
 
 fn run(cmd: &mut Command) -> io::Result<()> {

@@ -12,10 +12,12 @@
 //!
 //! Files count as well as bytes: a million empty files take no block but every inode of the
 //! bot's disk. A command may make as many files as its disk limit holds 4 KiB blocks
-//! ([`files_limit`]); free inodes are read as cheaply as free space, and a drop past that wakes
+//! ([`files_limit`](super::disk::files_limit)); free inodes are read as cheaply as free space, and a drop past that wakes
 //! the same walk.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use super::disk::{Free, available, files_limit};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How often free space is read (a few microseconds): at the ~1 GB/s a command can write into
@@ -30,18 +32,6 @@ const WALK_GAP: Duration = Duration::from_millis(500);
 
 /// Free inodes the guard keeps for the bot.
 const INODE_RESERVE: u64 = 20_000;
-
-/// The files a command may make for a disk limit of `limit_mb` MiB: one per 4 KiB.
-pub fn files_limit(limit_mb: u64) -> u64 {
-    limit_mb.saturating_mul(256)
-}
-
-/// Free space on a file system: bytes, and inodes.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Free {
-    pub(super) bytes: u64,
-    pub(super) inodes: u64,
-}
 
 /// Watches one command's disk use.
 pub struct DiskGuard {
@@ -215,19 +205,6 @@ fn changed_at(meta: &std::fs::Metadata) -> SystemTime {
     }
 }
 
-/// Bytes and inodes an unprivileged process may still take on the file system of `path`.
-pub(super) fn available(path: &Path) -> Option<Free> {
-    use std::os::unix::ffi::OsStrExt as _;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `c` is a valid NUL-terminated path and `stat` a properly sized out-parameter.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut stat) };
-    (rc == 0).then(|| Free {
-        bytes: (stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64),
-        inodes: stat.f_favail as u64,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,7 +275,7 @@ mod tests {
         assert_eq!(written.files, 3, "{written:?}");
     }
 
-    fn write_mib(path: &Path, mib: usize) {
+    fn write_mib(path: &std::path::Path, mib: usize) {
         let f = std::fs::File::create(path).unwrap();
         std::io::Write::write_all(&mut &f, &vec![7u8; mib << 20]).unwrap();
         f.sync_all().unwrap();
