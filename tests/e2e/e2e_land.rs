@@ -94,6 +94,46 @@ async fn an_approving_review_lands_it_through_the_pull_request_and_tags_the_merg
             .map(|c| c.conclusion.unwrap_or_default())
             .collect();
     assert_eq!(passed, ["success"]);
+    // The base did not move: the rebased commit has the tree the Encounter's gates passed
+    // on, so their verdicts are its check runs, each saying so, and no gate ran again.
+    let encounter =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .find(|c| c.name == "hive/test" && c.head_sha != head)
+            .map(|c| c.head_sha)
+            .expect("the Encounter's test run");
+    assert_eq!(tree(&encounter), tree(&head));
+    let on_head: Vec<_> =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .filter(|c| c.head_sha == head && c.name.starts_with("hive/"))
+            .collect();
+    assert!(!on_head.is_empty());
+    for c in &on_head {
+        let summary = c.summary.clone().unwrap_or_default();
+        assert!(
+            summary.contains("changed no file")
+                && summary.contains(&encounter)
+                && summary.contains("It was not run again."),
+            "{}: {summary}",
+            c.name
+        );
+    }
+    let store = w.bot.store().await;
+    let events = store.events(done.key).await.unwrap();
+    store.close().await;
+    let regate_gates = events
+        .iter()
+        .filter(|(_, kind, d)| {
+            kind == "gate" && d["run"].as_str().is_some_and(|r| r.contains(":regate-"))
+        })
+        .count();
+    assert_eq!(regate_gates, 0, "a gate ran again on the same tree");
+    assert!(
+        events
+            .iter()
+            .any(|(_, kind, d)| kind == "regate_carried" && d["from"] == encounter.as_str())
+    );
     // The snapshot is the commit GitHub's merge made.
     let tags = w.gh.tags(REPO);
     assert!(
@@ -237,6 +277,14 @@ async fn a_base_that_moves_during_the_wait_is_rebased_regated_and_landed() {
             .map(|c| c.conclusion.unwrap_or_default())
             .collect();
     assert_eq!(regated, ["success"]);
+    // The base moved: the gates ran again on the new tree, not carried over.
+    let ran =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .find(|c| c.name == "hive/test" && c.head_sha == second)
+            .and_then(|c| c.summary)
+            .unwrap_or_default();
+    assert!(!ran.contains("It was not run again."), "{ran}");
     assert!(w.gh.pull(REPO, pr).unwrap().merged);
 }
 

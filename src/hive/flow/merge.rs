@@ -4,8 +4,8 @@
 //! regate judges like any other —, or else the branch is marked failed (check run `hive/merge`)
 //! and the ticket sent back behind its repository's queued tickets, in the lane where the
 //! repository's requeued tickets run one at a time until they land — C) and pushes it to the pull
-//! request's branch with a lease; `regate` runs every gate on exactly that commit, whose check
-//! runs branch protection reads. Landing it is [`super::land`]'s.
+//! request's branch with a lease. Gating that commit is [`super::regate`]'s, landing it
+//! [`super::land`]'s.
 
 use std::time::Duration;
 
@@ -15,7 +15,6 @@ use super::ctx::{git, sync};
 use super::state::{MergeConflict, Node};
 use crate::github::checks::{CheckOutput, Conclusion};
 use crate::hive::job::JobError;
-use crate::hive::verify::{Verification, run_gates};
 use crate::ids::CommitSha;
 use crate::ticket::Finding;
 use crate::workspace::{Conflict, Squashed};
@@ -397,115 +396,6 @@ async fn model_merged(
         .complete_check_run(run.id, Conclusion::Success, &output, &[])
         .await?;
     Ok(())
-}
-
-/// The files the base changed since the baseline was taken on it: their tests may be gone or
-/// renamed, so the test gate does not miss them.
-async fn changed_on_the_base(
-    cx: &mut Ctx<'_, '_>,
-    base: &crate::ids::CommitSha,
-) -> Result<Vec<String>, JobError> {
-    let Some(old) = cx.flow.baseline.as_ref().map(|b| b.sha.clone()) else {
-        return Ok(vec![]);
-    };
-    if old == *base {
-        return Ok(vec![]);
-    }
-    let (from, to) = (old.oid(), base.oid());
-    git(cx, move |ws, g| ws.changed_paths(g, from, to)).await
-}
-
-/// Regate: every gate again on the rebased commit.
-pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
-    enter_node(cx).await?;
-    let base = sync(cx).await?;
-    let sha = cx
-        .flow
-        .rebased
-        .clone()
-        .ok_or_else(|| JobError::permanent("regate without a rebased commit"))?;
-    let tests = cx.flow.breaker.as_ref().map(|b| b.sha.clone());
-    let excused = changed_on_the_base(cx, &base).await?;
-    let expect = cx.flow.expect(excused);
-    let wt = super::ctx::scratch(cx, "regate", Some(&sha)).await?;
-    let v = Verification {
-        worktree: &wt,
-        base: &base,
-        head: &sha,
-        gates: None,
-        run_id: format!(
-            "vibeloop:{}:regate-{}",
-            cx.run.ticket.id,
-            cx.flow.requeues + cx.flow.attempt
-        ),
-        role: "regate",
-        tests: tests.as_ref(),
-        known_failures: &cx.flow.known_failures(),
-        expect: &expect,
-    };
-    let gates = run_gates(cx.run, &cx.env, v).await;
-    super::ctx::drop_scratch(cx, "regate").await;
-    let gates = gates?;
-    // Held with nobody's approval (the rebase brought a file that steers the tests): a person
-    // must look first, as at the Encounter.
-    if let Some(why) = gates.iter().find_map(|g| g.held.clone()) {
-        let last = cx.flow.attempts.last_mut();
-        if let Some(line) = last.and_then(|a| a.gates.iter_mut().find(|g| g.gate == "test")) {
-            line.held = Some(why);
-        }
-        cx.flow.next = Node::AwaitApproval;
-        cx.checkpoint(
-            Node::Regate,
-            serde_json::json!({ "sha": sha.as_str() }),
-            serde_json::json!({ "passed": true, "held": true }),
-        )
-        .await?;
-        return Ok(Step::Next);
-    }
-    if gates.iter().all(|g| g.ok()) {
-        cx.flow.next = Node::Ci;
-        cx.checkpoint(
-            Node::Regate,
-            serde_json::json!({ "sha": sha.as_str() }),
-            serde_json::json!({ "passed": true }),
-        )
-        .await?;
-        return Ok(Step::Next);
-    }
-    cx.flow.findings = gates
-        .iter()
-        .filter(|g| !g.ok())
-        .map(|g| {
-            Finding::new(
-                &format!("gate_{}", g.gate),
-                format!("after the rebase, hive/{} {}", g.gate, g.describe()),
-            )
-        })
-        .collect();
-    super::memory::attempt_failed(cx).await?;
-    let failed: Vec<String> = gates
-        .iter()
-        .filter(|g| !g.ok())
-        .map(|g| format!("hive/{} {}", g.gate, g.describe()))
-        .collect();
-    cx.checkpoint_failed(
-        Node::Regate,
-        serde_json::json!({ "sha": sha.as_str() }),
-        serde_json::json!({ "passed": false }),
-        &failed.join("; "),
-    )
-    .await?;
-    if cx.flow.attempt >= cx.flow.attempt_limit {
-        return cx.needs_human("The gates fail after rebasing onto the current base, and no attempts are left. Look at the check runs of the pull request, then `/hive retry`.").await;
-    }
-    cx.flow.builder = cx.flow.builder.take().map(|w| super::state::Work {
-        sha: sha.clone(),
-        ..w
-    });
-    cx.flow.attempt += 1;
-    cx.flow.approved_by = None;
-    cx.flow.next = Node::Code;
-    Ok(Step::Next)
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ mod people;
 mod plan;
 mod proof;
 mod reflect;
+mod regate;
 mod resolve;
 mod review;
 mod signals;
@@ -82,7 +83,7 @@ pub(in crate::hive) async fn drive(
             Node::Critic => critic::critic(&mut cx).await?,
             Node::AwaitApproval => review::await_approval(&mut cx).await?,
             Node::Rebase => merge::rebase(&mut cx).await?,
-            Node::Regate => merge::regate(&mut cx).await?,
+            Node::Regate => regate::regate(&mut cx).await?,
             Node::Ci => ci::ci(&mut cx).await?,
             Node::Merge => land::merge(&mut cx).await?,
             Node::Snapshot => land::snapshot(&mut cx).await?,
