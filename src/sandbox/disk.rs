@@ -92,8 +92,9 @@ pub fn make(root: &Path, size: Size) -> io::Result<()> {
         run(Command::new("mount")
             // `noinit_itable`: the inode tables of a new sparse image read as zeros already;
             // the kernel need not write them (that would take blocks of the bot's disk).
-            // `discard`: what is deleted on the disk gives its blocks back to the bot's.
-            .args(["-o", "loop,nosuid,nodev,noatime,noinit_itable,discard"])
+            // No `discard`: it makes every delete a hole punched in the image; what a
+            // worktree deleted stays taken in it (never more than its size) until it goes.
+            .args(["-o", "loop,nosuid,nodev,noatime,noinit_itable"])
             .arg(&image)
             .arg(root))
     });
@@ -132,10 +133,21 @@ fn reserve(root: &Path, free: u64) -> io::Result<()> {
 }
 
 /// Unmounts the disk at `root`, if there is one, and removes its image and `root`'s
-/// contents. A disk still busy (a process of the local backend in it) is detached: the
-/// kernel frees it when the last user goes.
+/// contents. The files go first: what is deleted is never written back, so the unmount has
+/// next to nothing to flush into the image. The disk is detached, never waited for: the
+/// kernel frees it when its last user (a container still stopping) goes.
 pub fn release(root: &Path) -> io::Result<()> {
-    if is_mount(root) && run(Command::new("umount").arg(root)).is_err() {
+    if is_mount(root) {
+        for entry in std::fs::read_dir(root)?.flatten() {
+            let path = entry.path();
+            let _ = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+        // Detached at once: an unmount that waits for the image to be written (a full data
+        // disk, a slow one) must never hold the bot; the kernel finishes it.
         run(Command::new("umount").arg("-l").arg(root))?;
     }
     let image = image_of(root);

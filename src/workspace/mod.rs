@@ -180,6 +180,16 @@ impl Workspace {
             .join(format!("{}.git", repo.name()))
     }
 
+    /// Where facts about the base of `repo` are kept, by `name` (a baseline of one commit):
+    /// the bot's own files, which no sandbox sees.
+    pub fn facts_path(&self, repo: &RepoName, name: &str) -> PathBuf {
+        self.root
+            .join("facts")
+            .join(repo.owner())
+            .join(repo.name())
+            .join(name)
+    }
+
     pub fn worktree_path(&self, repo: &RepoName, branch: &str) -> PathBuf {
         self.disk_root(repo, branch).join(disk::TREE)
     }

@@ -28,6 +28,7 @@ mod eval;
 mod eval_report;
 mod hostile;
 mod hostile_repo;
+mod kept_facts;
 mod knowledge;
 mod lint_debt;
 mod memory;

@@ -138,6 +138,9 @@ async fn a_ticket_caught_by_a_full_disk_finishes_once_space_is_back() {
         })
         .await;
     let filler = tmpfs.fill();
+    // The base moves meanwhile: the rebase and the gates after it need the disk (a rebase
+    // that changed no file would carry the verdicts over and write nothing).
+    w.gh.push_commit(REPO, "main", &[("README.md", "# widgets\n")], "Docs");
     w.llm.release();
     saw_full_disk(&w).await;
     tmpfs.free(&filler);

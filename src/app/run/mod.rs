@@ -95,7 +95,9 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
             &local.api_url,
             &crate::config::default_graphql_url(&local.api_url),
         )?),
-        workspace: super::workspace(&data_dir, &local.git_url),
+        // No disk per worktree here: `vibeloop run` leaves its worktrees for the person to
+        // read, and a mount left in their directory would outlive the run.
+        workspace: crate::workspace::Workspace::new(&data_dir, &local.git_url),
         models: Arc::new(router),
         prompts: crate::agent::prompts::Prompts::new(llm.prompts_dir.clone()),
         sandbox: super::start_sandbox_backend(&data_dir, sandbox).await?,

@@ -5,6 +5,10 @@
 //! no tokens. Tests that already fail on the base are recorded in the flow, so the red proof and
 //! the gates judge only what the ticket changes; so are the findings lint and typecheck already
 //! report there.
+//!
+//! A baseline is a fact of the base commit and the config read from it: computed once, it is
+//! kept (`<data>/facts/<owner>/<name>/baseline-<sha>-<config>.json`) and every later ticket on
+//! that base takes it, with no worktree, sandbox or command of its own.
 
 use std::time::Duration;
 
@@ -20,12 +24,82 @@ use crate::gates::results::{Outcome, TestRun};
 use crate::hive::job::JobError;
 use crate::sandbox::CommandOutput;
 
-/// Runs `test` on the base; `None` when the ticket was handed to a person (the base is broken).
+/// How many baselines are kept per repository (the newest, by time written).
+const KEPT: usize = 16;
+
+/// Runs `test` on the base, or takes the baseline kept for it; `None` when the ticket was
+/// handed to a person (the base is broken).
 pub(super) async fn baseline(
     cx: &mut Ctx<'_, '_>,
     test: &str,
 ) -> Result<Option<Baseline>, JobError> {
-    let wt = scratch(cx, "baseline", None).await?;
+    let base = super::ctx::sync(cx).await?;
+    let kept = kept_path(cx, &base, test);
+    if let Some(b) = read_kept(&kept).filter(|b| b.sha == base) {
+        let data = serde_json::json!({
+            "counts": b.counts,
+            "failing": b.failing.len(),
+            "passing": b.passing.len(),
+            "known_findings": b.known_findings.len(),
+            "kept": true,
+        });
+        cx.run.event("baseline", data).await;
+        return Ok(Some(b));
+    }
+    let b = run_baseline(cx, test, &base).await?;
+    if let Some(b) = &b {
+        keep(&kept, b);
+    }
+    Ok(b)
+}
+
+/// Where the baseline of `base` under this ticket's config and test command is kept.
+fn kept_path(cx: &Ctx<'_, '_>, base: &crate::ids::CommitSha, test: &str) -> std::path::PathBuf {
+    use sha2::{Digest as _, Sha256};
+    let mut h = Sha256::new();
+    h.update(format!("{:?}\n{test}", cx.env.config).as_bytes());
+    let config = hex::encode(&h.finalize()[..8]);
+    cx.run.hive.workspace.facts_path(
+        &cx.run.ticket.repo,
+        &format!("baseline-{base}-{config}.json"),
+    )
+}
+
+fn read_kept(path: &std::path::Path) -> Option<Baseline> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// Keeps `b` at `path` (written whole, then renamed), and only the newest [`KEPT`] beside it.
+/// A failure only costs the next ticket a baseline of its own.
+fn keep(path: &std::path::Path, b: &Baseline) {
+    let written = (|| -> std::io::Result<()> {
+        let dir = path.parent().unwrap_or(path);
+        std::fs::create_dir_all(dir)?;
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec(b).map_err(std::io::Error::other)?)?;
+        std::fs::rename(&tmp, path)?;
+        let mut all: Vec<_> = std::fs::read_dir(dir)?
+            .flatten()
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .collect();
+        all.sort();
+        for (_, old) in all.iter().rev().skip(KEPT) {
+            let _ = std::fs::remove_file(old);
+        }
+        Ok(())
+    })();
+    if let Err(e) = written {
+        tracing::warn!(error = %e, "cannot keep the baseline for the next ticket");
+    }
+}
+
+/// Runs `test` on `base` in a worktree of its own.
+async fn run_baseline(
+    cx: &mut Ctx<'_, '_>,
+    test: &str,
+    base: &crate::ids::CommitSha,
+) -> Result<Option<Baseline>, JobError> {
+    let wt = scratch(cx, "baseline", Some(base)).await?;
     let base = wt.base.clone();
     let result = run(cx, &wt, test).await;
     let (result, known_findings) = match result {

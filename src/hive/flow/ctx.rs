@@ -302,14 +302,24 @@ pub(super) async fn git<T: Send + 'static>(
     git::on_mirror(&cx.run.hive.workspace, &cx.run.ticket.repo, f).await
 }
 
-/// A scratch worktree `vibeloop/<name>-T-n` at `at` (or the base commit).
+/// A scratch worktree `vibeloop/<name>-T-n` at `at` (or the base commit). The mirror is
+/// fetched only for the base, or when it lacks `at`.
 pub(super) async fn scratch(
     cx: &mut Ctx<'_, '_>,
     name: &str,
     at: Option<&CommitSha>,
 ) -> Result<Worktree, JobError> {
-    let base = sync(cx).await?;
-    let at = at.cloned().unwrap_or(base);
+    let at = match at {
+        Some(at) => {
+            let oid = at.oid();
+            let have = git(cx, move |_, g| Ok(g.find_commit(oid).is_ok())).await;
+            if !have.unwrap_or(false) {
+                sync(cx).await?;
+            }
+            at.clone()
+        }
+        None => sync(cx).await?,
+    };
     let branch = format!("vibeloop/{name}-{}", cx.run.ticket.id);
     let room = cx.env.config.limits.disk_mb;
     git::worktree(
