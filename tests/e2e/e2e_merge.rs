@@ -5,7 +5,6 @@
 
 use crate::support;
 
-use support::fake_llm::Step;
 use support::hive::*;
 use vibeloop::ticket::TaskState;
 
@@ -183,35 +182,9 @@ async fn a_merge_github_refuses_asks_a_person_and_a_retry_lands_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_tickets_on_one_repository_land_one_after_the_other() {
-    const MUL_BUGGY: &str = "def mul(a, b):\n    return a + b\n";
-    const MUL_FIXED: &str = "def mul(a, b):\n    return a * b\n";
-    const MUL_TESTS: &str = "import unittest\n\nfrom mul import mul\n\n\nclass MulTest(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(mul(3, 4), 12)\n";
-    let mut plan: serde_json::Value = serde_json::from_str(&plan_json()).unwrap();
-    plan["ticket"]["context_refs"] = serde_json::json!(["mul.py"]);
-    plan["plan"]["title"] = "Make mul() multiply".into();
-    let script = script_with(vec![
-        ("architect|mul()", vec![Step::say(&plan.to_string())]),
-        (
-            "breaker|mul()",
-            writes("test_mul.py", MUL_TESTS, "A test for mul()."),
-        ),
-        (
-            "builder|mul()",
-            writes("mul.py", MUL_FIXED, "mul() multiplies."),
-        ),
-    ]);
-    // Main is green: each issue's failing test comes from its own Breaker.
-    let mut files: Vec<_> = calc(AUTO_YML)
-        .into_iter()
-        .filter(|(p, _)| *p != "test_calc.py")
-        .collect();
-    files.push(("mul.py", MUL_BUGGY.into()));
+    let (script, files) = mul_world(AUTO_YML);
     let w = World::start(script, &files).await;
-    let second = w.gh.add_issue(
-        REPO,
-        "mul() adds",
-        "`mul(3, 4)` returns 7; it should return 12.",
-    );
+    let second = w.gh.add_issue(REPO, MUL_ISSUE.0, MUL_ISSUE.1);
     let (a, b) = tokio::join!(
         w.gh.label_issue(REPO, w.issue, "hive"),
         w.gh.label_issue(REPO, second, "hive")

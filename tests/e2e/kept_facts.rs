@@ -4,13 +4,8 @@
 
 use crate::support;
 
-use support::fake_llm::Step;
 use support::hive::*;
 use vibeloop::ticket::TaskState;
-
-const MUL_BUGGY: &str = "def mul(a, b):\n    return a + b\n";
-const MUL_FIXED: &str = "def mul(a, b):\n    return a * b\n";
-const MUL_TESTS: &str = "import unittest\n\nfrom mul import mul\n\n\nclass MulTest(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(mul(3, 4), 12)\n";
 
 /// The `baseline` event of ticket `key`.
 async fn baseline_event(w: &World, key: vibeloop::ids::TicketKey) -> serde_json::Value {
@@ -26,33 +21,11 @@ async fn baseline_event(w: &World, key: vibeloop::ids::TicketKey) -> serde_json:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_ticket_on_the_same_base_takes_the_first_ones_baseline() {
-    let mut plan: serde_json::Value = serde_json::from_str(&plan_json()).unwrap();
-    plan["ticket"]["context_refs"] = serde_json::json!(["mul.py"]);
-    plan["plan"]["title"] = "Make mul() multiply".into();
-    let script = script_with(vec![
-        ("architect|mul()", vec![Step::say(&plan.to_string())]),
-        (
-            "breaker|mul()",
-            writes("test_mul.py", MUL_TESTS, "A test for mul()."),
-        ),
-        (
-            "builder|mul()",
-            writes("mul.py", MUL_FIXED, "mul() multiplies."),
-        ),
-    ]);
-    let mut files: Vec<_> = calc(HIVE_YML)
-        .into_iter()
-        .filter(|(p, _)| *p != "test_calc.py")
-        .collect();
-    files.push(("mul.py", MUL_BUGGY.into()));
+    let (script, files) = mul_world(HIVE_YML);
     let w = World::start(script, &files).await;
     w.label().await;
     let first = w.waiting_for_approval().await;
-    let second = w.gh.add_issue(
-        REPO,
-        "mul() adds",
-        "`mul(3, 4)` returns 7; it should return 12.",
-    );
+    let second = w.gh.add_issue(REPO, MUL_ISSUE.0, MUL_ISSUE.1);
     let labelled = w.gh.label_issue(REPO, second, "hive").await;
     assert_eq!(labelled.status, 202);
     let store = w.bot.store().await;

@@ -315,6 +315,38 @@ pub fn json_of(v: &Value) -> Value {
 pub const AUTO_YML: &str =
     "gates: { test: \"python3 -m unittest -v\" }\nreview: { require_human_approval: false }\n";
 
+/// A second bug beside calc's, `mul()` adds: the script that fixes it beside the happy one,
+/// and the repository with it under `hive_yml`, main green (each issue's failing test comes
+/// from its own Breaker). Its issue: [`MUL_ISSUE`].
+pub fn mul_world(hive_yml: &str) -> (Script, Vec<(&'static str, String)>) {
+    const MUL_BUGGY: &str = "def mul(a, b):\n    return a + b\n";
+    let mut plan: serde_json::Value = serde_json::from_str(&plan_json()).unwrap();
+    plan["ticket"]["context_refs"] = serde_json::json!(["mul.py"]);
+    plan["plan"]["title"] = "Make mul() multiply".into();
+    let script = script_with(vec![
+        ("architect|mul()", vec![Step::say(&plan.to_string())]),
+        (
+            "breaker|mul()",
+            writes("test_mul.py", MUL_TESTS, "A test for mul()."),
+        ),
+        (
+            "builder|mul()",
+            writes("mul.py", MUL_FIXED, "mul() multiplies."),
+        ),
+    ]);
+    let mut files: Vec<_> = calc(hive_yml)
+        .into_iter()
+        .filter(|(p, _)| *p != "test_calc.py")
+        .collect();
+    files.push(("mul.py", MUL_BUGGY.into()));
+    (script, files)
+}
+
+/// The issue [`mul_world`] fixes: title and body.
+pub const MUL_ISSUE: (&str, &str) = ("mul() adds", "`mul(3, 4)` returns 7; it should return 12.");
+pub const MUL_FIXED: &str = "def mul(a, b):\n    return a * b\n";
+const MUL_TESTS: &str = "import unittest\n\nfrom mul import mul\n\n\nclass MulTest(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(mul(3, 4), 12)\n";
+
 /// The happy script with other steps for some roles (`role` or `role|text` keys).
 pub fn script_with(changes: Vec<(&str, Vec<Step>)>) -> Script {
     let mut s = happy_script();
