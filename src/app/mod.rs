@@ -190,7 +190,12 @@ async fn build_hive(
     } else {
         Backend::Local
     };
-    let workspace = workspace(&config.data_dir, &config.github_git_url);
+    // An ingest process makes no worktree: no disk to probe for.
+    let workspace = if config.role.runs_workers() {
+        workspace(&config.data_dir, &config.github_git_url)
+    } else {
+        Workspace::new(&config.data_dir, &config.github_git_url)
+    };
     for path in workspace.clear_stale_locks() {
         info!(path = %path.display(), "removed a git lock file left by the last run");
     }
@@ -228,13 +233,10 @@ fn router(llm: &LlmConfig) -> anyhow::Result<Router> {
     Ok(router)
 }
 
-/// Picks the sandbox backend, says which in the log, and clears what a crash left behind.
 /// The workspace of `data_dir`, its worktrees each on a disk of its own where this process
 /// can mount one ([`crate::sandbox::disk`]).
 fn workspace(data_dir: &std::path::Path, git_url: &url::Url) -> Workspace {
-    let disks = std::fs::create_dir_all(data_dir)
-        .map_err(|e| e.to_string())
-        .and_then(|()| crate::sandbox::disk::probe(data_dir));
+    let disks = crate::sandbox::disk::probe(data_dir);
     match &disks {
         Ok(()) => info!("each worktree gets a disk of its own (limits.disk_mb)"),
         Err(why) => warn!("{why}"),
@@ -242,6 +244,7 @@ fn workspace(data_dir: &std::path::Path, git_url: &url::Url) -> Workspace {
     Workspace::new(data_dir, git_url).with_disks(disks.is_ok())
 }
 
+/// Picks the sandbox backend, says which in the log, and clears what a crash left behind.
 async fn start_sandbox_backend(
     data_dir: &std::path::Path,
     kind: Option<crate::config::SandboxKind>,

@@ -199,11 +199,16 @@ fn unescape(field: &str) -> String {
     out
 }
 
+/// The mount of `worktree`'s own disk, when it has one.
+fn disk_of(worktree: &Path) -> Option<&Path> {
+    let root = worktree.parent()?;
+    (worktree.file_name()? == TREE && is_mount(root)).then_some(root)
+}
+
 /// Where the sandboxes of `worktree` keep their writable layers: on its disk when it has
 /// one, else `None` (the backend's own place).
 pub fn layers_of(worktree: &Path) -> Option<PathBuf> {
-    let root = worktree.parent()?;
-    (worktree.file_name()? == TREE && is_mount(root)).then(|| root.join(LAYERS))
+    disk_of(worktree).map(|root| root.join(LAYERS))
 }
 
 /// Whether `path` (a worktree, or a layer of its sandboxes) lies on a worktree's own disk.
@@ -216,9 +221,7 @@ pub fn is_on_disk(path: &Path) -> bool {
 /// Why a command that failed in `worktree` was stopped by its disk, if it was: the disk is
 /// full (`room_mb` MiB written), or out of inodes.
 pub fn filled(worktree: &Path, room_mb: u64) -> Option<String> {
-    let root = worktree.parent()?;
-    layers_of(worktree)?;
-    let free = available(root)?;
+    let free = available(disk_of(worktree)?)?;
     if free.inodes < 8 {
         return Some(format!(
             "the worktree's disk has no file left: its commands made {} files (one per 4 KiB of limits.disk_mb)",

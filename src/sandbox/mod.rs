@@ -274,11 +274,10 @@ impl Sandbox {
         timeout: Duration,
         capture: (usize, Option<Keep>),
     ) -> Result<CommandOutput, SandboxError> {
-        let (writable, disk_mb) = match &self.runs {
-            Runs::Docker(s) => (s.writable(), s.disk_mb()),
-            Runs::Local(s) => (s.writable(), s.disk_mb()),
+        let (writable, disk_mb, worktree) = match &self.runs {
+            Runs::Docker(s) => (s.writable(), s.disk_mb(), s.worktree().to_owned()),
+            Runs::Local(s) => (s.writable(), s.disk_mb(), s.worktree().to_owned()),
         };
-        let worktree = writable[0].clone();
         let guard = guard::DiskGuard::new(writable, disk_mb);
         let tripped = async move {
             match guard {

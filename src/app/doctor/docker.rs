@@ -80,10 +80,7 @@ pub(super) async fn check(data_dir: &Path, force: Option<Kind>) -> (Check, Check
 
 /// Whether each worktree gets a disk of its own, said on `check`: a warning when not.
 fn disks(data_dir: &Path, check: Check) -> Check {
-    let probed = std::fs::create_dir_all(data_dir)
-        .map_err(|e| format!("no disk per worktree ({e})"))
-        .and_then(|()| crate::sandbox::disk::probe(data_dir));
-    match probed {
+    match crate::sandbox::disk::probe(data_dir) {
         Ok(()) => match check.outcome {
             super::Outcome::Pass(detail) => Check {
                 outcome: super::Outcome::Pass(format!(
