@@ -50,20 +50,7 @@ pub(super) fn locked_changed(gate: &str, put_back: &[String]) -> Option<String> 
         return None;
     }
     let files = put_back.join(", ");
-    // A test that leaves a data file beside the tests did no harm (it was removed); a locked
-    // file changed, or new code or configuration among the tests, may have steered the run.
-    let steers = |line: &String| match line.strip_suffix(" (new, removed)") {
-        Some(path) => {
-            let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
-            const CODE: &[&str] = &[
-                "py", "pyi", "pth", "js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx", "rs",
-                "go", "toml", "ini", "cfg", "so",
-            ];
-            CODE.contains(&ext) || !path.contains('.')
-        }
-        None => true,
-    };
-    if gate == "test" && !put_back.iter().any(steers) {
+    if gate == "test" && !steers_tests(put_back) {
         return Some(format!(
             "The test run left files among the locked tests; they were removed: {files}."
         ));
@@ -78,6 +65,25 @@ pub(super) fn locked_changed(gate: &str, put_back: &[String]) -> Option<String> 
             "The command changed the locked tests (a tool that writes in place); they were put back, so they stay as the Breaker wrote them: {files}."
         )
     })
+}
+
+/// Whether what was put back may have steered a test run: a locked file changed, or new code
+/// or configuration among the tests. A data file a test left beside them did no harm (it was
+/// removed).
+pub(super) fn steers_tests(put_back: &[String]) -> bool {
+    put_back
+        .iter()
+        .any(|line| match line.strip_suffix(" (new, removed)") {
+            Some(path) => {
+                let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+                const CODE: &[&str] = &[
+                    "py", "pyi", "pth", "js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx", "rs",
+                    "go", "toml", "ini", "cfg", "so",
+                ];
+                CODE.contains(&ext) || !path.contains('.')
+            }
+            None => true,
+        })
 }
 
 #[cfg(test)]

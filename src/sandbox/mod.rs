@@ -255,8 +255,31 @@ impl Sandbox {
         timeout: Duration,
         keep: Keep,
     ) -> Result<CommandOutput, SandboxError> {
-        self.exec_with(script, timeout, (DEFAULT_OUTPUT_CAP, Some(keep)))
+        self.exec_with(script, timeout, (DEFAULT_OUTPUT_CAP, Some(keep)), true)
             .await
+    }
+
+    /// Runs `scripts` at once, each as [`Sandbox::exec`] does (keeping the lines of a
+    /// [`Keep`] as [`Sandbox::exec_keeping`]), and settles the test lock once, after the last:
+    /// no one of them can be told from another, so what any did to a locked file is in the
+    /// `put_back` of every output. Outputs in the order of `scripts`.
+    pub async fn exec_beside(
+        &self,
+        scripts: &[(&str, Option<Keep>)],
+        timeout: Duration,
+    ) -> Result<Vec<CommandOutput>, SandboxError> {
+        let runs = scripts.iter().map(|&(script, keep)| {
+            self.exec_with(script, timeout, (DEFAULT_OUTPUT_CAP, keep), false)
+        });
+        let mut outs = futures_util::future::join_all(runs)
+            .await
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
+        let put_back = self.settle().await;
+        for out in &mut outs {
+            out.put_back.clone_from(&put_back);
+        }
+        Ok(outs)
     }
 
     pub async fn exec_capped(
@@ -265,7 +288,7 @@ impl Sandbox {
         timeout: Duration,
         cap: usize,
     ) -> Result<CommandOutput, SandboxError> {
-        self.exec_with(script, timeout, (cap, None)).await
+        self.exec_with(script, timeout, (cap, None), true).await
     }
 
     async fn exec_with(
@@ -273,6 +296,7 @@ impl Sandbox {
         script: &str,
         timeout: Duration,
         capture: (usize, Option<Keep>),
+        settle: bool,
     ) -> Result<CommandOutput, SandboxError> {
         let (writable, disk_mb, worktree) = match &self.runs {
             Runs::Docker(s) => (s.writable(), s.disk_mb(), s.worktree().to_owned()),
@@ -299,12 +323,20 @@ impl Sandbox {
         if out.killed.is_none() && !out.timed_out && out.exit_code != Some(0) {
             out.killed = disk::filled(&worktree, disk_mb);
         }
-        if let Some(lock) = self.lock.clone() {
-            out.put_back = tokio::task::spawn_blocking(move || lock.settle())
-                .await
-                .unwrap_or_else(|e| vec![format!("(the locked files could not be checked: {e})")]);
+        if settle {
+            out.put_back = self.settle().await;
         }
         Ok(out)
+    }
+
+    /// Puts back what the commands did to the locked files, and says what that was.
+    async fn settle(&self) -> Vec<String> {
+        let Some(lock) = self.lock.clone() else {
+            return vec![];
+        };
+        tokio::task::spawn_blocking(move || lock.settle())
+            .await
+            .unwrap_or_else(|e| vec![format!("(the locked files could not be checked: {e})")])
     }
 
     /// The worktree's root as commands inside see it (paths in their output start with it).

@@ -56,6 +56,20 @@ impl CommandOutput {
         self.exit_code == Some(0) && !self.timed_out && !self.oom_killed && self.killed.is_none()
     }
 
+    /// Why it was killed, in a word, when it was: out of memory, past its timeout, by the
+    /// sandbox (its disk), or by a SIGKILL (exit code 137) from something else.
+    pub fn killed_by(&self) -> Option<&'static str> {
+        if self.oom_killed {
+            Some("ran out of memory")
+        } else if self.timed_out {
+            Some("timed out")
+        } else if self.killed.is_some() || self.exit_code == Some(137) {
+            Some("was killed")
+        } else {
+            None
+        }
+    }
+
     /// One short phrase for people: "exit code 1", "timed out after 10 s"...
     pub fn describe(&self) -> String {
         if self.oom_killed {

@@ -553,3 +553,37 @@ async fn a_long_runs_results_are_kept_from_all_of_its_output_and_people_see_head
     assert_eq!(short.for_results(), "PASSED x\nother\n");
     sb.stop().await;
 }
+
+/// Commands run beside each other at once (each waits, up to 20 s, for the other's mark), and
+/// the test lock is settled once after both: what one did to a locked file is put back and
+/// named in both outputs, since nothing tells which of them did it.
+#[tokio::test]
+async fn commands_beside_each_other_run_at_once_and_share_what_the_lock_put_back() {
+    let dir = worktree();
+    let data = tempfile::tempdir().unwrap();
+    let backend = docker(data.path()).await;
+    let mut spec = spec(dir.path(), &[]);
+    spec.locked = vec!["spec".into()];
+    let sb = started(&backend, &spec).await;
+    let wait = |other: &str| {
+        format!("for i in $(seq 200); do [ -f .m-{other} ] && exit 0; sleep 0.1; done; exit 1")
+    };
+    let a = format!("touch .m-a; {}", wait("b"));
+    let b = format!(
+        "touch .m-b; echo changed > spec/contract.txt; {}",
+        wait("a")
+    );
+    let outs = sb
+        .exec_beside(&[(&a, None), (&b, None)], Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(outs.iter().all(|o| o.success()), "{outs:?}");
+    for out in &outs {
+        assert_eq!(out.put_back, ["spec/contract.txt"], "{out:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("spec/contract.txt")).unwrap(),
+        "frozen\n"
+    );
+    sb.stop().await;
+}

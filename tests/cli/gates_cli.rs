@@ -200,3 +200,55 @@ fn json_is_printed_in_every_case_a_failed_setup_and_an_error_too() {
         "{said}"
     );
 }
+
+/// Each of test, lint and typecheck marks that it started and waits for the other two's marks
+/// (giving up after 20 s): they pass only when they run at once. One at a time, the test gate
+/// waits for a lint that has not started and fails.
+#[test]
+fn test_lint_and_typecheck_run_side_by_side() {
+    const WAIT: &str = "for i in $(seq 200); do [ -f .m-test ] && [ -f .m-lint ] && [ -f .m-type ] && exit 0; sleep 0.1; done; exit 1";
+    let dir = checkout_with(&format!(
+        "gates:\n  test: \"touch .m-test; ({WAIT}) && python3 -m unittest -v\"\n  lint: \"touch .m-lint; {WAIT}\"\n  typecheck: \"touch .m-type; {WAIT}\"\n"
+    ));
+    let (code, out) = gates(dir.path(), &["--sandbox", "docker", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let all: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    for gate in ["test", "lint", "typecheck"] {
+        assert_eq!(status_of(&all, gate), "passed", "{gate}: {all:#}");
+    }
+    // In the order of the pipeline, whatever order they ended in.
+    let order: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["gate"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["test", "lint", "typecheck", "build", "security"]);
+}
+
+/// A lint that times out beside the tests may have been starved by them: the gates run again
+/// one at a time, and every result says so; the verdicts are those of the runs alone.
+#[test]
+fn a_gate_killed_beside_the_others_runs_again_alone() {
+    let dir = checkout_with(
+        "gates:\n  test: python3 -m unittest -v\n  lint: sleep 30\nlimits:\n  timeout_seconds: 2\n",
+    );
+    let (code, out) = gates(dir.path(), &["--sandbox", "docker", "--json"]);
+    assert_eq!(code, 1, "{out}");
+    let all: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(status_of(&all, "test"), "passed", "{all:#}");
+    assert_eq!(status_of(&all, "lint"), "timed_out", "{all:#}");
+    for gate in ["test", "lint"] {
+        let notes = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["gate"] == gate)
+            .unwrap()["notes"]
+            .to_string();
+        assert!(
+            notes.contains("`lint` timed out, so each ran again on its own"),
+            "{gate}: {notes}"
+        );
+    }
+}

@@ -195,8 +195,8 @@ async fn run_baseline(
 }
 
 /// Sets up the environment for the base's worktree (see [`crate::hive::verify::sandbox_spec`])
-/// and runs the test command there, then the lint and typecheck commands for what they
-/// already report (the repository's findings, set aside later: [`crate::gates::debt`]).
+/// and runs the test command there, with the lint and typecheck commands beside it for what
+/// they already report (the repository's findings, set aside later: [`crate::gates::debt`]).
 async fn run(
     cx: &Ctx<'_, '_>,
     wt: &crate::workspace::Worktree,
@@ -215,27 +215,56 @@ async fn run(
     }
     let timeout = Duration::from_secs(cx.env.config.limits.timeout_seconds);
     let keep = crate::gates::results::keeps;
-    let output = sandbox.exec_keeping(test, timeout, keep).await;
-    let mut known = Vec::new();
-    if output.is_ok() {
-        let roots = [sandbox.root(), format!("{}/", wt.path.display())];
-        let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
-        for (gate, command) in cx.env.config.gates.commands() {
-            if !matches!(gate, "lint" | "typecheck") {
-                continue;
-            }
-            match sandbox.exec(command, timeout).await {
-                Ok(out) if !out.success() => {
-                    let findings = crate::gates::parsers::parse(gate, &out.output, &roots);
-                    let found = debt::known(gate, &findings);
-                    if found.is_empty() && !out.timed_out && !out.oom_killed {
-                        known.push(debt::unparsed(gate, out.exit_code, &out.output, &roots));
-                    }
-                    known.extend(found);
+    let found: Vec<(&'static str, &str)> = cx
+        .env
+        .config
+        .gates
+        .commands()
+        .filter(|(gate, _)| matches!(*gate, "lint" | "typecheck"))
+        .collect();
+    // The findings lint and typecheck report beside the tests; one at a time when running
+    // together got one of them killed (the tests may have starved it).
+    let mut scripts = vec![(test, Some(keep as crate::sandbox::Keep))];
+    scripts.extend(found.iter().map(|&(_, c)| (c, None)));
+    let beside = match found.is_empty() {
+        true => None,
+        false => sandbox
+            .exec_beside(&scripts, timeout)
+            .await
+            .ok()
+            .filter(|outs| outs.iter().all(|o| o.killed_by().is_none())),
+    };
+    let (output, others) = match beside {
+        Some(mut outs) => {
+            let test = outs.remove(0);
+            (Ok(test), outs.into_iter().map(Ok).collect())
+        }
+        None => {
+            let output = sandbox.exec_keeping(test, timeout, keep).await;
+            let mut others = Vec::new();
+            if output.is_ok() {
+                for (_, command) in &found {
+                    others.push(sandbox.exec(command, timeout).await);
                 }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(gate, error = %e, "the base's findings could not be read"),
             }
+            (output, others)
+        }
+    };
+    let mut known = Vec::new();
+    let roots = [sandbox.root(), format!("{}/", wt.path.display())];
+    let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+    for ((gate, _), out) in found.iter().zip(others) {
+        match out {
+            Ok(out) if !out.success() => {
+                let findings = crate::gates::parsers::parse(gate, &out.output, &roots);
+                let seen = debt::known(gate, &findings);
+                if seen.is_empty() && !out.timed_out && !out.oom_killed {
+                    known.push(debt::unparsed(gate, out.exit_code, &out.output, &roots));
+                }
+                known.extend(seen);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(gate, error = %e, "the base's findings could not be read"),
         }
     }
     sandbox.stop().await;
