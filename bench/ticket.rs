@@ -2,9 +2,9 @@
 //! `tests/`), gates in real containers.
 //!
 //! 1. One ticket, `--runs` times: wall-clock from the labelling webhook to the pull request,
-//!    split into model time (the Architect, then the slower of Breaker and Builder — they run
-//!    side by side), gate time (red proof and the gates, in their sandboxes) and the rest:
-//!    orchestration (webhooks, GitHub calls, git, the store, waiting for a worker).
+//!    and from a maintainer's approving review to the merge, as a user sees them; the steps of
+//!    the median run read from the ticket's own timeline (each step ends at an event: a state
+//!    change, the baseline, an agent's stage, the red proof, the pull request, the merge).
 //! 2. `--tickets` tickets at once, each on its own repository: time until every one has its
 //!    pull request and has merged, the bot's peak RSS and open file descriptors.
 //!
@@ -52,40 +52,91 @@ fn rss_and_fds(pid: u32) -> (f64, usize) {
     (kib / 1024.0, fds)
 }
 
-/// One ticket's split, in seconds: (label → PR, model, gates, orchestration).
-async fn one_ticket() -> (f64, f64, f64, f64) {
+/// One ticket's run: label → pull request, approval → merged and tagged, and the steps of
+/// each, in seconds.
+struct OneTicket {
+    to_pr: f64,
+    to_merged: f64,
+    /// (step, seconds) from the label to the pull request, then from the approval to the merge.
+    steps: Vec<(String, f64)>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// What an event of the ticket's timeline marks the end of, when it ends a step.
+fn step_of(kind: &str, data: &serde_json::Value) -> Option<String> {
+    let s = |k: &str| data[k].as_str().unwrap_or("?").to_owned();
+    match kind {
+        "state" => Some(format!("→ {}", s("to"))),
+        "baseline" => Some("baseline".into()),
+        // An agent's run ends at its clean-up; the gates and the red proof have no role.
+        "stage_exit" => match (data["role"].as_str(), s("stage")) {
+            (None, stage) => Some(stage),
+            (Some(role), stage) if stage == "cleanup" => Some(format!("{role} done")),
+            _ => None,
+        },
+        "red_proof" | "pull_request" | "regate_carried" | "merged" | "snapshot" => {
+            Some(kind.to_owned())
+        }
+        _ => None,
+    }
+}
+
+/// The steps between `from` and `to` (ms since the epoch): each marked event ends one, named
+/// by it, its time the gap since the previous mark.
+fn steps_between(
+    events: &[vibeloop::store::views::Event],
+    from: i64,
+    to: i64,
+) -> Vec<(String, f64)> {
+    let mut steps = Vec::new();
+    let mut last = from;
+    for e in events.iter().filter(|e| e.at >= from && e.at <= to) {
+        if let Some(step) = step_of(&e.kind, &e.data) {
+            steps.push((step, (e.at - last) as f64 / 1000.0));
+            last = e.at;
+        }
+    }
+    steps.push(("(to the end)".into(), (to - last) as f64 / 1000.0));
+    steps
+}
+
+async fn one_ticket() -> OneTicket {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
-    let start = Instant::now();
+    let (start, labelled) = (Instant::now(), now_ms());
     w.label().await;
     w.bot
         .wait_until("the pull request", Duration::from_secs(300), || async {
             w.gh.pulls(REPO).into_iter().next()
         })
         .await;
-    let total = start.elapsed().as_secs_f64();
+    let (to_pr, opened) = (start.elapsed().as_secs_f64(), now_ms());
+    let pr = w.waiting_for_approval().await.pr_number.unwrap();
+    let (start, approved) = (Instant::now(), now_ms());
+    w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "").await;
+    w.bot
+        .wait_until("the merge", Duration::from_secs(300), || async {
+            w.gh.pulls(REPO).into_iter().find(|p| p.merged).map(|_| ())
+        })
+        .await;
+    let (to_merged, merged) = (start.elapsed().as_secs_f64(), now_ms());
     let t = w.ticket().await.unwrap();
     let store = w.bot.store().await;
-    let events = store.events(t.key).await.unwrap();
+    let events = store.events_after(t.key, 0, 100_000).await.unwrap();
     store.close().await;
-    let mut by_role = std::collections::HashMap::<String, f64>::new();
-    let mut gates = 0.0;
-    for (_, kind, data) in &events {
-        let secs = data["millis"].as_f64().unwrap_or(0.0) / 1000.0;
-        match kind.as_str() {
-            "llm_usage" => {
-                *by_role
-                    .entry(data["role"].as_str().unwrap_or("").to_owned())
-                    .or_default() += secs
-            }
-            "stage_exit" if matches!(data["stage"].as_str(), Some("gates" | "red_proof")) => {
-                gates += secs
-            }
-            _ => {}
-        }
+    let mut steps = steps_between(&events, labelled, opened);
+    steps.push(("— approval —".into(), 0.0));
+    steps.extend(steps_between(&events, approved, merged));
+    OneTicket {
+        to_pr,
+        to_merged,
+        steps,
     }
-    let role = |r: &str| by_role.get(r).copied().unwrap_or(0.0);
-    let model = role("architect") + role("breaker").max(role("builder"));
-    (total, model, gates, (total - model - gates).max(0.0))
 }
 
 async fn many_tickets(n: usize, workers: usize) {
@@ -218,15 +269,19 @@ async fn main() {
     for _ in 0..runs {
         rows.push(one_ticket().await);
     }
-    let col = |f: fn(&(f64, f64, f64, f64)) -> f64| median(rows.iter().map(f).collect());
-    println!("## One ticket, label → pull request (median of {runs})\n");
-    println!("| part | seconds |\n|---|---|");
-    println!("| total | {:.2} |", col(|r| r.0));
-    println!("| model (fake LLM, critical path) | {:.2} |", col(|r| r.1));
-    println!(
-        "| gates (red proof and gates, in containers) | {:.2} |",
-        col(|r| r.2)
-    );
-    println!("| orchestration (the rest) | {:.2} |", col(|r| r.3));
-    many_tickets(tickets, workers).await;
+    let med = |f: &dyn Fn(&OneTicket) -> f64| median(rows.iter().map(f).collect());
+    println!("## One ticket (median of {runs})\n");
+    println!("| measure | seconds |\n|---|---|");
+    println!("| label → pull request | {:.2} |", med(&|r| r.to_pr));
+    println!("| approval → merged | {:.2} |", med(&|r| r.to_merged));
+    // The steps of the run whose label → pull request is the median.
+    rows.sort_by(|a, b| a.to_pr.total_cmp(&b.to_pr));
+    let mid = &rows[rows.len() / 2];
+    println!("\n| step (the median run; each ends at its event) | seconds |\n|---|---|");
+    for (step, secs) in &mid.steps {
+        println!("| {step} | {secs:.2} |");
+    }
+    if tickets > 0 {
+        many_tickets(tickets, workers).await;
+    }
 }
