@@ -280,7 +280,8 @@ impl DockerBackend {
             sandbox.remove().await;
             return Err(docker_err(e));
         }
-        *sandbox.oom_kills.lock().await = sandbox.oom_kill_count().await;
+        // A new container's cgroup has killed nothing yet: `oom_kills` starts at 0, with no
+        // command run to read it.
         Ok(sandbox)
     }
 
