@@ -3,7 +3,13 @@
 //! first at a fixed rate, then as fast as it can — and prints throughput, acknowledgement
 //! latency (p50/p99/max) and deliveries stored versus sent.
 //!
-//! `cargo bench --bench ingest [-- --rate 500 --seconds 10 --concurrency 32]` (see bench/README.md)
+//! With `--against <vibeloop binary>` (a previous build: `bench/ingest-compare.sh` makes one)
+//! it measures both builds side by side in one run, `--rounds` times each, taking turns, and
+//! prints each round and the medians, so that a regression shows beside the same machine's
+//! noise.
+//!
+//! `cargo bench --bench ingest [-- --rate 500 --seconds 10 --concurrency 32 --against PATH --rounds 3]`
+//! (see bench/README.md)
 
 #[path = "args.rs"]
 mod args;
@@ -35,14 +41,14 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-async fn start_server() -> Server {
+async fn start_server(binary: &std::path::Path) -> Server {
     let data = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_vibeloop"))
+    let child = Command::new(binary)
         .arg("serve")
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -194,12 +200,17 @@ async fn max_rate(load: Arc<Load>, concurrency: usize, seconds: u64) -> Phase {
     all
 }
 
-#[tokio::main]
-async fn main() {
-    let rate = arg("--rate", 500);
-    let seconds = arg("--seconds", 10);
-    let concurrency = arg("--concurrency", 32) as usize;
-    let server = start_server().await;
+/// One build's run: both phases and what was stored.
+struct Run {
+    fixed: Phase,
+    max: Phase,
+    stored: Option<i64>,
+    sent: u64,
+    acked: u64,
+}
+
+async fn measure(binary: &std::path::Path, rate: u64, seconds: u64, concurrency: usize) -> Run {
+    let server = start_server(binary).await;
     let body = std::fs::read(root().join(
         "tests/fixtures/github/webhooks/issue_comment/created.with-installation.payload.json",
     ))
@@ -221,46 +232,119 @@ async fn main() {
     for _ in 0..200 {
         load.one().await;
     }
-    let mut fixed = fixed_rate(load.clone(), rate, seconds).await;
-    let mut max = max_rate(load.clone(), concurrency, seconds).await;
-
-    let store = vibeloop::store::Store::connect(&format!(
+    let fixed = fixed_rate(load.clone(), rate, seconds).await;
+    let max = max_rate(load.clone(), concurrency, seconds).await;
+    let db = server.data.path().join("vibeloop.db");
+    let stored = match vibeloop::store::Store::connect(&format!(
         "sqlite://{}?mode=ro",
-        server.data.path().join("vibeloop.db").display()
+        db.display()
     ))
     .await
-    .unwrap();
-    let stored: i64 = store
-        .delivery_counts()
-        .await
-        .unwrap()
-        .iter()
-        .map(|(_, n)| n)
-        .sum();
-    let sent = load.seq.load(Ordering::Relaxed);
-    let acked = fixed.acked + max.acked + 200;
+    {
+        Ok(store) => store
+            .delivery_counts()
+            .await
+            .ok()
+            .map(|c| c.iter().map(|(_, n)| n).sum()),
+        Err(_) => None,
+    };
+    Run {
+        acked: fixed.acked + max.acked + 200,
+        sent: load.seq.load(Ordering::Relaxed),
+        fixed,
+        max,
+        stored,
+    }
+}
+
+impl Run {
+    fn verdict(&self) -> String {
+        match self.stored {
+            Some(s) if s as u64 >= self.acked && s as u64 == self.sent => {
+                format!("stored = sent ({s})")
+            }
+            Some(s) => format!(
+                "MISMATCH: stored {s}, sent {}, acknowledged {}",
+                self.sent, self.acked
+            ),
+            None => "stored: unreadable".into(),
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+#[tokio::main]
+async fn main() {
+    let rate = arg("--rate", 500);
+    let seconds = arg("--seconds", 10);
+    let concurrency = arg("--concurrency", 32) as usize;
+    let against: Option<PathBuf> = arg("--against", String::new())
+        .parse::<PathBuf>()
+        .ok()
+        .filter(|p| !p.as_os_str().is_empty());
+    let this = PathBuf::from(env!("CARGO_BIN_EXE_vibeloop"));
     println!(
-        "ingest: {} cores, SQLite (WAL), workers on; payload issue_comment ({} bytes)",
+        "ingest: {} cores, SQLite (WAL), workers on; payload issue_comment",
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(0),
-        load.body.len()
     );
+    let Some(previous) = against else {
+        let mut run = measure(&this, rate, seconds, concurrency).await;
+        println!();
+        println!("| phase | sent | acked 202 | deliveries/s | p50 ms | p99 ms | max ms |");
+        println!("|---|---|---|---|---|---|---|");
+        println!(
+            "{}",
+            run.fixed.row(&format!("fixed {rate}/s for {seconds} s"))
+        );
+        println!(
+            "{}",
+            run.max
+                .row(&format!("max, {concurrency} senders, {seconds} s"))
+        );
+        println!();
+        println!("{} (warm-up included)", run.verdict());
+        return;
+    };
+    let rounds = arg("--rounds", 3);
+    let builds = [("this build", this), ("previous", previous)];
+    let mut figures: Vec<Vec<(f64, f64)>> = vec![vec![], vec![]];
     println!();
-    println!("| phase | sent | acked 202 | deliveries/s | p50 ms | p99 ms | max ms |");
-    println!("|---|---|---|---|---|---|---|");
-    println!("{}", fixed.row(&format!("fixed {rate}/s for {seconds} s")));
-    println!(
-        "{}",
-        max.row(&format!("max, {concurrency} senders, {seconds} s"))
-    );
-    println!();
-    println!(
-        "stored {stored} / sent {sent} / acknowledged {acked} (warm-up included): {}",
-        if stored as u64 == sent && acked == sent {
-            "stored = sent"
-        } else {
-            "MISMATCH"
+    println!("| round | build | fixed {rate}/s p99 ms | max deliveries/s | max p99 ms | stored |");
+    println!("|---|---|---|---|---|---|");
+    for round in 0..rounds {
+        // Each takes the first turn every other round: the machine warms as it goes.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let (name, binary) = &builds[i];
+            let mut run = measure(binary, rate, seconds, concurrency).await;
+            let p99 = |p: &mut Phase| {
+                p.latencies.sort();
+                let i = ((p.latencies.len() as f64 * 0.99).ceil() as usize).max(1) - 1;
+                p.latencies
+                    .get(i)
+                    .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
+            };
+            let (fixed_p99, max_p99) = (p99(&mut run.fixed), p99(&mut run.max));
+            let per_s = run.max.acked as f64 / run.max.elapsed.as_secs_f64();
+            figures[i].push((fixed_p99, per_s));
+            println!(
+                "| {} | {name} | {fixed_p99:.2} | {per_s:.0} | {max_p99:.2} | {} |",
+                round + 1,
+                run.verdict()
+            );
         }
-    );
+    }
+    println!();
+    println!("| medians of {rounds} | fixed p99 ms | max deliveries/s |\n|---|---|---|");
+    for (i, (name, _)) in builds.iter().enumerate() {
+        let p99 = median(figures[i].iter().map(|f| f.0).collect());
+        let per_s = median(figures[i].iter().map(|f| f.1).collect());
+        println!("| {name} | {p99:.2} | {per_s:.0} |");
+    }
 }
