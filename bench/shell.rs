@@ -26,7 +26,7 @@ use serde_json::json;
 use support::registry::{Crate, commit_and_tag, copy_dir, write};
 use vibeloop::agent::Toolbox;
 use vibeloop::agent::tools::{CommandRunner, WriteScope};
-use vibeloop::sandbox::{Backend, SandboxSpec};
+use vibeloop::sandbox::{Backend, Deferred, SandboxSpec};
 
 const REGEX: Crate = Crate {
     name: "regex",
@@ -151,7 +151,8 @@ async fn main() {
     spec.disk_mb = 16384;
     spec.cache = Some(env.clone());
     spec.cache_writable = true;
-    let sandbox = Arc::new(backend.start(&spec).await.expect("the sandbox starts"));
+    let started = backend.start(&spec).await.expect("the sandbox starts");
+    let sandbox = Arc::new(Deferred::started(backend.clone(), spec.clone(), started));
     let runner = CommandRunner {
         sandbox: sandbox.clone(),
         commands: vec![("test".into(), format!("{CARGO} test --offline --workspace"))],

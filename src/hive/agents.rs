@@ -18,7 +18,7 @@ use crate::config::repo::HiveConfig;
 use crate::llm::Message;
 use crate::llm::budget::Ledger;
 use crate::pathset::PathSet;
-use crate::sandbox::Sandbox;
+use crate::sandbox::Deferred;
 use crate::store::memory::Focus;
 use crate::workspace::Worktree;
 
@@ -65,7 +65,7 @@ impl Role {
         self,
         config: &HiveConfig,
         worktree: &Worktree,
-        sandbox: Option<Arc<Sandbox>>,
+        sandbox: Option<Arc<Deferred>>,
     ) -> Toolbox {
         let tools = Toolbox::new(worktree.path.clone(), self.scope(config));
         match sandbox {
@@ -99,8 +99,9 @@ pub(super) struct Assignment<'a> {
     pub step_retry: u32,
     /// An earlier conversation to continue (`task` is then the next user turn).
     pub history: Vec<Message>,
-    /// Where `run_command` runs, when the role may run the gate commands.
-    pub sandbox: Option<Arc<Sandbox>>,
+    /// Where `run_command` runs, when the role may run the gate commands: started by its
+    /// first command.
+    pub sandbox: Option<Arc<Deferred>>,
     /// Asked before every model call: `Some(why)` stops the role there.
     pub interrupt: Option<&'a crate::agent::Interrupt>,
     /// The repository's instructions for coding agents, as the base has them.
@@ -267,7 +268,7 @@ pub(super) async fn run_role(
 }
 
 /// Stops a role's sandbox unless someone else still holds it.
-async fn stop_sandbox(sandbox: Option<Arc<Sandbox>>) {
+async fn stop_sandbox(sandbox: Option<Arc<Deferred>>) {
     if let Some(s) = sandbox.and_then(|s| Arc::try_unwrap(s).ok()) {
         s.stop().await;
     }

@@ -6,6 +6,7 @@
 //! with rlimits, for machines without Docker). Both cap output, kill at the timeout, cap the
 //! size of a file, and kill a command whose writes take too much of the disk ([`guard`]).
 
+mod deferred;
 pub mod disk;
 pub mod docker;
 pub mod egress;
@@ -18,6 +19,7 @@ pub mod untrusted;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use deferred::Deferred;
 pub use output::{CappedBuffer, CommandOutput, DEFAULT_OUTPUT_CAP, Keep, output_bytes};
 
 /// Which backend runs commands (chosen in the process config).

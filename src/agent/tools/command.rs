@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::agent::ToolError;
-use crate::sandbox::Sandbox;
+use crate::sandbox::Deferred;
 
 const TAIL_LINES: usize = 200;
 const TAIL_BYTES: usize = 16 * 1024;
@@ -17,7 +17,7 @@ const TAIL_BYTES: usize = 16 * 1024;
 /// The named commands a toolbox may run, and where; with `shell`, any command line too
 /// ([`super::shell`]).
 pub struct CommandRunner {
-    pub sandbox: Arc<Sandbox>,
+    pub sandbox: Arc<Deferred>,
     /// `(name, shell command)`, e.g. `("test", "python3 -m pytest -q")`.
     pub commands: Vec<(String, String)>,
     /// Wall-clock limit of one command.
@@ -58,11 +58,9 @@ pub async fn run(runner: &CommandRunner, args: CommandArgs) -> Result<String, To
             ),
         ));
     };
-    let out = runner
-        .sandbox
-        .exec(script, runner.timeout)
-        .await
-        .map_err(|e| ToolError::new("command_failed", format!("could not run {name}: {e}")))?;
+    let failed = |e| ToolError::new("command_failed", format!("could not run {name}: {e}"));
+    let sandbox = runner.sandbox.get().await.map_err(failed)?;
+    let out = sandbox.exec(script, runner.timeout).await.map_err(failed)?;
     let mut text = format!(
         "{name} ({script}): {} after {:.1} s\n",
         out.describe(),
@@ -123,7 +121,7 @@ mod tests {
 
     use super::super::testutil::*;
     use super::*;
-    use crate::sandbox::{Backend, SandboxSpec};
+    use crate::sandbox::{Backend, Deferred, SandboxSpec};
 
     async fn runner(root: &std::path::Path) -> CommandRunner {
         let spec = SandboxSpec {
@@ -146,7 +144,7 @@ mod tests {
             prepare: None,
         };
         CommandRunner {
-            sandbox: Arc::new(Backend::Local.start(&spec).await.unwrap()),
+            sandbox: Arc::new(Deferred::new(Backend::Local, spec)),
             commands: vec![
                 (
                     "test".into(),

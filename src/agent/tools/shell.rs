@@ -73,11 +73,15 @@ pub async fn run(
         }
         None => Before::new(),
     };
+    let failed = |e| ToolError::new("command_failed", format!("could not run it: {e}"));
     let out = runner
         .sandbox
+        .get()
+        .await
+        .map_err(failed)?
         .exec(command, timeout)
         .await
-        .map_err(|e| ToolError::new("command_failed", format!("could not run it: {e}")))?;
+        .map_err(failed)?;
     let mut text = status_line(&out, timeout);
     if args.timeout_seconds.is_some_and(|s| s > limit.as_secs()) {
         text.push_str(&format!(
@@ -270,13 +274,13 @@ mod tests {
 
     use super::super::testutil::*;
     use super::*;
-    use crate::sandbox::{Backend, SandboxSpec};
+    use crate::sandbox::{Backend, Deferred, SandboxSpec};
 
     async fn runner(root: &Path, timeout: u64) -> CommandRunner {
         let mut spec = SandboxSpec::probe("unused", root, "shell-test", false);
         spec.repo = "acme/calc".into();
         CommandRunner {
-            sandbox: Arc::new(Backend::Local.start(&spec).await.unwrap()),
+            sandbox: Arc::new(Deferred::new(Backend::Local, spec)),
             commands: vec![],
             timeout: Duration::from_secs(timeout),
             shell: true,

@@ -97,13 +97,15 @@ pub async fn run<R: Reporter>(
     for gate in &beside {
         reporter.started(gate).await.map_err(RunError::Report)?;
     }
-    let security = async {
+    // Boxed: on the task's stack, two gate futures side by side overflow a debug build's.
+    let security = Box::pin(async {
         match selected.contains(&"security") {
             true => security_gate(inputs, &steering).await.map(Some),
             false => Ok(None),
         }
-    };
-    let (security, ran) = tokio::join!(security, gates_beside(inputs, &beside, &expect));
+    });
+    let beside_run = Box::pin(gates_beside(inputs, &beside, &expect));
+    let (security, ran) = tokio::join!(security, beside_run);
     let (mut security, ran) = match (security, ran) {
         (Ok(s), Ok(r)) => (s, r),
         (Err(e), _) | (_, Err(e)) => return Err(abandon(reporter, e).await),

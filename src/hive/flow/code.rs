@@ -318,7 +318,11 @@ async fn run(
         }
         Err(e) => return Err(e.into()),
     };
-    let sandbox = Arc::new(cx.run.hive.sandbox.start(&spec).await?);
+    // Started by the role's first command: one that only reads and writes files costs none.
+    let sandbox = Arc::new(crate::sandbox::Deferred::new(
+        cx.run.hive.sandbox.clone(),
+        spec,
+    ));
     // A retried step runs a little warmer, so it does not collapse onto the same answer.
     let step_retry = match role {
         Role::Builder => cx.flow.attempt.saturating_sub(1),
