@@ -111,13 +111,8 @@ pub async fn run<R: Reporter>(
         (Err(e), _) | (_, Err(e)) => return Err(abandon(reporter, e).await),
     };
     let mut results = Vec::new();
-    for mut result in ran {
-        result.notes.extend(inputs.notes.iter().cloned());
-        reporter
-            .finished(&mut result)
-            .await
-            .map_err(RunError::Report)?;
-        results.push(result);
+    for result in ran {
+        finish(inputs, reporter, result, &mut results).await?;
     }
     for gate in selected.into_iter().filter(|g| !BESIDE.contains(g)) {
         reporter.started(gate).await.map_err(RunError::Report)?;
@@ -126,18 +121,28 @@ pub async fn run<R: Reporter>(
             acceptance::GATE => acceptance::run(inputs, &results).await,
             _ => command_gate(inputs, gate, &expect).await,
         };
-        let mut result = match ran {
-            Ok(r) => r,
+        match ran {
+            Ok(result) => finish(inputs, reporter, result, &mut results).await?,
             Err(e) => return Err(abandon(reporter, e).await),
-        };
-        result.notes.extend(inputs.notes.iter().cloned());
-        reporter
-            .finished(&mut result)
-            .await
-            .map_err(RunError::Report)?;
-        results.push(result);
+        }
     }
     Ok(results)
+}
+
+/// `result` with the inputs' notes, told to `reporter` and added to `results`.
+async fn finish<R: Reporter>(
+    inputs: &Inputs<'_>,
+    reporter: &mut R,
+    mut result: GateResult,
+    results: &mut Vec<GateResult>,
+) -> Result<(), RunError<R::Error>> {
+    result.notes.extend(inputs.notes.iter().cloned());
+    reporter
+        .finished(&mut result)
+        .await
+        .map_err(RunError::Report)?;
+    results.push(result);
+    Ok(())
 }
 
 /// The environment's setup failed for this commit's dependency files, so no gate could run: the
