@@ -332,7 +332,8 @@ impl Workspace {
     }
 
     /// Checks out `branch`, made (or reset) to `commit`, in its own worktree, with `room_mb`
-    /// MiB its commands may write (`limits.disk_mb`); `base` of the result is `commit`.
+    /// MiB its commands may write (`limits.disk_mb`); `base` of the result is `commit`. With
+    /// `room_mb` 0 no command runs in it (a model only reads it): a plain directory, no disk.
     pub fn worktree_at(
         &self,
         repo: &RepoName,
@@ -357,7 +358,7 @@ impl Workspace {
         let commit = git.find_commit(commit)?;
         let local = git.branch(branch, &commit, true)?;
         let root = self.disk_root(repo, branch);
-        if self.disks {
+        if self.disks && room_mb > 0 {
             let (bytes, files) = checkout_size(git, &commit.tree()?)?;
             disk::make(&root, disk::Size::for_checkout(bytes, files, room_mb))?;
         } else {

@@ -426,3 +426,35 @@ async fn forgetting_a_name_removes_its_mirror_and_worktrees_and_a_new_sync_start
     .await
     .unwrap();
 }
+
+/// A worktree no command runs in (room 0: a model only reads it) is a plain directory even
+/// where worktrees get disks; one that commands write in is on a disk of its own. Needs root
+/// and loop devices, as the sandbox's disk tests do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_worktree_that_commands_run_in_gets_a_disk() {
+    let (dir, gh, ws, repo) = setup().await;
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    vibeloop::sandbox::disk::probe(&data).expect("worktree disks need root and loop devices");
+    let ws = ws.with_disks(true);
+    let token = SecretString::from(gh.mint_token(7));
+    let (ws2, repo2) = (ws.clone(), repo.clone());
+    tokio::task::spawn_blocking(move || {
+        let git = ws2.sync_mirror(&repo2, &token).unwrap();
+        let read = ws2
+            .fresh_worktree(&repo2, &git, "vibeloop/plan-T-1", ("main", 0))
+            .unwrap();
+        let run = ws2
+            .fresh_worktree(&repo2, &git, "feat/T-1", ("main", 64))
+            .unwrap();
+        assert!(read.path.join("README.md").exists());
+        assert!(!vibeloop::sandbox::disk::is_on_disk(&read.path));
+        assert!(vibeloop::sandbox::disk::is_on_disk(&run.path));
+        ws2.drop_scratch(&repo2, "vibeloop/plan-T-1").unwrap();
+        ws2.drop_worktree(&repo2, "feat/T-1").unwrap();
+        assert!(!read.path.exists() && !run.path.exists());
+    })
+    .await
+    .unwrap();
+    vibeloop::sandbox::disk::release_all(&data).unwrap();
+}

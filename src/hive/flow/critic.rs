@@ -176,7 +176,7 @@ async fn ask(
     files: &[String],
     mut task: String,
 ) -> Result<Result<Verdict, String>, JobError> {
-    let wt = super::ctx::scratch(cx, "critic", Some(head)).await?;
+    let wt = super::ctx::reading_scratch(cx, "critic", Some(head)).await?;
     let mut history = Vec::new();
     let mut healer = Healer::new(heal::MAX_ROUNDS);
     let mut round = 0;

@@ -309,6 +309,26 @@ pub(super) async fn scratch(
     name: &str,
     at: Option<&CommitSha>,
 ) -> Result<Worktree, JobError> {
+    let room = cx.env.config.limits.disk_mb;
+    scratch_with(cx, name, at, room).await
+}
+
+/// A scratch worktree no command runs in (the Architect's, the Critic's, the reflection's: a
+/// model only reads it), so it needs no disk of its own.
+pub(super) async fn reading_scratch(
+    cx: &mut Ctx<'_, '_>,
+    name: &str,
+    at: Option<&CommitSha>,
+) -> Result<Worktree, JobError> {
+    scratch_with(cx, name, at, 0).await
+}
+
+async fn scratch_with(
+    cx: &mut Ctx<'_, '_>,
+    name: &str,
+    at: Option<&CommitSha>,
+    room: u64,
+) -> Result<Worktree, JobError> {
     let at = match at {
         Some(at) => {
             let oid = at.oid();
@@ -321,7 +341,6 @@ pub(super) async fn scratch(
         None => sync(cx).await?,
     };
     let branch = format!("vibeloop/{name}-{}", cx.run.ticket.id);
-    let room = cx.env.config.limits.disk_mb;
     git::worktree(
         &cx.run.hive.workspace,
         &cx.run.ticket.repo,

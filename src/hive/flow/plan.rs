@@ -29,7 +29,7 @@ pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     } else if !ready_to_build(cx, Node::Plan).await? {
         return Ok(Step::Stop);
     }
-    let worktree = super::ctx::scratch(cx, "plan", None).await?;
+    let worktree = super::ctx::reading_scratch(cx, "plan", None).await?;
     let outcome = plan_in(cx, &worktree).await;
     super::ctx::drop_scratch(cx, "plan").await;
     let Some((output, findings, rounds, stop)) = outcome? else {

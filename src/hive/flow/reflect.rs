@@ -70,7 +70,7 @@ pub(super) async fn tests_go_back(
     };
     let (b, t) = (base.oid(), breaker.sha.oid());
     let diff = super::ctx::git(cx, move |ws, g| ws.diff_text(g, b, t, 30_000)).await?;
-    let wt = super::ctx::scratch(cx, "reflect", Some(&breaker.sha)).await?;
+    let wt = super::ctx::reading_scratch(cx, "reflect", Some(&breaker.sha)).await?;
     let round = cx.flow.test_reflections.len() as u32;
     let found = reflect(cx, &wt, "tests", &format!("```diff\n{diff}\n```"), round).await;
     super::ctx::drop_scratch(cx, "reflect").await;
