@@ -27,9 +27,23 @@ pub struct Bot {
     pub database_url: Option<String>,
     log_path: PathBuf,
     child: Child,
-    /// Killed on purpose (a crash played by the test): its containers are the next bot's to
-    /// find and remove, as after a real crash.
-    killed: bool,
+}
+
+/// How many [`Bot`]s are alive per data directory. A killed bot's containers and worktree
+/// disks are the next bot's to find, as after a real crash; the last bot of a directory to go,
+/// killed or not, removes them (a test that ends on a crash left them to nobody).
+static LIVE: std::sync::Mutex<std::collections::BTreeMap<PathBuf, usize>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn live(dir: &Path, by: isize) -> usize {
+    let mut all = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let n = all.entry(dir.to_owned()).or_default();
+    *n = n.saturating_add_signed(by);
+    let now = *n;
+    if now == 0 {
+        all.remove(dir);
+    }
+    now
 }
 
 impl Drop for Bot {
@@ -38,7 +52,7 @@ impl Drop for Bot {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if !self.killed {
+        if live(&self.data_dir, -1) == 0 {
             remove_containers(&self.data_dir);
             // The worktrees' disks (the bot runs as root here), which no directory removal
             // takes away.
@@ -180,6 +194,7 @@ impl Bot {
             let _ = child.wait();
             return Err(std::fs::read_to_string(&log_path).unwrap_or_default());
         }
+        live(&env.data_dir, 1);
         Ok(Bot {
             url: format!("http://127.0.0.1:{port}"),
             data_dir: env.data_dir.clone(),
@@ -190,7 +205,6 @@ impl Bot {
                 .map(|(_, v)| v.clone()),
             log_path,
             child,
-            killed: false,
         })
     }
 
@@ -207,7 +221,6 @@ impl Bot {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self.killed = true;
     }
 
     /// The bot's database (its own SQLite file unless it was given `DATABASE_URL`), opened
