@@ -54,14 +54,19 @@ impl Reporter for CheckRuns<'_> {
     type Error = GitHubError;
 
     async fn queued(&mut self, gates: &[&'static str]) -> Result<(), GitHubError> {
-        for gate in gates {
-            let external_id = format!("{}:{gate}", self.run_id);
-            let run = self
-                .client
-                .ensure_check_run(&format!("hive/{gate}"), self.head, &external_id, "queued")
+        // All at once: each is found or made on its own (its external id), and the gates that
+        // run side by side start together.
+        let (client, head, run_id) = (&self.client, self.head, &self.run_id);
+        let runs = futures_util::future::try_join_all(gates.iter().map(|gate| async move {
+            let external_id = format!("{run_id}:{gate}");
+            let name = format!("hive/{gate}");
+            let run = client
+                .ensure_check_run(&name, head, &external_id, "queued")
                 .await?;
-            self.runs.push((gate, run));
-        }
+            Ok::<_, GitHubError>((*gate, run))
+        }))
+        .await?;
+        self.runs.extend(runs);
         Ok(())
     }
 
