@@ -151,8 +151,8 @@ async fn main() {
     spec.disk_mb = 16384;
     spec.cache = Some(env.clone());
     spec.cache_writable = true;
-    let started = backend.start(&spec).await.expect("the sandbox starts");
-    let sandbox = Arc::new(Deferred::started(backend.clone(), spec.clone(), started));
+    // Started by the warm-up build, the first command.
+    let sandbox = Arc::new(Deferred::new(backend, spec));
     let runner = CommandRunner {
         sandbox: sandbox.clone(),
         commands: vec![("test".into(), format!("{CARGO} test --offline --workspace"))],

@@ -19,26 +19,12 @@ impl Deferred {
         }
     }
 
-    /// One already started (by `backend`, of `spec`).
-    pub fn started(backend: Backend, spec: SandboxSpec, sandbox: Sandbox) -> Self {
-        Self {
-            backend,
-            spec,
-            started: tokio::sync::OnceCell::new_with(Some(sandbox)),
-        }
-    }
-
     /// The sandbox, started now if it was not yet. A start that fails is tried again by the
     /// next call.
     pub async fn get(&self) -> Result<&Sandbox, SandboxError> {
         self.started
             .get_or_try_init(|| self.backend.start(&self.spec))
             .await
-    }
-
-    /// Whether a command started it.
-    pub fn is_started(&self) -> bool {
-        self.started.initialized()
     }
 
     /// Stops and removes the sandbox, if it was started.

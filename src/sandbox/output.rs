@@ -70,6 +70,28 @@ impl CommandOutput {
         }
     }
 
+    /// Of commands run side by side under one `timeout`, why each was killed where the others
+    /// may have caused it: out of memory (one cgroup), by the disk (the guard counts every
+    /// writer), by a SIGKILL, or timed out while the others ran for more than a tenth of the
+    /// limit. One that timed out after the others were done had its time to itself: its
+    /// verdict stands.
+    pub fn starved(outs: &[CommandOutput], timeout: Duration) -> Vec<Option<&'static str>> {
+        outs.iter()
+            .enumerate()
+            .map(|(i, out)| {
+                let why = out.killed_by()?;
+                let beside = outs
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != i)
+                    .map(|(_, o)| o.duration)
+                    .max()
+                    .unwrap_or_default();
+                (!out.timed_out || beside > timeout / 10).then_some(why)
+            })
+            .collect()
+    }
+
     /// One short phrase for people: "exit code 1", "timed out after 10 s"...
     pub fn describe(&self) -> String {
         if self.oom_killed {
@@ -236,6 +258,33 @@ pub fn output_bytes(output: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_kill_the_others_may_have_caused_is_in_doubt() {
+        let secs = |code: i32, s: u64| CommandOutput {
+            duration: Duration::from_secs(s),
+            ..CommandOutput::exited(code, "")
+        };
+        let timed_out = |s: u64| CommandOutput {
+            exit_code: None,
+            timed_out: true,
+            ..secs(0, s)
+        };
+        let limit = Duration::from_secs(100);
+        // Timed out after the others were done in 5 s: it had its time to itself.
+        let alone = CommandOutput::starved(&[timed_out(100), secs(0, 5)], limit);
+        assert_eq!(alone, [None, None]);
+        // Timed out while another ran 30 s of it; the other's exit code 137 is a kill too.
+        let shared = CommandOutput::starved(&[timed_out(100), secs(137, 30)], limit);
+        assert_eq!(shared, [Some("timed out"), Some("was killed")]);
+        let oom = CommandOutput {
+            oom_killed: true,
+            exit_code: None,
+            ..secs(0, 1)
+        };
+        let shared = CommandOutput::starved(&[oom, secs(1, 1)], limit);
+        assert_eq!(shared, [Some("ran out of memory"), None]);
+    }
 
     #[test]
     fn capped_buffer_keeps_head_and_tail() {

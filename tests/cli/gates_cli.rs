@@ -226,29 +226,50 @@ fn test_lint_and_typecheck_run_side_by_side() {
     assert_eq!(order, ["test", "lint", "typecheck", "build", "security"]);
 }
 
-/// A lint that times out beside the tests may have been starved by them: the gates run again
-/// one at a time, and every result says so; the verdicts are those of the runs alone.
+fn notes_of(all: &Value, gate: &str) -> String {
+    all.as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gate"] == gate)
+        .unwrap()["notes"]
+        .to_string()
+}
+
+/// A lint that times out while the tests ran beside it for more than a tenth of the limit may
+/// have been starved by them: it runs again alone and says so; the tests' verdict stands.
 #[test]
 fn a_gate_killed_beside_the_others_runs_again_alone() {
     let dir = checkout_with(
-        "gates:\n  test: python3 -m unittest -v\n  lint: sleep 30\nlimits:\n  timeout_seconds: 2\n",
+        "gates:\n  test: sleep 1 && python3 -m unittest -v\n  lint: sleep 30\nlimits:\n  timeout_seconds: 2\n",
     );
     let (code, out) = gates(dir.path(), &["--sandbox", "docker", "--json"]);
     assert_eq!(code, 1, "{out}");
     let all: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(status_of(&all, "test"), "passed", "{all:#}");
     assert_eq!(status_of(&all, "lint"), "timed_out", "{all:#}");
-    for gate in ["test", "lint"] {
-        let notes = all
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|g| g["gate"] == gate)
-            .unwrap()["notes"]
-            .to_string();
-        assert!(
-            notes.contains("`lint` timed out, so each ran again on its own"),
-            "{gate}: {notes}"
-        );
+    let lint = notes_of(&all, "lint");
+    assert!(
+        lint.contains("`lint` timed out, so this one ran again on its own"),
+        "{lint}"
+    );
+    let test = notes_of(&all, "test");
+    assert!(!test.contains("ran again"), "{test}");
+}
+
+/// Tests that hang while the quick gates beside them were done at once had the time limit to
+/// themselves: their timeout stands, and they are not run to the limit a second time.
+#[test]
+fn tests_that_time_out_beside_quick_gates_are_not_run_again() {
+    let dir = checkout_with(
+        "gates:\n  test: sleep 30\n  lint: \"true\"\n  typecheck: \"true\"\nlimits:\n  timeout_seconds: 2\n",
+    );
+    let (code, out) = gates(dir.path(), &["--sandbox", "docker", "--json"]);
+    assert_eq!(code, 1, "{out}");
+    let all: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(status_of(&all, "test"), "timed_out", "{all:#}");
+    assert_eq!(status_of(&all, "lint"), "passed", "{all:#}");
+    for gate in ["test", "lint", "typecheck"] {
+        let notes = notes_of(&all, gate);
+        assert!(!notes.contains("ran again"), "{gate}: {notes}");
     }
 }

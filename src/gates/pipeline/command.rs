@@ -13,10 +13,10 @@ use crate::gates::results::TestRun;
 pub(super) const BESIDE: [&str; 3] = ["test", "lint", "typecheck"];
 
 /// Runs the command gates of `gates` (of [`BESIDE`]) at once and judges each as
-/// [`command_gate`] does; results in the order of `gates`. When running together could have
-/// changed a verdict — a command changed the locked tests (none can be told from another), or
-/// one was killed (out of memory, timed out, the disk) where the others shared its limits —
-/// they run again one at a time, and their results say so.
+/// [`command_gate`] does; results in the order of `gates`. Where running together could have
+/// changed a verdict, it runs again alone and its result says so: every gate when a command
+/// changed the locked tests (none can be told from another), else each gate killed where the
+/// others shared its limits ([`crate::sandbox::CommandOutput::starved`]).
 pub(super) async fn gates_beside(
     inputs: &Inputs<'_>,
     gates: &[&'static str],
@@ -31,7 +31,8 @@ pub(super) async fn gates_beside(
         .filter_map(|(g, c)| Some((*g, c.as_deref()?)))
         .collect();
     let mut outputs = std::collections::HashMap::new();
-    let mut again = None;
+    // Why a gate ran again on its own, for its result.
+    let mut again = std::collections::HashMap::new();
     if to_run.len() > 1 {
         let scripts: Vec<(&str, Option<crate::sandbox::Keep>)> = to_run
             .iter()
@@ -46,17 +47,26 @@ pub(super) async fn gates_beside(
             .sandbox
             .exec_beside(&scripts, timeout(inputs))
             .await?;
-        match run_alone_because(&to_run, &outs) {
-            Some(why) => again = Some(why),
-            None => {
-                // Only files a test run leaves were put back: they are the test gate's note.
-                for ((gate, _), out) in to_run.iter().zip(&mut outs) {
+        let starved = crate::sandbox::CommandOutput::starved(&outs, timeout(inputs));
+        let steered = outs
+            .iter()
+            .find(|o| crate::gates::aside::steers_tests(&o.put_back))
+            .map(|o| o.put_back.join(", "));
+        for (((gate, _), mut out), starved) in to_run.iter().zip(outs.drain(..)).zip(starved) {
+            let why = match (&steered, starved) {
+                // Nothing tells which of them did it: each runs again.
+                (Some(files), _) => format!("one of them changed the locked tests ({files})"),
+                (None, Some(why)) => format!("`{gate}` {why}"),
+                (None, None) => {
+                    // Only files a test run leaves were put back: the test gate's note.
                     if *gate != "test" {
                         out.put_back.clear();
                     }
+                    outputs.insert(*gate, out);
+                    continue;
                 }
-                outputs.extend(to_run.iter().map(|(g, _)| *g).zip(outs));
-            }
+            };
+            again.insert(*gate, why);
         }
     }
     let mut results = Vec::new();
@@ -68,33 +78,14 @@ pub(super) async fn gates_beside(
         if gate == "lint" {
             result = with_complexity(inputs, result).await?;
         }
-        if let Some(why) = again.as_ref().filter(|_| result.output.is_some()) {
+        if let Some(why) = again.get(gate) {
             result.notes.push(format!(
-                "The gates ran side by side and {why}, so each ran again on its own: this is its own run."
+                "The gates ran side by side and {why}, so this one ran again on its own: this is its own run."
             ));
         }
         results.push(result);
     }
     Ok(results)
-}
-
-/// Why the outputs of gates run side by side cannot be judged as they are, if they cannot.
-fn run_alone_because(
-    ran: &[(&'static str, &str)],
-    outs: &[crate::sandbox::CommandOutput],
-) -> Option<String> {
-    if let Some(out) = outs
-        .iter()
-        .find(|o| crate::gates::aside::steers_tests(&o.put_back))
-    {
-        return Some(format!(
-            "one of them changed the locked tests ({})",
-            out.put_back.join(", ")
-        ));
-    }
-    ran.iter()
-        .zip(outs)
-        .find_map(|((gate, _), out)| Some(format!("`{gate}` {}", out.killed_by()?)))
 }
 
 fn timeout(inputs: &Inputs<'_>) -> Duration {

@@ -1,8 +1,9 @@
 //! The gate pipeline: test, lint and typecheck side by side, then build, on one commit in one
 //! sandbox, with the security checks beside them; then the acceptance criteria when the
 //! repository sets any. Results come in the order test → lint → typecheck → build → security.
-//! Every gate runs even when an earlier one failed, so the Builder gets all findings at once. It returns results and tells a [`Reporter`] how the gates go (the hive posts them as
-//! check runs); it knows nothing of GitHub.
+//! Every gate runs even when an earlier one failed, so the Builder gets all findings at once.
+//! It returns results and tells a [`Reporter`] how the gates go (the hive posts them as check
+//! runs); it knows nothing of GitHub.
 
 mod command;
 mod security;
@@ -65,8 +66,9 @@ pub enum RunError<E> {
 /// Runs the `gates` (all of [`ORDER`] when `None`) and returns their results in order, telling
 /// `reporter` as they go.
 ///
-/// The security gate's policy check reads the Python files before any gate command runs, so a
-/// test or build step cannot rewrite them first; it is reported last, in its place.
+/// The security checks read the change from git (the policy check the commit's own blobs, in
+/// a fresh sandbox), so nothing a gate command does in the worktree hides a finding: they run
+/// beside the command gates and are reported last, in their place.
 pub async fn run<R: Reporter>(
     inputs: &Inputs<'_>,
     gates: Option<&[&str]>,

@@ -222,32 +222,30 @@ async fn run(
         .commands()
         .filter(|(gate, _)| matches!(*gate, "lint" | "typecheck"))
         .collect();
-    // The findings lint and typecheck report beside the tests; one at a time when running
-    // together got one of them killed (the tests may have starved it).
+    // The findings lint and typecheck report beside the tests; each killed where the others
+    // may have starved it runs again alone.
     let mut scripts = vec![(test, Some(keep as crate::sandbox::Keep))];
     scripts.extend(found.iter().map(|&(_, c)| (c, None)));
-    let beside = match found.is_empty() {
-        true => None,
-        false => sandbox
-            .exec_beside(&scripts, timeout)
-            .await
-            .ok()
-            .filter(|outs| outs.iter().all(|o| o.killed_by().is_none())),
-    };
-    let (output, others) = match beside {
-        Some(mut outs) => {
-            let test = outs.remove(0);
-            (Ok(test), outs.into_iter().map(Ok).collect())
-        }
-        None => {
-            let output = sandbox.exec_keeping(test, timeout, keep).await;
-            let mut others = Vec::new();
-            if output.is_ok() {
-                for (_, command) in &found {
-                    others.push(sandbox.exec(command, timeout).await);
+    let (output, others) = if found.is_empty() {
+        (sandbox.exec_keeping(test, timeout, keep).await, vec![])
+    } else {
+        match sandbox.exec_beside(&scripts, timeout).await {
+            Ok(outs) => {
+                let starved = CommandOutput::starved(&outs, timeout);
+                let mut ran = Vec::new();
+                for (&(script, keep), (out, starved)) in
+                    scripts.iter().zip(outs.into_iter().zip(starved))
+                {
+                    ran.push(match (starved, keep) {
+                        (None, _) => Ok(out),
+                        (Some(_), Some(keep)) => sandbox.exec_keeping(script, timeout, keep).await,
+                        (Some(_), None) => sandbox.exec(script, timeout).await,
+                    });
                 }
+                let test = ran.remove(0);
+                (test, ran)
             }
-            (output, others)
+            Err(e) => (Err(e), vec![]),
         }
     };
     let mut known = Vec::new();
