@@ -36,8 +36,39 @@ async fn docker(data: &Path) -> Backend {
     backend
 }
 
-async fn started(backend: &Backend, spec: &SandboxSpec) -> Sandbox {
-    backend.start(spec).await.unwrap_or_else(|e| panic!("{e}"))
+async fn started(backend: &Backend, spec: &SandboxSpec) -> Started {
+    Started(Some(
+        backend.start(spec).await.unwrap_or_else(|e| panic!("{e}")),
+    ))
+}
+
+/// A started sandbox whose container goes when the test ends, passing or failing: a failed
+/// assertion must not leave a command running (one left writing once filled the host's disk).
+struct Started(Option<Sandbox>);
+
+impl Started {
+    async fn stop(mut self) {
+        if let Some(sb) = self.0.take() {
+            sb.stop().await;
+        }
+    }
+}
+
+impl std::ops::Deref for Started {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        self.0.as_ref().expect("not stopped")
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some(name) = self.0.as_ref().and_then(|sb| sb.docker()).map(|d| d.name()) {
+            let _ = std::process::Command::new("docker")
+                .args(["rm", "-f", name])
+                .output();
+        }
+    }
 }
 
 fn worktree() -> tempfile::TempDir {
@@ -364,8 +395,16 @@ async fn a_command_filling_the_disk_is_killed_at_its_limit() {
         // It was stopped within a few polls of the limit: far from the two minutes it had.
         let taken = before.saturating_sub(free_bytes(wt.path()));
         assert!(taken < 2 << 30, "{kind:?}: {} MiB taken", taken >> 20);
+        if kind == Kind::Docker {
+            // Every process of the command is gone, not only the exec the guard stopped.
+            let ps = "for p in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $p; echo; done";
+            let ps = sb.exec(ps, Duration::from_secs(30)).await.unwrap();
+            assert!(ps.success(), "{ps:?}");
+            assert!(!ps.output.contains("itertools"), "left: {}", ps.output);
+        }
         let next = sb.exec("rm -f fill-*.bin; echo ok", Duration::from_secs(30));
-        assert!(next.await.unwrap().success(), "{kind:?}");
+        let next = next.await.unwrap();
+        assert!(next.success(), "{kind:?}: {next:?}");
         sb.stop().await;
     }
 }

@@ -17,6 +17,7 @@ use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+    RestartContainerOptionsBuilder,
 };
 use futures_util::StreamExt as _;
 use sha2::{Digest as _, Sha256};
@@ -38,7 +39,14 @@ const RUNNER_UID: u32 = 1000;
 /// The image's own programs the bot runs, by absolute path (Debian's coreutils, dash, procps).
 const SH: &str = "/bin/sh";
 const TIMEOUT: &str = "/usr/bin/timeout";
-const KILL: &str = "/bin/kill";
+/// Who a container's init and sleeper run as: nobody, or root for a bot that runs as nobody.
+fn keeper(user: &str) -> &'static str {
+    if user.split(':').next() == Some("65534") {
+        "0:0"
+    } else {
+        "65534:65534"
+    }
+}
 /// Time given to a command past its timeout before the sandbox kills everything in it.
 const GRACE: Duration = Duration::from_secs(5);
 
@@ -206,7 +214,9 @@ impl DockerBackend {
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             cmd: Some(vec!["sleep".into(), "infinity".into()]),
-            user: Some(self.user.clone()),
+            // The container's init and its sleeper run as another user than the commands, so
+            // that a kill of every process the commands' user may signal leaves it standing.
+            user: Some(keeper(&self.user).to_owned()),
             working_dir: Some(super::WORK_MOUNT.into()),
             env: Some(
                 [
@@ -268,6 +278,7 @@ impl DockerBackend {
             id: created.id,
             name,
             oom_kills: Mutex::new(0),
+            user: self.user.clone(),
             worktree: spec.worktree.clone(),
             writable_cache: match &layer {
                 Some(l) => Some(l.upper()),
@@ -388,6 +399,8 @@ pub struct DockerSandbox {
     name: String,
     /// The cgroup's OOM-kill count after the last command: a rise means the kernel killed one.
     oom_kills: Mutex<u64>,
+    /// Who its commands run as (`uid:gid`).
+    user: String,
     /// The worktree and where the environment's cache is written on the host (setup's own,
     /// or this sandbox's layer over it), and what one command may write there (MiB).
     worktree: std::path::PathBuf,
@@ -441,16 +454,9 @@ impl DockerSandbox {
         let buf = CappedBuffer::keeping(cap, keep);
         let (mut buf, finished, killed) = self.run(cmd, buf, timeout + GRACE, stop).await?;
         if finished.is_none() {
-            // Past the grace period, or stopped: end every process in the container but its
-            // init.
-            let _ = self
-                .run(
-                    vec![KILL, "-9", "-1"],
-                    CappedBuffer::new(1024),
-                    Duration::from_secs(10),
-                    std::future::pending(),
-                )
-                .await;
+            // Boxed: a rare path, kept out of every command's future (a debug build's worker
+            // stack is only 2 MiB).
+            Box::pin(self.end_every_process()).await;
             match &killed {
                 Some(why) => buf.push(format!("\n[killed: {why}]\n").as_bytes()),
                 None => buf.push(b"\n[killed: the command outlived its timeout]\n"),
@@ -506,6 +512,7 @@ impl DockerSandbox {
                 &self.id,
                 CreateExecOptions {
                     cmd: Some(cmd),
+                    user: Some(self.user.as_str()),
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
                     working_dir: Some(super::WORK_MOUNT),
@@ -545,6 +552,34 @@ impl DockerSandbox {
             Ok(Some(why)) => (buf, None, Some(why)),
             Err(_) => (buf, None, None),
         })
+    }
+
+    /// Ends every process of the commands' user in the container (its init and sleeper run as
+    /// another): `kill -9 -1` inside it — the shell's own, since an image may have no
+    /// `/bin/kill` (ours has none) — or, where that did not run in time, a restart.
+    async fn end_every_process(&self) {
+        let limit = Duration::from_secs(10);
+        let kill = vec![SH, "-c", "kill -9 -1"];
+        let pending = std::future::pending();
+        match self
+            .run(kill, CappedBuffer::new(1024), limit, pending)
+            .await
+        {
+            Ok((_, Some(_), _)) => return,
+            Ok(_) => {
+                tracing::warn!(container = %self.name, "kill -9 -1 did not end in time: restarting the container")
+            }
+            Err(e) => {
+                tracing::warn!(container = %self.name, error = %e, "kill -9 -1 did not run: restarting the container")
+            }
+        }
+        let options = RestartContainerOptionsBuilder::default()
+            .signal("SIGKILL")
+            .t(0)
+            .build();
+        if let Err(e) = self.docker.restart_container(&self.id, Some(options)).await {
+            tracing::error!(container = %self.name, error = %e, "cannot restart the container to end its commands");
+        }
     }
 
     async fn oom_kill_count(&self) -> u64 {
