@@ -5,8 +5,27 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use vibeloop::config::{Cli, Command, ServeConfig};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// Each runtime thread's stack. A ticket's step runs as one task whose polls nest deep (worker,
+/// flow, node, role, tool, sandbox, the engine's client), and a debug build gives every await
+/// point its own room in each frame: that chain passed tokio's 2 MiB default. Only what is
+/// touched is ever backed by memory.
+const THREAD_STACK: usize = 16 << 20;
+
+fn main() -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(THREAD_STACK)
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     let mut cli = Cli::parse();
     if let Err(e) = cli.resolve_paths() {
         eprintln!("error: {e}");
