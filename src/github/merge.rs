@@ -1,6 +1,8 @@
 //! Landing a pull request through GitHub: `PUT …/pulls/{n}/merge` — the only door into a base
 //! branch that requires pull requests — and what its refusals mean for a merge bot; a pull
-//! request's merge state; and the base branch's protection rule, where the App may read it.
+//! request's merge state; and what the base branch's rules ask: its rulesets' rules in force
+//! (`GET …/rules/branches/{b}`, readable by every App) and its classic protection, where the
+//! App may read it.
 
 use http::{Method, StatusCode};
 use serde::Deserialize;
@@ -96,7 +98,8 @@ impl PullState {
     }
 }
 
-/// A base branch's protection rule, as far as landing cares.
+/// What a base branch's rules ask, as far as landing cares: the union of its classic
+/// protection and the rules of every ruleset over it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BranchRule {
     pub pull_requests_only: bool,
@@ -104,6 +107,16 @@ pub struct BranchRule {
     pub required_checks: Vec<String>,
     /// The head must be up to date with the base.
     pub strict: bool,
+    /// Commits must carry verified signatures (`required_signatures`).
+    pub signatures: bool,
+    /// No merge commits (`required_linear_history`).
+    pub linear_history: bool,
+    /// Merges go through a merge queue (`merge_queue`).
+    pub merge_queue: bool,
+    /// Commit messages must match these (`commit_message_pattern`: its name, or the pattern).
+    pub message_patterns: Vec<String>,
+    /// The rulesets these rules come from ("`signed` (ruleset 7)").
+    pub rulesets: Vec<String>,
 }
 
 impl BranchRule {
@@ -129,15 +142,106 @@ impl BranchRule {
         if self.strict {
             parts.push("the branch up to date".into());
         }
-        match parts.len() {
-            0 => None,
-            1 => parts.pop(),
+        if self.signatures {
+            parts.push("signed commits".into());
+        }
+        if self.linear_history {
+            parts.push("a linear history".into());
+        }
+        for p in &self.message_patterns {
+            parts.push(format!("commit messages matching {p}"));
+        }
+        if self.merge_queue {
+            parts.push("landing through the merge queue".into());
+        }
+        let said = match parts.len() {
+            0 => return None,
+            1 => parts.pop().unwrap_or_default(),
             _ => {
                 let last = parts.pop().unwrap_or_default();
-                Some(format!("{} and {last}", parts.join(", ")))
+                format!("{} and {last}", parts.join(", "))
+            }
+        };
+        Some(match self.rulesets.as_slice() {
+            [] => said,
+            sets => format!("{said} (rulesets: {})", sets.join(", ")),
+        })
+    }
+
+    /// With the rules of `GET …/rules/branches/{b}` (GitHub's `repository-rule-detailed`)
+    /// added; entries it cannot read are passed over.
+    pub fn with_rules(mut self, rules: &[serde_json::Value]) -> Self {
+        for r in rules {
+            if let Ok(rule) = serde_json::from_value::<RuleInForce>(r.clone()) {
+                self.add(&rule);
             }
         }
+        self
     }
+
+    /// Whether any rule is a ruleset's.
+    pub fn from_rulesets(&self) -> bool {
+        !self.rulesets.is_empty()
+    }
+
+    /// Adds the rules of a ruleset in force, as `GET …/rules/branches/{b}` lists them.
+    fn add(&mut self, rule: &RuleInForce) {
+        let p = &rule.parameters;
+        match rule.kind.as_str() {
+            "pull_request" => {
+                self.pull_requests_only = true;
+                let n = p["required_approving_review_count"].as_u64().unwrap_or(0);
+                self.required_approvals = self.required_approvals.max(n as u32);
+            }
+            "required_status_checks" => {
+                let checks = p["required_status_checks"].as_array();
+                for c in checks.into_iter().flatten() {
+                    let name = c["context"].as_str().unwrap_or_default().to_owned();
+                    if !name.is_empty() && !self.required_checks.contains(&name) {
+                        self.required_checks.push(name);
+                    }
+                }
+                self.strict |= p["strict_required_status_checks_policy"]
+                    .as_bool()
+                    .unwrap_or(false);
+            }
+            "required_signatures" => self.signatures = true,
+            "required_linear_history" => self.linear_history = true,
+            "merge_queue" => self.merge_queue = true,
+            "commit_message_pattern" => {
+                let said = match (p["name"].as_str(), p["pattern"].as_str()) {
+                    (Some(name), _) if !name.is_empty() => format!("\"{name}\""),
+                    (_, Some(pattern)) => format!("`{pattern}`"),
+                    _ => return,
+                };
+                if !self.message_patterns.contains(&said) {
+                    self.message_patterns.push(said);
+                }
+            }
+            _ => return,
+        }
+        let set = match (&rule.ruleset_source, rule.ruleset_id) {
+            (Some(source), Some(id)) => format!("{id} of {source}"),
+            (None, Some(id)) => id.to_string(),
+            _ => return,
+        };
+        if !self.rulesets.contains(&set) {
+            self.rulesets.push(set);
+        }
+    }
+}
+
+/// One rule of `GET …/rules/branches/{b}` (GitHub's `repository-rule-detailed`).
+#[derive(Debug, Clone, Deserialize)]
+struct RuleInForce {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    parameters: serde_json::Value,
+    #[serde(default)]
+    ruleset_source: Option<String>,
+    #[serde(default)]
+    ruleset_id: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -218,9 +322,38 @@ impl RepoClient {
         }
     }
 
-    /// `branch`'s protection rule; `None` when it has none, or when the App may not read it
-    /// (that needs the Administration permission, which most installations do not grant).
+    /// What `branch`'s rules ask: its rulesets' rules in force and its classic protection
+    /// where the App may read it; `None` when neither asks anything.
     pub async fn branch_rule(&self, branch: &str) -> Result<Option<BranchRule>, GitHubError> {
+        let classic = self.protection(branch).await?;
+        let encoded: String = url::form_urlencoded::byte_serialize(branch.as_bytes()).collect();
+        let route = format!(
+            "/repos/{}/{}/rules/branches/{encoded}",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        let rules: Vec<RuleInForce> =
+            match self.send(Method::GET, &route, None, Idempotent::Yes).await {
+                Ok(rules) => rules,
+                // An Enterprise Server without rulesets, or a repository the App cannot see.
+                Err(GitHubError::Api { status, .. }) if matches!(status.as_u16(), 403 | 404) => {
+                    vec![]
+                }
+                Err(e) => return Err(e),
+            };
+        if classic.is_none() && rules.is_empty() {
+            return Ok(None);
+        }
+        let mut rule = classic.unwrap_or_default();
+        for r in &rules {
+            rule.add(r);
+        }
+        Ok(Some(rule))
+    }
+
+    /// `branch`'s classic protection rule; `None` when it has none, or when the App may not
+    /// read it (that needs the Administration permission, which most installations lack).
+    async fn protection(&self, branch: &str) -> Result<Option<BranchRule>, GitHubError> {
         #[derive(Deserialize, Default)]
         #[serde(default)]
         struct Reviews {
@@ -272,6 +405,7 @@ impl RepoClient {
                 .unwrap_or(0),
             required_checks: names,
             strict: checks.strict,
+            ..BranchRule::default()
         }))
     }
 }
@@ -328,15 +462,39 @@ mod tests {
     #[test]
     fn rules_are_said_in_words() {
         assert_eq!(BranchRule::default().describe(), None);
-        let r = BranchRule {
+        let mut r = BranchRule {
             pull_requests_only: true,
             required_approvals: 1,
             required_checks: vec!["hive/test".into()],
             strict: true,
+            ..BranchRule::default()
         };
         assert_eq!(
             r.describe().unwrap(),
             "1 approving review from someone with write access, `hive/test` passing and the branch up to date"
+        );
+        // A ruleset's rules join the classic protection's (GitHub's `repository-rule-detailed`).
+        let rules: Vec<RuleInForce> = serde_json::from_value(json!([
+            {"type": "pull_request", "parameters": {"required_approving_review_count": 2},
+             "ruleset_source_type": "Repository", "ruleset_source": "acme/widgets", "ruleset_id": 7},
+            {"type": "required_status_checks", "parameters": {
+                "strict_required_status_checks_policy": false,
+                "required_status_checks": [{"context": "hive/test"}, {"context": "ci/build"}]},
+             "ruleset_source_type": "Repository", "ruleset_source": "acme/widgets", "ruleset_id": 7},
+            {"type": "required_signatures", "ruleset_source_type": "Organization",
+             "ruleset_source": "acme", "ruleset_id": 9},
+            {"type": "commit_message_pattern", "parameters": {"operator": "regex", "pattern": "Signed-off-by:"}},
+            {"type": "deletion", "ruleset_id": 9}
+        ]))
+        .unwrap();
+        for rule in &rules {
+            r.add(rule);
+        }
+        assert_eq!(
+            r.describe().unwrap(),
+            "2 approving reviews from people with write access, `hive/test`, `ci/build` passing, \
+             the branch up to date, signed commits and commit messages matching `Signed-off-by:` \
+             (rulesets: 7 of acme/widgets, 9 of acme)"
         );
     }
 }

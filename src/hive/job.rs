@@ -110,9 +110,9 @@ impl From<WorkspaceError> for JobError {
     fn from(e: WorkspaceError) -> Self {
         match e {
             // What ran in a sandbox tried to steer the bot's git: no retry makes that right.
-            WorkspaceError::MissingBranch(_) | WorkspaceError::Tampered(_) => {
-                JobError::Permanent(e.into())
-            }
+            WorkspaceError::MissingBranch(_)
+            | WorkspaceError::Tampered(_)
+            | WorkspaceError::RuleViolation { .. } => JobError::Permanent(e.into()),
             _ => JobError::Transient(e.into()),
         }
     }

@@ -46,6 +46,18 @@ pub enum WorkspaceError {
     MissingBranch(String),
     #[error("the remote refused {reference}: {message}")]
     PushRejected { reference: String, message: String },
+    /// GitHub's rules refused the push (`GH013` for a ruleset, `GH006` for a protected
+    /// branch), in the remote's own words: trying again changes nothing until a person
+    /// changes the rules or the bot's place in them.
+    #[error(
+        "GitHub's rules refused the push to {reference} ({code}): {} They hold the bot's own branches: narrow them to the branches people push, or add the App to the ruleset's bypass list.",
+        rules.join(" ")
+    )]
+    RuleViolation {
+        reference: String,
+        code: String,
+        rules: Vec<String>,
+    },
     /// A push with a lease found the remote branch elsewhere than expected (someone pushed).
     #[error(
         "{branch} is at {found} on the remote, not at {expected} as last pushed; not overwritten"

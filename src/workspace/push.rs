@@ -85,8 +85,17 @@ impl Workspace {
         let mut remote = git.find_remote("origin")?;
         let rejected = std::cell::RefCell::new(None);
         let broken = std::cell::RefCell::new(None);
+        // What the remote says on the side (its hooks' and rules' words, `remote: …` to git).
+        let said = std::cell::RefCell::new(Vec::<u8>::new());
         let pushed = {
             let mut cb = callbacks(Some(token));
+            cb.sideband_progress(|text| {
+                let mut said = said.borrow_mut();
+                if said.len() < SAID_CAP {
+                    said.extend_from_slice(text);
+                }
+                true
+            });
             cb.push_update_reference(|reference, status| {
                 if let Some(message) = status {
                     *rejected.borrow_mut() = Some((reference.to_owned(), message.to_owned()));
@@ -126,8 +135,86 @@ impl Workspace {
         }
         pushed?;
         if let Some((reference, message)) = rejected.into_inner() {
-            return Err(WorkspaceError::PushRejected { reference, message });
+            let said = String::from_utf8_lossy(&said.into_inner()).into_owned();
+            return Err(match rules_broken(&said) {
+                Some((code, rules)) => WorkspaceError::RuleViolation {
+                    reference,
+                    code,
+                    rules,
+                },
+                None => WorkspaceError::PushRejected { reference, message },
+            });
         }
         Ok(())
+    }
+}
+
+/// How much of what the remote says beside a push is kept.
+const SAID_CAP: usize = 16 << 10;
+
+/// The rules GitHub says a refused push broke, from its words beside the push: the code
+/// (`GH013`, `GH006`) and each rule's sentence ("Commits must have verified signatures.").
+fn rules_broken(said: &str) -> Option<(String, Vec<String>)> {
+    let lines: Vec<&str> = said
+        .lines()
+        .map(|l| l.trim_start_matches("remote:").trim())
+        .collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("GH013:") || l.contains("GH006:"))?;
+    let code = if lines[at].contains("GH013:") {
+        "GH013"
+    } else {
+        "GH006"
+    };
+    let rules: Vec<String> = lines[at + 1..]
+        .iter()
+        .filter_map(|l| {
+            let l = l.strip_prefix("error:").unwrap_or(l).trim();
+            let rule = l.strip_prefix("- ").unwrap_or(l).trim();
+            let noise = rule.is_empty()
+                || rule.starts_with("Review all repository rules")
+                || rule.starts_with("Found ")
+                || rule.chars().all(|c| c.is_ascii_hexdigit());
+            (!noise).then(|| rule.chars().take(200).collect())
+        })
+        .take(5)
+        .collect();
+    let rules = if rules.is_empty() {
+        vec![lines[at].trim_start_matches("error:").trim().to_owned()]
+    } else {
+        rules
+    };
+    Some((code.to_owned(), rules))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rules_broken;
+
+    #[test]
+    fn githubs_rule_violations_are_read_from_its_words() {
+        // As git shows a push a ruleset refused (vercel/sandbox#169, two rules from
+        // anchorageoss/visualsign-parser#46).
+        let said = "error: GH013: Repository rule violations found for refs/heads/main.\n\
+            Review all repository rules at https://github.com/o/r/rules?ref=refs%2Fheads%2Fmain\n\n\
+            - Changes must be made through a pull request.\n\n\
+            - Commits must have verified signatures.\n  Found 1 violation:\n\n  \
+            5cbd07211cca9d7c959f48cd0b10e6b6366c619e\n\n";
+        let (code, rules) = rules_broken(said).unwrap();
+        assert_eq!(code, "GH013");
+        assert_eq!(
+            rules,
+            [
+                "Changes must be made through a pull request.",
+                "Commits must have verified signatures."
+            ]
+        );
+        let said = "error: GH006: Protected branch update failed for refs/heads/main.\n\
+            error: Cannot force-push to this protected branch\n";
+        let (code, rules) = rules_broken(said).unwrap();
+        assert_eq!(code, "GH006");
+        assert_eq!(rules, ["Cannot force-push to this protected branch"]);
+        assert_eq!(rules_broken("Counting objects: 3, done.\n"), None);
     }
 }

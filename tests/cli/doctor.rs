@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use sqlx::Connection as _;
 use support::bot::{app_key_path, app_public_key};
-use support::fake_github::{self, FakeGitHub};
+use support::fake_github::{self, FakeGitHub, Rule, Ruleset};
 use support::fake_llm::{FakeLlm, Script};
 
 const APP_ID: u64 = 4242;
@@ -166,6 +166,25 @@ async fn a_healthy_setup_passes_every_check() {
         "bob/tool",
         &[(".github/workflows/deploy.yml", &kept_out)],
     );
+    // acme's rulesets: signed commits everywhere, two reviews on main.
+    gh.add_ruleset(
+        "acme/site",
+        Ruleset {
+            id: 3,
+            name: "signed".into(),
+            branches: vec!["~ALL".into()],
+            rules: vec![Rule::Signatures],
+        },
+    );
+    gh.add_ruleset(
+        "acme/site",
+        Ruleset {
+            id: 4,
+            name: "main".into(),
+            branches: vec!["main".into()],
+            rules: vec![Rule::PullRequest { approvals: 2 }],
+        },
+    );
     let llm = models().await;
     let models = models_file(dir.path(), &llm.url);
     let key = app_key_path();
@@ -198,6 +217,7 @@ async fn a_healthy_setup_passes_every_check() {
         "model endpoint (critic)",
         "GitHub App",
         "CI on the bot's branches",
+        "Branch rules",
         "webhook secret",
     ];
     assert_eq!(checks.len(), names.len(), "{}", d.out);
@@ -245,6 +265,25 @@ async fn a_healthy_setup_passes_every_check() {
         warned[0].contains("acme/site .github/workflows/deploy.yml")
             && warned[0].contains("DEPLOY_KEY")
             && warned[0].contains("branches-ignore"),
+        "{}",
+        warned[0]
+    );
+    // What the rulesets ask of each default branch, and a warning where they hold the bot's.
+    d.expect(
+        "Branch rules",
+        '✓',
+        &["2 repositories read; acme/site `main` asks 2 approving reviews from people with write access and signed commits (rulesets: 3 of acme/site, 4 of acme/site)"],
+    );
+    let warned: Vec<&str> = d
+        .out
+        .lines()
+        .filter(|l| l.starts_with("! Branch rules:"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", d.out);
+    assert!(
+        warned[0].contains(
+            "acme/site: rulesets over the bot's branches (`feat/T-1`) ask signed commits"
+        ) && warned[0].contains("bypass list"),
         "{}",
         warned[0]
     );

@@ -43,6 +43,7 @@ mod real_scale;
 mod recreated_repo;
 mod repo_ci;
 mod reviews;
+mod rulesets;
 mod run_local;
 mod scale_out;
 mod sessions;

@@ -30,13 +30,35 @@ pub enum PushRule {
 }
 
 /// The `pre-receive` hook that enforces [`PushRule`]s, given as `FAKE_PROTECTED` =
-/// `branch=pr|locked|noforce …`, with GitHub's words.
+/// `branch=pr|locked|noforce …`, and rulesets' `required_signatures` over the branches
+/// `FAKE_SIGNED` matches (shell patterns), with GitHub's words (`GH006`, `GH013`).
 const PRE_RECEIVE: &str = r#"#!/bin/sh
+set -f
 status=0
 zero=0000000000000000000000000000000000000000
 while read old new ref; do
     branch=${ref#refs/heads/}
     [ "$branch" = "$ref" ] && continue
+    for pattern in $FAKE_SIGNED; do
+        case "$branch" in $pattern) ;; *) continue ;; esac
+        [ "$new" = "$zero" ] && break
+        unsigned=""
+        for c in $(git rev-list "$new" --not --all); do
+            git cat-file commit "$c" | sed '/^$/q' | grep -q '^gpgsig ' || unsigned="$unsigned $c"
+        done
+        [ -z "$unsigned" ] && break
+        set -- $unsigned
+        echo "error: GH013: Repository rule violations found for $ref." >&2
+        echo "Review all repository rules at $FAKE_RULES_URL?ref=$(echo "$ref" | sed 's|/|%2F|g')" >&2
+        echo "" >&2
+        echo "- Commits must have verified signatures." >&2
+        echo "  Found $# violation$([ $# -gt 1 ] && echo s):" >&2
+        echo "" >&2
+        for c in $unsigned; do echo "  $c" >&2; done
+        echo "" >&2
+        status=1
+        break
+    done
     for rule in $FAKE_PROTECTED; do
         [ "${rule%%=*}" = "$branch" ] || continue
         why=""
@@ -85,6 +107,7 @@ pub async fn serve(
     body: bytes::Bytes,
     user: &str,
     protected: &[(String, PushRule)],
+    signed: &[String],
 ) -> Response<Body> {
     let header = |name: &str| {
         headers
@@ -127,6 +150,19 @@ pub async fn serve(
                 })
                 .collect::<Vec<_>>()
                 .join(" "),
+        )
+        .env("FAKE_SIGNED", signed.join(" "))
+        .env(
+            "FAKE_RULES_URL",
+            format!(
+                "https://github.com/{}/rules",
+                path.trim_start_matches('/')
+                    .split('/')
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join("/")
+                    .trim_end_matches(".git")
+            ),
         )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

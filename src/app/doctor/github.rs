@@ -101,6 +101,56 @@ pub(super) fn client(creds: &AppCredentials, api: &url::Url) -> anyhow::Result<O
         .build()?)
 }
 
+/// The App's client for a check that reads installed repositories (`name`), or why that check
+/// is skipped.
+pub(super) fn app_client(
+    parsed: Option<&Parsed>,
+    github_passed: bool,
+    name: &str,
+) -> Result<Octocrab, Check> {
+    let Some(parsed) = parsed else {
+        return Err(Check::skipped(name, NO_CONFIG));
+    };
+    let Some(creds) = &parsed.config.app else {
+        return Err(Check::skipped(name, "no App credentials"));
+    };
+    if !github_passed {
+        return Err(Check::skipped(name, "the GitHub App check failed"));
+    }
+    client(creds, &parsed.config.github_api_url)
+        .map_err(|e| Check::skipped(name, format!("no GitHub client: {e:#}")))
+}
+
+/// The repositories the App is installed on (the first `max` over all installations), each
+/// as GitHub lists it, with a client of its installation.
+pub(super) async fn installed_repos(
+    crab: &Octocrab,
+    max: usize,
+) -> anyhow::Result<Vec<(Octocrab, Value)>> {
+    let installations: Vec<Value> = crab
+        .get("/app/installations", Some(&[("per_page", "100")]))
+        .await?;
+    let mut repos = Vec::new();
+    for inst in installations {
+        let Some(id) = inst["id"].as_u64() else {
+            continue;
+        };
+        let client = crab.installation(octocrab::models::InstallationId(id))?;
+        let list: Value = client
+            .get("/installation/repositories", Some(&[("per_page", "100")]))
+            .await?;
+        for repo in list["repositories"].as_array().into_iter().flatten() {
+            if repos.len() == max {
+                return Ok(repos);
+            }
+            if repo["full_name"].is_string() {
+                repos.push((client.clone(), repo.clone()));
+            }
+        }
+    }
+    Ok(repos)
+}
+
 /// `f`, failing as a timeout after twice [`WITHIN`] (a connection and an answer).
 async fn within<T>(
     f: impl Future<Output = octocrab::Result<T>>,

@@ -14,6 +14,7 @@ mod database;
 mod docker;
 mod github;
 pub(crate) mod models;
+mod rules;
 mod workflows;
 
 use std::fmt;
@@ -169,9 +170,13 @@ pub async fn check_all(args: &ServeArgs) -> Vec<Check> {
         environments(&args.store.data_dir),
     ];
     checks.extend(models);
-    let workflows = workflows::check(parsed.as_ref(), github.passed()).await;
+    let (workflows, rules) = tokio::join!(
+        workflows::check(parsed.as_ref(), github.passed()),
+        rules::check(parsed.as_ref(), github.passed()),
+    );
     checks.push(github);
     checks.push(workflows);
+    checks.push(rules);
     checks.push(webhook_secret(args));
     checks
 }

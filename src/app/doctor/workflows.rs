@@ -13,7 +13,7 @@ use octocrab::Octocrab;
 use serde_json::Value;
 use serde_yaml_ng::Value as Yaml;
 
-use super::{Check, NO_CONFIG, Parsed};
+use super::{Check, Parsed};
 
 const NAME: &str = "CI on the bot's branches";
 /// Repositories looked at, over all installations.
@@ -25,18 +25,9 @@ const BOT_BRANCHES: [&str; 2] = ["feat/T-1", "test/T-1"];
 const FIX: &str = "add `branches-ignore: [\"feat/T-*\", \"test/T-*\"]` under `on.push` (and `if: ${{ !startsWith(github.head_ref, 'feat/T-') }}` on jobs run by pull requests), or put its secrets in an environment that requires a reviewer (README: \"Keep your CI's secrets from the bot's branches\")";
 
 pub(super) async fn check(parsed: Option<&Parsed>, github_passed: bool) -> Check {
-    let Some(parsed) = parsed else {
-        return Check::skipped(NAME, NO_CONFIG);
-    };
-    let Some(creds) = &parsed.config.app else {
-        return Check::skipped(NAME, "no App credentials");
-    };
-    if !github_passed {
-        return Check::skipped(NAME, "the GitHub App check failed");
-    }
-    let crab = match super::github::client(creds, &parsed.config.github_api_url) {
+    let crab = match super::github::app_client(parsed, github_passed, NAME) {
         Ok(c) => c,
-        Err(e) => return Check::skipped(NAME, format!("no GitHub client: {e:#}")),
+        Err(skipped) => return skipped,
     };
     match tokio::time::timeout(WITHIN * 3, exposed_workflows(&crab)).await {
         Ok(Ok((repos, exposed))) => {
@@ -63,35 +54,17 @@ pub(super) async fn check(parsed: Option<&Parsed>, github_passed: bool) -> Check
 async fn exposed_workflows(
     crab: &Octocrab,
 ) -> anyhow::Result<(usize, Vec<(String, String, String)>)> {
-    let installations: Vec<Value> = crab
-        .get("/app/installations", Some(&[("per_page", "100")]))
-        .await?;
-    let mut repos = 0;
+    let repos = super::github::installed_repos(crab, MAX_REPOS).await?;
     let mut exposed = Vec::new();
-    for inst in installations {
-        let Some(id) = inst["id"].as_u64() else {
-            continue;
-        };
-        let client = crab.installation(octocrab::models::InstallationId(id))?;
-        let list: Value = client
-            .get("/installation/repositories", Some(&[("per_page", "100")]))
-            .await?;
-        for repo in list["repositories"].as_array().into_iter().flatten() {
-            if repos == MAX_REPOS {
-                return Ok((repos, exposed));
-            }
-            let Some(full) = repo["full_name"].as_str() else {
-                continue;
-            };
-            repos += 1;
-            for (path, text) in workflows(&client, full).await {
-                if let Some(why) = runs_bot_branches_with_secrets(&text) {
-                    exposed.push((full.to_owned(), path, why));
-                }
+    for (client, repo) in &repos {
+        let full = repo["full_name"].as_str().unwrap_or_default();
+        for (path, text) in workflows(client, full).await {
+            if let Some(why) = runs_bot_branches_with_secrets(&text) {
+                exposed.push((full.to_owned(), path, why));
             }
         }
     }
-    Ok((repos, exposed))
+    Ok((repos.len(), exposed))
 }
 
 /// `(path, text)` of each workflow file of `repo`'s default branch (none when it has none).

@@ -129,6 +129,11 @@ impl FakeGitHub {
             .insert((repo.to_owned(), branch.to_owned()), rule);
     }
 
+    /// Adds an active ruleset to `repo`.
+    pub fn add_ruleset(&self, repo: &str, set: super::Ruleset) {
+        self.extras().rules.rulesets.push((repo.to_owned(), set));
+    }
+
     pub fn unprotect(&self, repo: &str, branch: &str) {
         self.extras()
             .rules

@@ -17,6 +17,7 @@ mod hooks;
 mod layer;
 mod oauth;
 mod protection;
+mod rulesets;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,8 @@ use vibeloop::forge::Forge;
 pub use ci::JobRun;
 #[allow(unused_imports)]
 pub use protection::Protection;
+#[allow(unused_imports)]
+pub use rulesets::{Rule, Ruleset};
 #[allow(unused_imports)]
 pub use vibeloop::forge::json::user_json;
 #[allow(unused_imports)]

@@ -211,11 +211,49 @@ pub(super) fn protection_json(repo: &str, branch: &str, p: &Protection) -> Value
 pub struct Rules {
     pub branches: BTreeMap<(String, String), Protection>,
     pub forbidden_methods: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Rulesets, by repository (`rulesets.rs`).
+    pub rulesets: Vec<(String, super::rulesets::Ruleset)>,
 }
 
 impl Rules {
     pub fn of(&self, repo: &str, branch: &str) -> Option<&Protection> {
         self.branches.get(&(repo.to_owned(), branch.to_owned()))
+    }
+
+    /// What GitHub enforces on `branch`: its classic rule with the pull request and status
+    /// check rules of the rulesets over it joined in.
+    pub fn enforced(&self, repo: &str, branch: &str) -> Option<Protection> {
+        let mut p = self.of(repo, branch).cloned();
+        for (_, set) in self
+            .rulesets
+            .iter()
+            .filter(|(r, s)| r == repo && s.covers(branch))
+        {
+            for rule in &set.rules {
+                let q = p.get_or_insert_with(|| Protection {
+                    allow_force_pushes: true,
+                    allow_deletions: true,
+                    ..Protection::default()
+                });
+                match rule {
+                    super::rulesets::Rule::PullRequest { approvals } => {
+                        q.require_pull_request = true;
+                        q.required_approvals = q.required_approvals.max(*approvals);
+                    }
+                    super::rulesets::Rule::StatusChecks { contexts, strict } => {
+                        for c in contexts {
+                            if !q.required_checks.contains(c) {
+                                q.required_checks.push(c.clone());
+                            }
+                        }
+                        q.strict |= strict;
+                    }
+                    super::rulesets::Rule::NonFastForward => q.allow_force_pushes = false,
+                    _ => {}
+                }
+            }
+        }
+        p
     }
 
     /// The rules of `repo`'s branches.
@@ -244,6 +282,10 @@ pub(super) fn guard(
     let r = st.repos.get(&repo)?;
     let bare = vibeloop::forge::repo_dir(root, &repo);
     match (method, rest) {
+        ("GET", ["rules", "branches", b @ ..]) if !b.is_empty() => {
+            let rules = super::rulesets::rules_json(&rules.rulesets, &repo, &b.join("/"));
+            Some((StatusCode::OK, rules))
+        }
         ("GET", ["branches", b @ .., "protection"]) if !b.is_empty() => {
             let branch = b.join("/");
             let rule = rules.of(&repo, &branch)?;
@@ -252,7 +294,7 @@ pub(super) fn guard(
         }
         ("PATCH", ["git", "refs", "heads", b @ ..]) if !b.is_empty() => {
             let branch = b.join("/");
-            let rule = rules.of(&repo, &branch)?;
+            let rule = &rules.enforced(&repo, &branch)?;
             let git = gitops::open(&bare)?;
             let old = gitops::resolve_commit(&git, &branch)?;
             let new = body
@@ -268,7 +310,7 @@ pub(super) fn guard(
             refusal(rule, r, &branch, &new.to_string(), fast_forward).map(|why| unprocessable(&why))
         }
         ("DELETE", ["git", "refs", "heads", b @ ..]) if !b.is_empty() => {
-            let rule = rules.of(&repo, &b.join("/"))?;
+            let rule = rules.enforced(&repo, &b.join("/"))?;
             (rule.lock_branch || !rule.allow_deletions)
                 .then(|| unprocessable("Cannot delete this protected branch"))
         }
@@ -315,7 +357,7 @@ fn merge_refusal(
             "{what} not allowed on this repository."
         )));
     }
-    let rule = rules.of(repo, &p.base)?;
+    let rule = &rules.enforced(repo, &p.base)?;
     if approvals(r, p) < rule.required_approvals {
         let n = rule.required_approvals;
         let reviews = if n == 1 {

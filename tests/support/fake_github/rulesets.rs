@@ -1,0 +1,121 @@
+//! Repository rulesets, as GitHub applies them to a branch: `GET …/rules/branches/{branch}`
+//! lists the rules in force in GitHub's `repository-rule-detailed` form (an empty list where
+//! none apply), and pushes of commits without a signature to a branch under
+//! `required_signatures` are refused with GitHub's `GH013` words by the git server's hook
+//! (`git_http.rs`).
+
+use serde_json::{Value, json};
+
+/// One ruleset of a repository, active, over the branches its patterns name.
+#[derive(Debug, Clone)]
+pub struct Ruleset {
+    pub id: u64,
+    pub name: String,
+    /// `~ALL`, a branch name, or a shell pattern (`release/*`).
+    pub branches: Vec<String>,
+    pub rules: Vec<Rule>,
+}
+
+/// The rules this fake knows, with their parameters.
+#[derive(Debug, Clone)]
+pub enum Rule {
+    PullRequest { approvals: u32 },
+    StatusChecks { contexts: Vec<String>, strict: bool },
+    Signatures,
+    LinearHistory,
+    MergeQueue,
+    NonFastForward,
+    MessagePattern { name: String, pattern: String },
+}
+
+impl Ruleset {
+    /// Whether the ruleset applies to `branch`.
+    pub fn covers(&self, branch: &str) -> bool {
+        self.branches.iter().any(|p| match p.as_str() {
+            "~ALL" => true,
+            p => match p.strip_suffix('*') {
+                Some(prefix) => branch.starts_with(prefix),
+                None => p == branch,
+            },
+        })
+    }
+
+    /// Its branch patterns as the hook matches them (a shell `case` pattern each).
+    pub fn hook_patterns(&self) -> Vec<String> {
+        self.branches
+            .iter()
+            .map(|p| if p == "~ALL" { "*".into() } else { p.clone() })
+            .collect()
+    }
+}
+
+impl Rule {
+    fn json(&self) -> Value {
+        match self {
+            Rule::PullRequest { approvals } => json!({
+                "type": "pull_request",
+                "parameters": {
+                    "required_approving_review_count": approvals,
+                    "dismiss_stale_reviews_on_push": false,
+                    "require_code_owner_review": false,
+                    "require_last_push_approval": false,
+                    "required_review_thread_resolution": false,
+                    "allowed_merge_methods": ["merge", "squash", "rebase"],
+                },
+            }),
+            Rule::StatusChecks { contexts, strict } => json!({
+                "type": "required_status_checks",
+                "parameters": {
+                    "strict_required_status_checks_policy": strict,
+                    "required_status_checks":
+                        contexts.iter().map(|c| json!({ "context": c })).collect::<Vec<_>>(),
+                },
+            }),
+            Rule::Signatures => json!({ "type": "required_signatures" }),
+            Rule::LinearHistory => json!({ "type": "required_linear_history" }),
+            Rule::NonFastForward => json!({ "type": "non_fast_forward" }),
+            Rule::MergeQueue => json!({
+                "type": "merge_queue",
+                "parameters": {
+                    "check_response_timeout_minutes": 60,
+                    "grouping_strategy": "ALLGREEN",
+                    "max_entries_to_build": 5,
+                    "max_entries_to_merge": 5,
+                    "merge_method": "SQUASH",
+                    "min_entries_to_merge": 1,
+                    "min_entries_to_merge_wait_minutes": 5,
+                },
+            }),
+            Rule::MessagePattern { name, pattern } => json!({
+                "type": "commit_message_pattern",
+                "parameters": { "name": name, "negate": false, "operator": "regex", "pattern": pattern },
+            }),
+        }
+    }
+}
+
+/// `GET /repos/{repo}/rules/branches/{branch}`: every rule of the rulesets over `branch`.
+pub(super) fn rules_json(sets: &[(String, Ruleset)], repo: &str, branch: &str) -> Value {
+    let rules: Vec<Value> = sets
+        .iter()
+        .filter(|(r, set)| r == repo && set.covers(branch))
+        .flat_map(|(_, set)| {
+            set.rules.iter().map(|rule| {
+                let mut v = rule.json();
+                v["ruleset_source_type"] = json!("Repository");
+                v["ruleset_source"] = json!(repo);
+                v["ruleset_id"] = json!(set.id);
+                v
+            })
+        })
+        .collect();
+    Value::Array(rules)
+}
+
+/// The branch patterns under `required_signatures` in `repo`, for the push hook.
+pub(super) fn signed_patterns(sets: &[(String, Ruleset)], repo: &str) -> Vec<String> {
+    sets.iter()
+        .filter(|(r, set)| r == repo && set.rules.iter().any(|x| matches!(x, Rule::Signatures)))
+        .flat_map(|(_, set)| set.hook_patterns())
+        .collect()
+}
