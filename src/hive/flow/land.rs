@@ -38,11 +38,28 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .ok_or_else(|| JobError::permanent("merge without a rebased commit"))?;
     let landed = match cx.env.config.merge.method {
         MergeMethod::FastForward => fast_forward(cx, &sha).await?,
-        method => {
+        configured => {
             let pr = cx
                 .flow
                 .pr
                 .ok_or_else(|| JobError::permanent("merge without a pull request"))?;
+            let base = base_branch(cx);
+            let rule = match cx.run.client.branch_rule(&base).await {
+                Ok(rule) => rule,
+                Err(e) if e.is_transient() => return Err(e.into()),
+                Err(_) => None,
+            };
+            if rule.as_ref().is_some_and(|r| r.merge_queue) {
+                let why = format!(
+                    "`{base}` requires a merge queue, which the bot does not join yet, and its rules forbid a direct merge. #{pr} is approved and gated: add it to the queue from the pull request, and the bot completes the ticket once it merges."
+                );
+                return cx.needs_human(&why).await;
+            }
+            let (method, why) = method_under(rule.as_ref(), configured);
+            if let Some(why) = why {
+                cx.note(format!("Landing #{pr} by {}: {why}", method.as_str()))
+                    .await?;
+            }
             let t = &cx.run.ticket;
             let title = format!("{}: {} (#{pr})", t.id, t.title);
             let message = format!("Closes #{}.", t.issue_number);
@@ -177,6 +194,33 @@ async fn refused(
     );
     cx.settle(TaskState::AwaitingVerification, detail).await?;
     Ok(Step::Stop)
+}
+
+/// The merge method to land by under the base's rules, and why when it is not `configured`:
+/// no merge commit under a linear history, and no rebase-merge (GitHub's new, unsigned
+/// commits) where commits must be signed.
+fn method_under(
+    rule: Option<&crate::github::merge::BranchRule>,
+    configured: MergeMethod,
+) -> (MergeMethod, Option<&'static str>) {
+    let Some(rule) = rule else {
+        return (configured, None);
+    };
+    match configured {
+        MergeMethod::Merge if rule.linear_history && rule.signatures => (
+            MergeMethod::Squash,
+            Some("the base's rules forbid merge commits and require signed commits"),
+        ),
+        MergeMethod::Merge if rule.linear_history => (
+            MergeMethod::Rebase,
+            Some("the base's rules forbid merge commits (a linear history)"),
+        ),
+        MergeMethod::Rebase if rule.signatures => (
+            MergeMethod::Squash,
+            Some("the base's rules require signed commits, which a rebase-merge would not keep"),
+        ),
+        method => (method, None),
+    }
 }
 
 /// True when the base branch moved past the commit the change was rebased onto.
@@ -316,5 +360,41 @@ mod tests {
             "auto-v0.0.11"
         );
         assert_eq!(next_version(&t(&["auto-v1.2.3"])), "auto-v1.2.4");
+    }
+
+    #[test]
+    fn the_merge_method_keeps_to_what_the_base_allows() {
+        let rule = |linear_history, signatures| crate::github::merge::BranchRule {
+            linear_history,
+            signatures,
+            ..crate::github::merge::BranchRule::default()
+        };
+        let m = |r: Option<&crate::github::merge::BranchRule>, c| method_under(r, c).0;
+        assert_eq!(m(None, MergeMethod::Merge), MergeMethod::Merge);
+        assert_eq!(
+            m(Some(&rule(false, false)), MergeMethod::Merge),
+            MergeMethod::Merge
+        );
+        assert_eq!(
+            m(Some(&rule(true, false)), MergeMethod::Merge),
+            MergeMethod::Rebase
+        );
+        assert_eq!(
+            m(Some(&rule(true, true)), MergeMethod::Merge),
+            MergeMethod::Squash
+        );
+        assert_eq!(
+            m(Some(&rule(false, true)), MergeMethod::Rebase),
+            MergeMethod::Squash
+        );
+        assert_eq!(
+            m(Some(&rule(true, true)), MergeMethod::Squash),
+            MergeMethod::Squash
+        );
+        assert!(
+            method_under(Some(&rule(false, true)), MergeMethod::Rebase)
+                .1
+                .is_some()
+        );
     }
 }

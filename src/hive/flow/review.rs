@@ -235,12 +235,13 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
             None
         }
     };
-    let detail = match rule.filter(|r| r.required_approvals > 0) {
-        Some(r) => format!(
-            "The Critic approves. `{base}` needs {}: approve the pull request with a review (someone with write access), and the bot merges it.",
-            r.describe().unwrap_or_default()
+    const ASK: &str = "To merge, someone with write permission comments `/hive approve` or approves the pull request.";
+    let detail = match rule.as_ref().map(|r| (r.required_approvals, r.describe())) {
+        Some((n, Some(needs))) if n > 0 => format!(
+            "The Critic approves. `{base}` needs {needs}: approve the pull request with a review (someone with write access), and the bot merges it."
         ),
-        None => "The Critic approves. To merge, someone with write permission comments `/hive approve` or approves the pull request.".to_owned(),
+        Some((_, Some(needs))) => format!("The Critic approves. `{base}` needs {needs}. {ASK}"),
+        _ => format!("The Critic approves. {ASK}"),
     };
     let detail = match &cx.flow.approval_withdrawn {
         Some(why) => format!("{why} {detail}"),
