@@ -397,8 +397,8 @@ impl Store {
     /// whose lease has run out, for `lease_ms`. A queued job waits while an earlier job of its
     /// scope is live (see the module's doc).
     pub async fn claim_job(&self, owner: &str, lease_ms: i64) -> Result<Option<Job>> {
-        let now = now_ms();
         if self.dialect() == Dialect::Sqlite {
+            let now = now_ms();
             // SQLite has one writer: look first on a reader connection, so an idle worker's
             // poll does not queue behind (or in front of) the webhook receiver's commits. The
             // same test as the claim's, so a delivery held back behind its repository's earlier
@@ -425,12 +425,18 @@ impl Store {
              RETURNING id, kind, key, attempts, taken_from",
             claimable("$3"),
         );
+        // The lease starts once the database is ours: a claim that waited for a connection
+        // (a long commit, a database coming back) longer than a lease would otherwise take a
+        // job already expired, for another worker to take at once while this one runs it.
+        let mut conn = self.writer().acquire().await?;
+        let now = now_ms();
         let row = sqlx::query(&sql)
             .bind(owner)
             .bind(now + lease_ms)
             .bind(now)
-            .fetch_optional(self.writer())
+            .fetch_optional(&mut *conn)
             .await?;
+        drop(conn);
         let Some(r) = row else { return Ok(None) };
         let (id, kind, key): (i64, String, String) = (r.get(0), r.get(1), r.get(2));
         let Some(parsed) = JobKey::parse(&kind, &key) else {
@@ -450,6 +456,7 @@ impl Store {
 
     /// Extends a lease; false when the lease was lost (another worker owns the job now).
     pub async fn renew_lease(&self, job_id: i64, owner: &str, lease_ms: i64) -> Result<bool> {
+        let mut conn = self.writer().acquire().await?;
         let now = now_ms();
         let n = sqlx::query(
             "UPDATE jobs SET lease_until = $1, updated_at = $2 \
@@ -459,7 +466,7 @@ impl Store {
         .bind(now)
         .bind(job_id)
         .bind(owner)
-        .execute(self.writer())
+        .execute(&mut *conn)
         .await?
         .rows_affected();
         Ok(n > 0)
@@ -537,5 +544,42 @@ impl Store {
             .fetch_all(self.reader())
             .await?;
         Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_claim_that_waited_for_the_database_holds_a_whole_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/jobs.db?mode=rwc", dir.path().display());
+        let store = Store::connect(&url).await.unwrap();
+        store.migrate().await.unwrap();
+        store.enqueue(&JobKey::Sweep).await.unwrap();
+        // The one writer connection is busy for longer than a lease (a database restarting).
+        let held = store.writer().acquire().await.unwrap();
+        let claim = tokio::spawn({
+            let store = store.clone();
+            async move { store.claim_job("w1", 1_000).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+        drop(held);
+        let job = claim.await.unwrap().unwrap().expect("claimed");
+        let returned = now_ms();
+        let until: i64 = sqlx::query("SELECT lease_until FROM jobs WHERE id = $1")
+            .bind(job.id)
+            .fetch_one(store.reader())
+            .await
+            .unwrap()
+            .get(0);
+        // The lease runs from when the claim got the database: not over before it returned,
+        // so no other worker can take the job while this one starts it.
+        assert!(
+            until > returned,
+            "lease until {until}, claimed at {returned}"
+        );
+        store.close().await;
     }
 }
