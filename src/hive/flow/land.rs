@@ -369,32 +369,20 @@ mod tests {
             signatures,
             ..crate::github::merge::BranchRule::default()
         };
-        let m = |r: Option<&crate::github::merge::BranchRule>, c| method_under(r, c).0;
-        assert_eq!(m(None, MergeMethod::Merge), MergeMethod::Merge);
-        assert_eq!(
-            m(Some(&rule(false, false)), MergeMethod::Merge),
-            MergeMethod::Merge
-        );
-        assert_eq!(
-            m(Some(&rule(true, false)), MergeMethod::Merge),
-            MergeMethod::Rebase
-        );
-        assert_eq!(
-            m(Some(&rule(true, true)), MergeMethod::Merge),
-            MergeMethod::Squash
-        );
-        assert_eq!(
-            m(Some(&rule(false, true)), MergeMethod::Rebase),
-            MergeMethod::Squash
-        );
-        assert_eq!(
-            m(Some(&rule(true, true)), MergeMethod::Squash),
-            MergeMethod::Squash
-        );
-        assert!(
-            method_under(Some(&rule(false, true)), MergeMethod::Rebase)
-                .1
-                .is_some()
-        );
+        use MergeMethod::{Merge, Rebase, Squash};
+        // (linear history, signatures, configured) → what it lands by.
+        let cases = [
+            (false, false, Merge, Merge),
+            (true, false, Merge, Rebase),
+            (true, true, Merge, Squash),
+            (false, true, Rebase, Squash),
+            (true, true, Squash, Squash),
+        ];
+        for (linear, signed, configured, landed) in cases {
+            let (method, why) = method_under(Some(&rule(linear, signed)), configured);
+            assert_eq!(method, landed, "{linear} {signed} {configured:?}");
+            assert_eq!(why.is_some(), method != configured);
+        }
+        assert_eq!(method_under(None, Merge), (Merge, None));
     }
 }
