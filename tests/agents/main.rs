@@ -8,3 +8,4 @@ mod support;
 mod agent;
 mod llm;
 mod sandbox;
+mod sandbox_disk;
