@@ -179,11 +179,6 @@ impl BranchRule {
         self
     }
 
-    /// Whether any rule is a ruleset's.
-    pub fn from_rulesets(&self) -> bool {
-        !self.rulesets.is_empty()
-    }
-
     /// Adds the rules of a ruleset in force, as `GET …/rules/branches/{b}` lists them.
     fn add(&mut self, rule: &RuleInForce) {
         let p = &rule.parameters;
@@ -325,22 +320,8 @@ impl RepoClient {
     /// What `branch`'s rules ask: its rulesets' rules in force and its classic protection
     /// where the App may read it; `None` when neither asks anything.
     pub async fn branch_rule(&self, branch: &str) -> Result<Option<BranchRule>, GitHubError> {
-        let classic = self.protection(branch).await?;
-        let encoded: String = url::form_urlencoded::byte_serialize(branch.as_bytes()).collect();
-        let route = format!(
-            "/repos/{}/{}/rules/branches/{encoded}",
-            self.repo.owner(),
-            self.repo.name()
-        );
-        let rules: Vec<RuleInForce> =
-            match self.send(Method::GET, &route, None, Idempotent::Yes).await {
-                Ok(rules) => rules,
-                // An Enterprise Server without rulesets, or a repository the App cannot see.
-                Err(GitHubError::Api { status, .. }) if matches!(status.as_u16(), 403 | 404) => {
-                    vec![]
-                }
-                Err(e) => return Err(e),
-            };
+        let (classic, rules) = tokio::join!(self.protection(branch), self.rules_in_force(branch));
+        let (classic, rules) = (classic?, rules?);
         if classic.is_none() && rules.is_empty() {
             return Ok(None);
         }
@@ -349,6 +330,24 @@ impl RepoClient {
             rule.add(r);
         }
         Ok(Some(rule))
+    }
+
+    /// The rules `branch`'s rulesets put in force (none where the server has no rulesets).
+    async fn rules_in_force(&self, branch: &str) -> Result<Vec<RuleInForce>, GitHubError> {
+        let encoded: String = url::form_urlencoded::byte_serialize(branch.as_bytes()).collect();
+        let route = format!(
+            "/repos/{}/{}/rules/branches/{encoded}",
+            self.repo.owner(),
+            self.repo.name()
+        );
+        match self.send(Method::GET, &route, None, Idempotent::Yes).await {
+            Ok(rules) => Ok(rules),
+            // An Enterprise Server without rulesets, or a repository the App cannot see.
+            Err(GitHubError::Api { status, .. }) if matches!(status.as_u16(), 403 | 404) => {
+                Ok(vec![])
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// `branch`'s classic protection rule; `None` when it has none, or when the App may not

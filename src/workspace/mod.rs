@@ -50,7 +50,7 @@ pub enum WorkspaceError {
     /// branch), in the remote's own words: trying again changes nothing until a person
     /// changes the rules or the bot's place in them.
     #[error(
-        "GitHub's rules refused the push to {reference} ({code}): {} They hold the bot's own branches: narrow them to the branches people push, or add the App to the ruleset's bypass list.",
+        "GitHub's rules refused the push to {reference} ({code}): {} Trying again changes nothing: change the rule, or add the App to the ruleset's bypass list.",
         rules.join(" ")
     )]
     RuleViolation {

@@ -15,7 +15,7 @@ use super::ctx::{git, sync};
 use super::state::{Node, Wait};
 use crate::config::repo::MergeMethod;
 use crate::github::GitHubError;
-use crate::github::merge::MergeRefusal;
+use crate::github::merge::{BranchRule, MergeRefusal};
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::ticket::{MemoryStability, TaskState};
@@ -36,6 +36,16 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .rebased
         .clone()
         .ok_or_else(|| JobError::permanent("merge without a rebased commit"))?;
+    // What the base's rules ask, read once: how to land, and what a refusal waits for.
+    let base = base_branch(cx);
+    let rule = match cx.run.client.branch_rule(&base).await {
+        Ok(rule) => rule,
+        Err(e) if e.is_transient() => return Err(e.into()),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the base branch's rules");
+            None
+        }
+    };
     let landed = match cx.env.config.merge.method {
         MergeMethod::FastForward => fast_forward(cx, &sha).await?,
         configured => {
@@ -43,12 +53,6 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                 .flow
                 .pr
                 .ok_or_else(|| JobError::permanent("merge without a pull request"))?;
-            let base = base_branch(cx);
-            let rule = match cx.run.client.branch_rule(&base).await {
-                Ok(rule) => rule,
-                Err(e) if e.is_transient() => return Err(e.into()),
-                Err(_) => None,
-            };
             if rule.as_ref().is_some_and(|r| r.merge_queue) {
                 let why = format!(
                     "`{base}` requires a merge queue, which the bot does not join yet, and its rules forbid a direct merge. #{pr} is approved and gated: add it to the queue from the pull request, and the bot completes the ticket once it merges."
@@ -82,7 +86,7 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             .await?;
             Ok(Step::Next)
         }
-        Err(refusal) => refused(cx, &sha, refusal).await,
+        Err(refusal) => refused(cx, &sha, refusal, rule.as_ref()).await,
     }
 }
 
@@ -111,11 +115,13 @@ async fn fast_forward(
     }
 }
 
-/// GitHub would not land `sha`: rebase again, wait, or ask a person.
+/// GitHub would not land `sha`: rebase again, wait, or ask a person (saying what `rule`, the
+/// base's rules, asks).
 async fn refused(
     cx: &mut Ctx<'_, '_>,
     sha: &CommitSha,
     refusal: MergeRefusal,
+    rule: Option<&BranchRule>,
 ) -> Result<Step, JobError> {
     let base = base_branch(cx);
     let pr = cx.flow.pr.unwrap_or_default();
@@ -174,14 +180,8 @@ async fn refused(
         cx.flow.next = Node::Ci;
     }
     cx.checkpoint(Node::Merge, inputs, outputs).await?;
-    let rule = match cx.run.client.branch_rule(&base).await {
-        Ok(rule) => rule.and_then(|r| r.describe()),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the base branch's protection");
-            None
-        }
-    };
     let rule = rule
+        .and_then(BranchRule::describe)
         .map(|r| format!(" `{base}` needs {r}."))
         .unwrap_or_default();
     let next = match wait {
@@ -200,7 +200,7 @@ async fn refused(
 /// no merge commit under a linear history, and no rebase-merge (GitHub's new, unsigned
 /// commits) where commits must be signed.
 fn method_under(
-    rule: Option<&crate::github::merge::BranchRule>,
+    rule: Option<&BranchRule>,
     configured: MergeMethod,
 ) -> (MergeMethod, Option<&'static str>) {
     let Some(rule) = rule else {
@@ -364,10 +364,10 @@ mod tests {
 
     #[test]
     fn the_merge_method_keeps_to_what_the_base_allows() {
-        let rule = |linear_history, signatures| crate::github::merge::BranchRule {
+        let rule = |linear_history, signatures| BranchRule {
             linear_history,
             signatures,
-            ..crate::github::merge::BranchRule::default()
+            ..BranchRule::default()
         };
         use MergeMethod::{Merge, Rebase, Squash};
         // (linear history, signatures, configured) → what it lands by.
