@@ -77,6 +77,16 @@ impl JobError {
     pub fn is_transient(&self) -> bool {
         matches!(self, JobError::Transient(_))
     }
+
+    /// The ticket started over while this job ran: nothing of the job is to be kept, and
+    /// nothing failed (the next run is the ticket's now).
+    pub fn is_superseded(&self) -> bool {
+        let (JobError::Transient(e) | JobError::Permanent(e)) = self;
+        matches!(
+            e.downcast_ref::<crate::store::StoreError>(),
+            Some(crate::store::StoreError::Superseded(_))
+        )
+    }
 }
 
 impl From<GitHubError> for JobError {

@@ -21,7 +21,15 @@ pub async fn run_ticket(
     key: TicketKey,
 ) -> (Result<(), JobError>, Option<crate::config::repo::Retry>) {
     let mut retry = None;
-    let result = run(hive, key, &mut retry).await;
+    let result = match run(hive, key, &mut retry).await {
+        // The issue was relabelled while this run tidied up after its end: the run that
+        // starts next is the ticket's, and this one's last writes were dropped.
+        Err(e) if e.is_superseded() => {
+            info!(%key, "the ticket started over during this run; it ends here");
+            Ok(())
+        }
+        result => result,
+    };
     (result, retry)
 }
 

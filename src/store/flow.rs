@@ -4,7 +4,7 @@
 
 use sqlx::Row as _;
 
-use super::{Result, Store};
+use super::{Result, Store, StoreError};
 use crate::ids::TicketKey;
 use crate::now_ms;
 use crate::ticket::Signal;
@@ -19,28 +19,43 @@ pub struct Checkpoint {
     pub at: i64,
 }
 
-/// Stores a ticket's flow state inside a transaction.
+/// Which run of a ticket writes: its key and the run it started with ([`Ticket::run`]).
+///
+/// [`Ticket::run`]: super::tickets::Ticket::run
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOf {
+    pub key: TicketKey,
+    pub run: i64,
+}
+
+/// Stores a ticket's flow state inside a transaction, if `of` is still the ticket's current
+/// run; [`StoreError::Superseded`] (and nothing written) if it started over since.
 async fn set_flow_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    key: TicketKey,
+    of: RunOf,
     flow: &serde_json::Value,
     now: i64,
 ) -> Result<()> {
-    sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
+    let n = sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3 AND run = $4")
         .bind(flow.to_string())
         .bind(now)
-        .bind(key.0)
+        .bind(of.key.0)
+        .bind(of.run)
         .execute(&mut **tx)
-        .await?;
+        .await?
+        .rows_affected();
+    if n == 0 {
+        return Err(StoreError::Superseded(of.key));
+    }
     Ok(())
 }
 
 impl Store {
     /// Records that `node` (attempt `attempt`) finished with `outputs`, and stores `flow`, the
-    /// state the next node starts from.
+    /// state the next node starts from; neither if the run `of` is no longer the ticket's.
     pub async fn checkpoint(
         &self,
-        key: TicketKey,
+        of: RunOf,
         node: &str,
         attempt: u32,
         inputs: &serde_json::Value,
@@ -50,7 +65,7 @@ impl Store {
         let now = now_ms();
         let mut tx = self.writer().begin().await?;
         sqlx::query("INSERT INTO checkpoints (ticket_id, node, attempt, inputs, outputs, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
-            .bind(key.0)
+            .bind(of.key.0)
             .bind(node)
             .bind(i64::from(attempt))
             .bind(inputs.to_string())
@@ -58,19 +73,8 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        set_flow_in(&mut tx, key, flow, now).await?;
+        set_flow_in(&mut tx, of, flow, now).await?;
         tx.commit().await?;
-        Ok(())
-    }
-
-    /// Stores `flow` without a checkpoint (a change made from outside a node: a command).
-    pub async fn set_flow(&self, key: TicketKey, flow: &serde_json::Value) -> Result<()> {
-        sqlx::query("UPDATE tickets SET flow = $1, updated_at = $2 WHERE id = $3")
-            .bind(flow.to_string())
-            .bind(now_ms())
-            .bind(key.0)
-            .execute(self.writer())
-            .await?;
         Ok(())
     }
 
@@ -151,10 +155,11 @@ impl Store {
     }
 
     /// Marks signals up to `last_id` consumed and stores the `flow` they produced, in one
-    /// transaction: a crash leaves either both or neither, so no approval is lost.
+    /// transaction: a crash leaves either both or neither, so no approval is lost. Neither
+    /// either if the run `of` is no longer the ticket's: the signals are the next run's.
     pub async fn consume_signals(
         &self,
-        key: TicketKey,
+        of: RunOf,
         last_id: i64,
         flow: &serde_json::Value,
     ) -> Result<()> {
@@ -164,11 +169,11 @@ impl Store {
             "UPDATE signals SET consumed_at = $1 WHERE ticket_id = $2 AND consumed_at IS NULL AND id <= $3",
         )
         .bind(now)
-        .bind(key.0)
+        .bind(of.key.0)
         .bind(last_id)
         .execute(&mut *tx)
         .await?;
-        set_flow_in(&mut tx, key, flow, now).await?;
+        set_flow_in(&mut tx, of, flow, now).await?;
         tx.commit().await?;
         Ok(())
     }

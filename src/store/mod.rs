@@ -67,6 +67,9 @@ pub enum StoreError {
     Db(#[from] sqlx::Error),
     #[error("{0}")]
     Invalid(String),
+    /// The ticket started over since this run began: the run's writes are no longer its own.
+    #[error("ticket {0} started over; this run's writes are dropped")]
+    Superseded(crate::ids::TicketKey),
     /// One failure shared by several callers (a group commit's), with its passing reason.
     #[error("{message}")]
     Shared {
@@ -130,10 +133,10 @@ macro_rules! migrations {
 pub(crate) fn migrator(dialect: Dialect) -> Migrator {
     let migrations = match dialect {
         Dialect::Sqlite => {
-            migrations!("sqlite", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from", 7 "0007_command_reply", 8 "0008_job_scope", 9 "0009_ticket_lane", 10 "0010_memory_lifecycle", 11 "0011_questions", 12 "0012_repositories")
+            migrations!("sqlite", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from", 7 "0007_command_reply", 8 "0008_job_scope", 9 "0009_ticket_lane", 10 "0010_memory_lifecycle", 11 "0011_questions", 12 "0012_repositories", 13 "0013_ticket_run")
         }
         Dialect::Postgres => {
-            migrations!("postgres", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from", 7 "0007_command_reply", 8 "0008_job_scope", 9 "0009_ticket_lane", 10 "0010_memory_lifecycle", 11 "0011_questions", 12 "0012_repositories")
+            migrations!("postgres", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from", 7 "0007_command_reply", 8 "0008_job_scope", 9 "0009_ticket_lane", 10 "0010_memory_lifecycle", 11 "0011_questions", 12 "0012_repositories", 13 "0013_ticket_run")
         }
     };
     Migrator {

@@ -30,6 +30,19 @@ pub struct Ticket {
     pub detail: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Which run of the ticket this is: it grows each time the ticket starts over, and a run
+    /// writes its flow only while it is still the current one.
+    pub run: i64,
+}
+
+impl Ticket {
+    /// This run of the ticket, as its flow writes name it.
+    pub fn run_of(&self) -> super::flow::RunOf {
+        super::flow::RunOf {
+            key: self.key,
+            run: self.run,
+        }
+    }
 }
 
 /// What a labelled issue asks for.
@@ -83,7 +96,7 @@ pub enum Opened {
 }
 
 const COLUMNS: &str = "id, number, repo, issue_number, installation_id, title, body, base_branch, \
-    state, status_comment_id, pr_number, head_sha, detail, created_at, updated_at";
+    state, status_comment_id, pr_number, head_sha, detail, created_at, updated_at, run";
 
 fn to_u64(v: Option<i64>) -> Option<u64> {
     v.and_then(|v| u64::try_from(v).ok())
@@ -109,6 +122,7 @@ fn ticket_from_row(r: &AnyRow) -> Result<Ticket> {
         detail: r.get(12),
         created_at: r.get(13),
         updated_at: r.get(14),
+        run: r.get(15),
     })
 }
 
@@ -138,13 +152,22 @@ impl Store {
                     .map_err(|e| StoreError::Invalid(e.to_string()))?;
                 sqlx::query(
                     "UPDATE tickets SET state = 'Pending', detail = NULL, title = $1, body = $2, \
-                     flow = $5, lane = NULL, updated_at = $3 WHERE id = $4",
+                     flow = $5, lane = NULL, run = run + 1, updated_at = $3 WHERE id = $4",
                 )
                 .bind(t.title)
                 .bind(t.body)
                 .bind(now)
                 .bind(ticket.key.0)
                 .bind(t.start.seed())
+                .execute(&mut *tx)
+                .await?;
+                // What was asked of the run that failed is not asked of the next one (an abort
+                // that run read but could not mark done would stop the new one at once).
+                sqlx::query(
+                    "UPDATE signals SET consumed_at = $1 WHERE ticket_id = $2 AND consumed_at IS NULL",
+                )
+                .bind(now)
+                .bind(ticket.key.0)
                 .execute(&mut *tx)
                 .await?;
                 (ticket.key, Opened::Restarted)

@@ -9,6 +9,7 @@ mod support;
 mod store_db;
 
 mod store;
+mod store_flow;
 mod store_jobs;
 mod store_questions;
 mod store_repositories;

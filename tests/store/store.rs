@@ -1,6 +1,6 @@
 //! The store suite, run against both databases (see `harness/store_db.rs`): migrations,
 //! deliveries, tickets and their transitions, installations, memory, the budget ledger,
-//! checkpoints, commands and signals. The job queue is in `store_jobs.rs`.
+//! commands. The job queue is in `store_jobs.rs`, checkpoints and signals in `store_flow.rs`.
 
 use vibeloop::ids::{DeliveryId, InstallationId, RepoName};
 use vibeloop::store::Store;
@@ -23,9 +23,7 @@ both!(
     a_ticket_that_fails_has_its_memory_demoted,
     later_tickets_are_told_the_canonical_memory_relevant_to_them,
     the_budget_ledger_is_kept_per_role,
-    checkpoints_keep_the_flow,
     commands_run_once_per_source,
-    signals_are_consumed_with_the_flow_they_changed,
 );
 
 async fn migrations_run_twice(store: Store) {
@@ -72,7 +70,7 @@ async fn deliveries_are_deduplicated(store: Store) {
     assert!(store.delivery("nope").await.unwrap().is_none());
 }
 
-fn ticket<'a>(repo: &'a RepoName, issue: u64) -> NewTicket<'a> {
+pub(crate) fn ticket<'a>(repo: &'a RepoName, issue: u64) -> NewTicket<'a> {
     NewTicket {
         repo,
         issue_number: issue,
@@ -473,53 +471,6 @@ async fn the_budget_ledger_is_kept_per_role(store: Store) {
     assert_eq!(store.budget(t.key).await.unwrap(), ledger);
 }
 
-async fn checkpoints_keep_the_flow(store: Store) {
-    use serde_json::json;
-    let repo = RepoName::parse("acme/a").unwrap();
-    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
-    assert_eq!(store.flow(t.key).await.unwrap(), None);
-    store
-        .checkpoint(
-            t.key,
-            "plan",
-            1,
-            &json!({"issue": 1}),
-            &json!({"steps": 2}),
-            &json!({"next": "plan_check"}),
-        )
-        .await
-        .unwrap();
-    store
-        .checkpoint(
-            t.key,
-            "plan_check",
-            1,
-            &json!({}),
-            &json!({"findings": []}),
-            &json!({"next": "builder"}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        store.flow(t.key).await.unwrap(),
-        Some(json!({"next": "builder"}))
-    );
-    let cps = store.checkpoints(t.key).await.unwrap();
-    assert_eq!(
-        cps.iter().map(|c| c.node.as_str()).collect::<Vec<_>>(),
-        ["plan", "plan_check"]
-    );
-    assert_eq!(cps[0].outputs, json!({"steps": 2}));
-    store
-        .set_flow(t.key, &json!({"next": "abort"}))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.flow(t.key).await.unwrap(),
-        Some(json!({"next": "abort"}))
-    );
-}
-
 async fn commands_run_once_per_source(store: Store) {
     use vibeloop::store::commands::NewCommand;
     let repo = RepoName::parse("acme/a").unwrap();
@@ -556,38 +507,4 @@ async fn commands_run_once_per_source(store: Store) {
         ["approved", "received"]
     );
     assert_eq!(all[0].author, "octocat");
-}
-
-async fn signals_are_consumed_with_the_flow_they_changed(store: Store) {
-    use serde_json::json;
-    use vibeloop::ticket::Signal;
-    let repo = RepoName::parse("acme/a").unwrap();
-    let (t, _) = store.open_ticket(&ticket(&repo, 1)).await.unwrap();
-    let kinds = |signals: &[vibeloop::store::flow::StoredSignal]| -> Vec<&'static str> {
-        signals
-            .iter()
-            .map(|s| s.signal.as_ref().map(Signal::kind).unwrap_or("unreadable"))
-            .collect()
-    };
-    let feedback = Signal::Feedback { text: "x".into() };
-    store.signal(t.key, &feedback, "ann").await.unwrap();
-    store.signal(t.key, &Signal::Approve, "bob").await.unwrap();
-    let pending = store.pending_signals(t.key).await.unwrap();
-    assert_eq!(kinds(&pending), ["feedback", "approve"]);
-    assert_eq!(pending[0].signal, Ok(feedback));
-    // Read again before they are consumed (a crash in between): still there.
-    assert_eq!(store.pending_signals(t.key).await.unwrap(), pending);
-    // One more arrives while the first two are applied: it stays pending.
-    let abort = Signal::Abort { why: None };
-    store.signal(t.key, &abort, "cy").await.unwrap();
-    store
-        .consume_signals(t.key, pending[1].id, &json!({"approved_by": "bob"}))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.flow(t.key).await.unwrap(),
-        Some(json!({"approved_by": "bob"}))
-    );
-    let left = store.pending_signals(t.key).await.unwrap();
-    assert_eq!(kinds(&left), ["abort"]);
 }

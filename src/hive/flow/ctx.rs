@@ -78,7 +78,7 @@ impl Ctx<'_, '_> {
             .hive
             .store
             .checkpoint(
-                self.run.ticket.key,
+                self.run.ticket.run_of(),
                 node.as_str(),
                 self.flow.attempt,
                 &inputs,

@@ -53,7 +53,8 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
             cx.run.cleanup().await;
             let last = signals.last().map(|s| s.id).unwrap_or(s.id);
             let flow = serde_json::to_value(&cx.flow).unwrap_or_default();
-            cx.run.hive.store.consume_signals(key, last, &flow).await?;
+            let of = cx.run.ticket.run_of();
+            cx.run.hive.store.consume_signals(of, last, &flow).await?;
             return Ok(Step::Stop);
         }
     }
@@ -66,7 +67,7 @@ pub(super) async fn apply_signals(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError
         cx.run
             .hive
             .store
-            .consume_signals(key, last.id, &flow)
+            .consume_signals(cx.run.ticket.run_of(), last.id, &flow)
             .await?;
     }
     let parked = matches!(
