@@ -2,10 +2,8 @@
 //! Input: `before\0patch`.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[allow(dead_code)]
+#[path = "../bodies.rs"]
+mod bodies;
 
-fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    let (before, patch) = text.split_once('\0').unwrap_or(("", &text));
-    let _ = vibeloop::agent::tools::patch_text(before, patch);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bodies::apply_patch(data));

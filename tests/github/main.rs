@@ -1,4 +1,4 @@
-//! GitHub's side: the fake GitHub itself (REST, git database, merges, protection), the App client against it, git through the workspace, and check runs.
+//! GitHub's side: the fake GitHub itself (REST, git database, merges, protection), the App client against it, git through the workspace, and check runs; and the fuzz targets' bodies on their seeds.
 //!
 //! One test binary for these modules (each was a binary of its own): the crate is linked once.
 
@@ -10,6 +10,7 @@ mod support;
 mod fake_github;
 mod fake_github_git;
 mod fake_github_merge;
+mod fuzz_replay;
 mod github_client;
 mod markers;
 mod redproof;
