@@ -13,7 +13,7 @@ pub(super) struct Spec {
 }
 
 /// Every command, in the order the help text lists them.
-pub(super) static SPECS: [Spec; 10] = [
+pub(super) static SPECS: [Spec; 11] = [
     Spec {
         name: "status",
         usage: "status",
@@ -41,6 +41,13 @@ pub(super) static SPECS: [Spec; 10] = [
         permission: Permission::Write,
         what: "plan again from the issue as it reads now (resumes a ticket waiting for answers); with no ticket, plan only.",
         simple: Some(Command::Plan),
+    },
+    Spec {
+        name: "base",
+        usage: "base <branch>",
+        permission: Permission::Write,
+        what: "land this ticket on another branch than the default (before its code is written); it plans again.",
+        simple: None,
     },
     Spec {
         name: "retry",
@@ -130,8 +137,16 @@ pub(super) fn parse(after: &str, more: impl FnOnce() -> String) -> Parsed {
         ("retry", _) => {
             return invalid("takes one role at most, e.g. `/hive retry builder`".into());
         }
+        ("base", []) => return invalid("needs a branch, e.g. `/hive base release/1.x`".into()),
+        ("base", [branch]) => match check_ref_name(branch) {
+            Ok(()) => Command::Base((*branch).to_owned()),
+            Err(why) => {
+                return invalid(format!("`{}` is no valid branch: {why}", shown(branch, 40)));
+            }
+        },
+        ("base", _) => return invalid("takes one branch, e.g. `/hive base release/1.x`".into()),
         ("reset", []) => return invalid("needs a tag, e.g. `/hive reset LATEST_STABLE`".into()),
-        ("reset", [tag]) => match check_tag(tag) {
+        ("reset", [tag]) => match check_ref_name(tag) {
             Ok(()) => Command::Reset((*tag).to_owned()),
             Err(why) => return invalid(format!("`{}` is no valid tag: {why}", shown(tag, 40))),
         },
@@ -183,26 +198,27 @@ fn check_text(text: &str, example: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Why `tag` is no tag name a reset may use: `[A-Za-z0-9._/-]{1,100}`, not starting with `-`,
-/// no `..`, and git's other rules for ref names that this alphabet allows one to break.
-pub(super) fn check_tag(tag: &str) -> Result<(), &'static str> {
+/// Why `tag` is no tag or branch name a command may use: `[A-Za-z0-9._/-]{1,100}`, not
+/// starting with `-`, no `..`, and git's other rules for ref names that this alphabet allows
+/// one to break. What is left is safe anywhere a name goes: a ref, a URL, an argument.
+pub fn check_ref_name(tag: &str) -> Result<(), &'static str> {
     if !tag
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'/' | b'-'))
     {
-        return Err("a tag holds only letters, digits and `.` `_` `/` `-`");
+        return Err("it holds only letters, digits and `.` `_` `/` `-`");
     }
     if tag.is_empty() || tag.len() > 100 {
-        return Err("a tag has 1 to 100 characters");
+        return Err("it has 1 to 100 characters");
     }
     if tag.starts_with('-') {
-        return Err("a tag does not start with `-`");
+        return Err("it does not start with `-`");
     }
     if tag.contains("..") {
-        return Err("a tag does not contain `..`");
+        return Err("it does not contain `..`");
     }
     if tag.starts_with('/') || tag.ends_with('/') || tag.contains("//") {
-        return Err("a tag does not start or end with `/` or contain `//`");
+        return Err("it does not start or end with `/` or contain `//`");
     }
     if tag.ends_with('.')
         || tag
@@ -210,7 +226,7 @@ pub(super) fn check_tag(tag: &str) -> Result<(), &'static str> {
             .any(|part| part.starts_with('.') || part.ends_with(".lock"))
     {
         return Err(
-            "a tag does not end with `.`, and no part of it starts with `.` or ends with `.lock`",
+            "it does not end with `.`, and no part of it starts with `.` or ends with `.lock`",
         );
     }
     Ok(())

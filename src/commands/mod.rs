@@ -63,6 +63,7 @@ mod tests;
 use std::collections::HashMap;
 use std::fmt;
 
+pub use args::check_ref_name;
 use scan::Line;
 
 /// The longest feedback text, in characters.
@@ -92,6 +93,9 @@ pub enum Command {
     Abort,
     /// Rebase the branch onto the base branch and check it again.
     Rebase,
+    /// Land the ticket on this branch (a valid branch name; whether it exists is the
+    /// caller's question).
+    Base(String),
     /// Reset the base branch to a snapshot tag (a valid tag name; whether it exists is the
     /// caller's question).
     Reset(String),
@@ -107,7 +111,8 @@ impl Command {
             | Command::Feedback(_)
             | Command::Approve
             | Command::Abort
-            | Command::Rebase => Permission::Write,
+            | Command::Rebase
+            | Command::Base(_) => Permission::Write,
             Command::Reset(_) => Permission::Admin,
         }
     }
@@ -130,6 +135,7 @@ impl Command {
             Command::Abort => "abort",
             Command::Rebase => "rebase",
             Command::Reset(_) => "reset",
+            Command::Base(_) => "base",
         }
     }
 }
@@ -140,7 +146,10 @@ impl fmt::Display for Command {
         write!(f, "/hive {}", self.name())?;
         match self {
             Command::Retry(Some(role)) => write!(f, " {role}"),
-            Command::Feedback(text) | Command::Ask(text) | Command::Reset(text) => {
+            Command::Feedback(text)
+            | Command::Ask(text)
+            | Command::Reset(text)
+            | Command::Base(text) => {
                 write!(f, " {text}")
             }
             _ => Ok(()),

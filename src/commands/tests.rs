@@ -91,6 +91,7 @@ fn commands_print_as_they_are_written() {
         Command::Abort,
         Command::Rebase,
         Command::Reset("auto-v0.1.0".into()),
+        Command::Base("release/1.x".into()),
     ];
     for command in all {
         assert_eq!(ok(&command.to_string()), command, "{command}");

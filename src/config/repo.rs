@@ -53,6 +53,8 @@ pub struct HiveConfig {
     pub budget: Caps,
     pub review: Review,
     pub merge: Merge,
+    /// What the bot's commits carry.
+    pub commits: Commits,
     /// The retry engine: attempts, backoff, when a person is asked.
     pub retry: Retry,
     /// The shape of the Architect's plan.
@@ -108,6 +110,16 @@ pub struct Merge {
     pub allow_force_reset: bool,
 }
 
+/// What the bot's commits carry.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Commits {
+    /// A `Signed-off-by:` trailer naming the bot on every commit it makes (a Developer
+    /// Certificate of Origin). Also on where the base's rules ask for one: a required `DCO`
+    /// check, or a `commit_message_pattern` that names `Signed-off-by`.
+    pub signoff: bool,
+}
+
 /// `merge.method`: GitHub's pull-request merge (`rebase`, `squash`, `merge`: what branch
 /// protection allows), or moving the base branch itself (`fast-forward`: only where the base
 /// does not require pull requests).
@@ -147,6 +159,7 @@ impl Default for HiveConfig {
             budget: Caps::default(),
             review: Review::default(),
             merge: Merge::default(),
+            commits: Commits::default(),
             retry: Retry::default(),
             plan: PlanLimits::default(),
             knowledge: Knowledge::default(),

@@ -115,11 +115,23 @@ pub struct BranchRule {
     pub merge_queue: bool,
     /// Commit messages must match these (`commit_message_pattern`: its name, or the pattern).
     pub message_patterns: Vec<String>,
+    /// One of those patterns asks for a `Signed-off-by:` trailer.
+    pub message_signoff: bool,
     /// The rulesets these rules come from ("`signed` (ruleset 7)").
     pub rulesets: Vec<String>,
 }
 
 impl BranchRule {
+    /// The base asks every commit to be signed off: a `commit_message_pattern` names
+    /// `Signed-off-by`, or a `DCO` check (the DCO App's) is required.
+    pub fn asks_signoff(&self) -> bool {
+        self.message_signoff
+            || self
+                .required_checks
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case("dco"))
+    }
+
     /// What the rule asks of a pull request, for people: "1 approving review from someone with
     /// write access, `ci/test` passing and the branch up to date"; `None` when it asks nothing.
     pub fn describe(&self) -> Option<String> {
@@ -204,6 +216,9 @@ impl BranchRule {
             "required_linear_history" => self.linear_history = true,
             "merge_queue" => self.merge_queue = true,
             "commit_message_pattern" => {
+                let pattern = p["pattern"].as_str().unwrap_or_default();
+                self.message_signoff |= !p["negate"].as_bool().unwrap_or(false)
+                    && pattern.to_ascii_lowercase().contains("signed-off-by");
                 let said = match (p["name"].as_str(), p["pattern"].as_str()) {
                     (Some(name), _) if !name.is_empty() => format!("\"{name}\""),
                     (_, Some(pattern)) => format!("`{pattern}`"),
@@ -495,5 +510,31 @@ mod tests {
              the branch up to date, signed commits and commit messages matching `Signed-off-by:` \
              (rulesets: 7 of acme/widgets, 9 of acme)"
         );
+        assert!(
+            r.asks_signoff(),
+            "a pattern naming Signed-off-by asks for sign-offs"
+        );
+    }
+
+    #[test]
+    fn sign_offs_are_asked_by_a_dco_check_or_a_pattern_that_names_them() {
+        let rule = |v: serde_json::Value| {
+            let mut r = BranchRule::default();
+            r.add(&serde_json::from_value(v).unwrap());
+            r
+        };
+        let pattern = |p: &str, negate: bool| {
+            rule(json!({"type": "commit_message_pattern",
+                "parameters": {"operator": "regex", "pattern": p, "negate": negate}}))
+        };
+        assert!(pattern("^.*\\nsigned-off-by: .+$", false).asks_signoff());
+        assert!(!pattern("Signed-off-by", true).asks_signoff(), "negated");
+        assert!(!pattern("^(feat|fix): ", false).asks_signoff());
+        let dco = BranchRule {
+            required_checks: vec!["ci/test".into(), "DCO".into()],
+            ..BranchRule::default()
+        };
+        assert!(dco.asks_signoff());
+        assert!(!BranchRule::default().asks_signoff());
     }
 }

@@ -284,10 +284,7 @@ pub(super) async fn repo_prompt(
 ) -> Option<String> {
     let ws = run.hive.workspace.clone();
     let repo = run.ticket.repo.clone();
-    let base = config
-        .base
-        .clone()
-        .unwrap_or_else(|| run.ticket.base_branch.clone());
+    let base = super::repo_config::landing_base(&run.ticket, config);
     let path = repo_path(role);
     let read = super::job::blocking(move || {
         let git = git2::Repository::open_bare(ws.mirror_path(&repo))?;

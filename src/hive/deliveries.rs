@@ -156,9 +156,18 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
         ));
     };
     if let Err(why) = may_steer(hive, &client, &l.sender, rules.permission).await? {
-        refuse_label(&client, l, &why).await;
+        let then = "Someone with that permission can remove the label and put it on again.";
+        refuse_label(&client, l, &why, then).await;
         return Ok(("refused", why));
     }
+    let chosen_base = match super::base::chosen_in(&client, &l.body).await? {
+        Ok(base) => base,
+        Err(why) => {
+            let then = "Fix `base:` in the issue, then remove the label and put it on again.";
+            refuse_label(&client, l, &why, then).await;
+            return Ok(("refused", why));
+        }
+    };
     let (ticket, opened) = hive
         .store
         .open_ticket(&NewTicket {
@@ -168,6 +177,7 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
             title: &l.title,
             body: &l.body,
             base_branch: &l.default_branch,
+            chosen_base: chosen_base.as_deref(),
             start,
         })
         .await?;
@@ -241,13 +251,13 @@ async fn may_steer(
 }
 
 /// Says on the issue, once, why a label started nothing.
-async fn refuse_label(client: &RepoClient, l: &IssueLabeled, why: &str) {
+async fn refuse_label(client: &RepoClient, l: &IssueLabeled, why: &str, then: &str) {
     let marker = format!(
         "<!-- vibeloop:label-refused {} -->",
         l.sender.replace("--", "")
     );
     let body = format!(
-        "{marker}\nThe `{}` label from @{} starts nothing: {why}. Someone with that permission can remove the label and put it on again.",
+        "{marker}\nThe `{}` label from @{} starts nothing: {why}. {then}",
         l.label.replace('`', "'"),
         l.sender
     );

@@ -12,6 +12,7 @@
 
 mod agents;
 mod ask;
+mod base;
 pub mod checks;
 pub mod deliveries;
 pub mod flow;

@@ -16,6 +16,16 @@ pub async fn load(
     Ok(HiveConfig::parse(text.as_deref().unwrap_or("")))
 }
 
+/// The branch `ticket`'s change lands on: the one its issue chose (`base:`, `/hive base`),
+/// else `base` in its `config`, else the repository's default branch.
+pub fn landing_base(ticket: &crate::store::tickets::Ticket, config: &HiveConfig) -> String {
+    ticket
+        .chosen_base
+        .clone()
+        .or_else(|| config.base.clone())
+        .unwrap_or_else(|| ticket.base_branch.clone())
+}
+
 /// The labels that hand issues to the hive on `branch`'s config — to build, and to plan only;
 /// the default labels when the config is broken, so the ticket can still start and report the
 /// error.

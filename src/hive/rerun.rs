@@ -39,14 +39,14 @@ pub async fn rerun(
         // the Breaker's tests and the base's passing ones wanted by name.
         let flow = super::flow::state::load(&hive.store, key).await?;
         let token = run.client.token().await?;
-        let (workspace, repo, base) = (
-            hive.workspace.clone(),
-            run.ticket.repo.clone(),
-            run.ticket.base_branch.clone(),
-        );
-        let config = super::repo_config::load(&run.client, &base)
+        let config = super::repo_config::load(&run.client, run.ticket.config_branch())
             .await?
             .map_err(|e| JobError::permanent(e.to_string()));
+        let base = match &config {
+            Ok(c) => super::repo_config::landing_base(&run.ticket, c),
+            Err(_) => run.ticket.config_branch().to_owned(),
+        };
+        let (workspace, repo) = (hive.workspace.clone(), run.ticket.repo.clone());
         let scratch = format!("vibeloop/rerun-{job_id}");
         let room = config.as_ref().map_or(0, |c| c.limits.disk_mb);
         let (merge_base, worktree, tree) = blocking({

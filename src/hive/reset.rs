@@ -34,13 +34,22 @@ pub(super) async fn reset(
         .await?
         .map_err(|e| JobError::permanent(e.to_string()))?;
     let base = config.base.clone().unwrap_or(base);
+    let signoff = config.commits.signoff
+        || client
+            .branch_rule(&base)
+            .await?
+            .is_some_and(|r| r.asks_signoff());
+    let author = crate::workspace::Author {
+        signoff,
+        ..hive.author.clone()
+    };
     let token = client.token().await?;
     let (ws, repo, tag_name, base2, author) = (
         hive.workspace.clone(),
         c.repo.clone(),
         tag.to_owned(),
         base.clone(),
-        hive.author.clone(),
+        author,
     );
     let who = c.author.to_owned();
     let force = config.merge.allow_force_reset;
@@ -64,6 +73,7 @@ pub(super) async fn reset(
         let msg = format!(
             "Reset {base2} to {tag_name}\n\nRequested by @{who} with `/hive reset {tag_name}`."
         );
+        let msg = author.message(&msg);
         let oid = git.commit(None, &sig, &sig, &msg, &target.tree()?, &[&parent])?;
         ws.push_fast_forward(&repo, oid, &base2, &token)?;
         Ok(Some(CommitSha::from(oid)))

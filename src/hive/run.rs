@@ -59,7 +59,7 @@ async fn run(
             spent: None,
         };
         // The config first: its retry settings then apply to whatever fails after it.
-        let base = run.ticket.base_branch.clone();
+        let base = run.ticket.config_branch().to_owned();
         let config = match super::repo_config::load(&run.client, &base).await? {
             Ok(c) => c,
             Err(e) => {

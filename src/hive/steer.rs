@@ -203,7 +203,12 @@ async fn decide(
         if let (Command::Plan, false) = (cmd, c.is_pull_request) {
             return plan_only(hive, c).await;
         }
-        let reply = "there is no Vibeloop ticket here. Label the issue `hive` to start one, or comment `/hive plan` for a plan first.".to_owned();
+        let reply = match cmd {
+            Command::Base(branch) => format!(
+                "there is no Vibeloop ticket here yet. Write `base: {branch}` in the issue, then label it `hive`."
+            ),
+            _ => "there is no Vibeloop ticket here. Label the issue `hive` to start one, or comment `/hive plan` for a plan first.".to_owned(),
+        };
         return Ok(("confused", reply, "no ticket".into()));
     };
     act(hive, t, cmd, c.installation, &c.author).await
@@ -240,6 +245,14 @@ async fn plan_only(
             "no installation".into(),
         ));
     };
+    let client = hive.github.repo(installation, &c.repo).await?;
+    let chosen_base = match super::base::chosen_in(&client, &c.issue_body).await? {
+        Ok(base) => base,
+        Err(why) => {
+            let reply = format!("{why}. Fix `base:` in the issue, then `/hive plan` again.");
+            return Ok(("confused", reply, "refused: base".into()));
+        }
+    };
     let (t, opened) = hive
         .store
         .open_ticket(&NewTicket {
@@ -249,6 +262,7 @@ async fn plan_only(
             title: &c.issue_title,
             body: &c.issue_body,
             base_branch: &c.default_branch,
+            chosen_base: chosen_base.as_deref(),
             start: Start::PlanCommand,
         })
         .await?;
@@ -293,6 +307,7 @@ pub(super) async fn act(
             };
             return super::reset::reset(hive, &who, tag).await;
         }
+        Command::Base(branch) => return super::base::command(hive, t, branch, author).await,
         Command::Plan => {
             // Asked by someone who may steer: the issue's text as it is now is the plan's.
             take_current_text(hive, t, installation).await?;

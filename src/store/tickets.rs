@@ -30,12 +30,21 @@ pub struct Ticket {
     pub detail: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The branch the issue chose to land on (`base:` in it, `/hive base`), if any: it comes
+    /// before `.github/hive.yml`'s `base` and `base_branch`, the default branch.
+    pub chosen_base: Option<String>,
     /// Which run of the ticket this is: it grows each time the ticket starts over, and a run
     /// writes its flow only while it is still the current one.
     pub run: i64,
 }
 
 impl Ticket {
+    /// The branch the ticket's config is read from: the one its issue chose, else the
+    /// repository's default (`.github/hive.yml` there may name another to land on).
+    pub fn config_branch(&self) -> &str {
+        self.chosen_base.as_deref().unwrap_or(&self.base_branch)
+    }
+
     /// This run of the ticket, as its flow writes name it.
     pub fn run_of(&self) -> super::flow::RunOf {
         super::flow::RunOf {
@@ -54,6 +63,8 @@ pub struct NewTicket<'a> {
     pub title: &'a str,
     pub body: &'a str,
     pub base_branch: &'a str,
+    /// The branch the issue asks to land on (`base:` in it), checked to exist.
+    pub chosen_base: Option<&'a str>,
     pub start: Start,
 }
 
@@ -96,7 +107,7 @@ pub enum Opened {
 }
 
 const COLUMNS: &str = "id, number, repo, issue_number, installation_id, title, body, base_branch, \
-    state, status_comment_id, pr_number, head_sha, detail, created_at, updated_at, run";
+    state, status_comment_id, pr_number, head_sha, detail, created_at, updated_at, run, chosen_base";
 
 fn to_u64(v: Option<i64>) -> Option<u64> {
     v.and_then(|v| u64::try_from(v).ok())
@@ -123,6 +134,7 @@ fn ticket_from_row(r: &AnyRow) -> Result<Ticket> {
         created_at: r.get(13),
         updated_at: r.get(14),
         run: r.get(15),
+        chosen_base: r.get(16),
     })
 }
 
@@ -152,13 +164,14 @@ impl Store {
                     .map_err(|e| StoreError::Invalid(e.to_string()))?;
                 sqlx::query(
                     "UPDATE tickets SET state = 'Pending', detail = NULL, title = $1, body = $2, \
-                     flow = $5, lane = NULL, run = run + 1, updated_at = $3 WHERE id = $4",
+                     flow = $5, lane = NULL, run = run + 1, chosen_base = $6, updated_at = $3 WHERE id = $4",
                 )
                 .bind(t.title)
                 .bind(t.body)
                 .bind(now)
                 .bind(ticket.key.0)
                 .bind(t.start.seed())
+                .bind(t.chosen_base)
                 .execute(&mut *tx)
                 .await?;
                 // What was asked of the run that failed is not asked of the next one (an abort
@@ -181,8 +194,8 @@ impl Store {
                         .get(0);
                 let key = TicketKey(sqlx::query(
                     "INSERT INTO tickets (repo, number, issue_number, installation_id, title, body, \
-                     base_branch, state, created_at, updated_at, flow) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, 'Pending', $8, $8, $9) RETURNING id",
+                     base_branch, state, created_at, updated_at, flow, chosen_base) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, 'Pending', $8, $8, $9, $10) RETURNING id",
                 )
                 .bind(t.repo.as_str())
                 .bind(number)
@@ -193,6 +206,7 @@ impl Store {
                 .bind(t.base_branch)
                 .bind(now)
                 .bind(t.start.seed())
+                .bind(t.chosen_base)
                 .fetch_one(&mut *tx)
                 .await?
                 .get(0));
@@ -290,6 +304,24 @@ impl Store {
     pub async fn set_pr_number(&self, key: TicketKey, pr_number: u64) -> Result<()> {
         self.set_ticket_column(key, "pr_number", pr_number as i64)
             .await
+    }
+
+    /// Makes `branch` the branch the ticket lands on (`/hive base`), for the run `of` only.
+    pub async fn set_chosen_base(&self, of: super::flow::RunOf, branch: &str) -> Result<()> {
+        let n = sqlx::query(
+            "UPDATE tickets SET chosen_base = $1, updated_at = $2 WHERE id = $3 AND run = $4",
+        )
+        .bind(branch)
+        .bind(now_ms())
+        .bind(of.key.0)
+        .bind(of.run)
+        .execute(self.writer())
+        .await?
+        .rows_affected();
+        if n == 0 {
+            return Err(StoreError::Superseded(of.key));
+        }
+        Ok(())
     }
 
     /// Number of tickets by state (for the metrics page and the dashboard).

@@ -28,6 +28,8 @@ pub enum Signal {
     Feedback { text: String },
     /// Plan again (`/hive plan`, or the issue was edited while Blocked).
     Plan,
+    /// Land on `branch` instead (`/hive base`, before the code is written): plan again there.
+    Base { branch: String },
     /// Approval of the plan or of the merge.
     Approve,
     /// Build from the plan: the hive's label was added to a plan-only ticket's issue (on any
@@ -78,6 +80,7 @@ impl Signal {
             Signal::Landed { .. } => "landed",
             Signal::Feedback { .. } => "feedback",
             Signal::Plan => "plan",
+            Signal::Base { .. } => "base",
             Signal::Approve => "approve",
             Signal::Build => "build",
             Signal::Rebase => "rebase",
@@ -130,6 +133,9 @@ mod tests {
                 text: "use i64".into(),
             },
             Signal::Plan,
+            Signal::Base {
+                branch: "release/1.x".into(),
+            },
             Signal::Approve,
             Signal::Build,
             Signal::Rebase,

@@ -188,7 +188,8 @@ impl Workspace {
         }
         let tree = git.find_tree(index.write_tree_to(&git)?)?;
         let sig = Signature::now(&author.name, &author.email)?;
-        let oid = git.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&head, &theirs])?;
+        let message = author.message(message);
+        let oid = git.commit(Some("HEAD"), &sig, &sig, &message, &tree, &[&head, &theirs])?;
         git.checkout_tree(
             tree.as_object(),
             Some(git2::build::CheckoutBuilder::new().force()),
@@ -298,7 +299,7 @@ impl Workspace {
         let mut index = index;
         let tree = git.find_tree(index.write_tree_to(git)?)?;
         let sig = Signature::now(&author.name, &author.email)?;
-        let oid = git.commit(None, &sig, &sig, message, &tree, &[&base])?;
+        let oid = git.commit(None, &sig, &sig, &author.message(message), &tree, &[&base])?;
         Ok(Squashed::Clean(oid.into()))
     }
 
@@ -322,7 +323,7 @@ impl Workspace {
         let tree = git.find_tree(index.write_tree_to(git)?)?;
         let sig = Signature::now(&author.name, &author.email)?;
         Ok(git
-            .commit(None, &sig, &sig, message, &tree, &[&base])?
+            .commit(None, &sig, &sig, &author.message(message), &tree, &[&base])?
             .into())
     }
 

@@ -17,12 +17,14 @@ use git2::{
 };
 use secrecy::{ExposeSecret as _, SecretString};
 
+mod author;
 mod changes;
 mod push;
 mod snapshot;
 mod version;
 mod worktree;
 
+pub use author::Author;
 pub use changes::{Conflict, Merged, PersonCommit, Squashed};
 pub use snapshot::Snapshot;
 pub use version::version_at;
@@ -71,22 +73,6 @@ pub enum WorkspaceError {
     /// or wrote what must not be committed (a link out of the repository).
     #[error("{0}")]
     Tampered(String),
-}
-
-/// Who commits: the app's bot account.
-#[derive(Debug, Clone)]
-pub struct Author {
-    pub name: String,
-    pub email: String,
-}
-
-impl Default for Author {
-    fn default() -> Self {
-        Self {
-            name: "vibeloop[bot]".into(),
-            email: "vibeloop[bot]@users.noreply.github.com".into(),
-        }
-    }
 }
 
 /// The mirrors and worktrees of one data directory.
@@ -505,7 +491,8 @@ impl Workspace {
         }
         let tree = git.find_tree(tree_id)?;
         let sig = Signature::now(&author.name, &author.email)?;
-        let oid = git.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&head])?;
+        let message = author.message(message);
+        let oid = git.commit(Some("HEAD"), &sig, &sig, &message, &tree, &[&head])?;
         Ok(Some(oid.into()))
     }
 

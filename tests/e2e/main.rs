@@ -7,6 +7,7 @@ mod support;
 
 mod acceptance;
 mod ask_plan;
+mod bases;
 mod coding_agents;
 mod conflicts;
 mod constraints;

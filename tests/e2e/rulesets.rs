@@ -124,3 +124,46 @@ async fn a_base_that_requires_a_merge_queue_is_never_merged_directly() {
             .count();
     assert_eq!(merges, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_a_ruleset_asks_for_sign_offs_every_commit_of_the_bot_has_one() {
+    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
+    w.gh.add_ruleset(
+        REPO,
+        Ruleset {
+            id: 13,
+            name: "DCO".into(),
+            branches: vec!["~ALL".into()],
+            rules: vec![Rule::MessagePattern {
+                name: String::new(),
+                pattern: "Signed-off-by: ".into(),
+            }],
+        },
+    );
+    let first = w.gh.branch_sha(REPO, "main").unwrap();
+    w.label().await;
+    let t = w.waiting_for_approval().await;
+    w.gh.review_pull(REPO, t.pr_number.unwrap(), MAINTAINER, "approved", "LGTM")
+        .await;
+    w.wait_state(TaskState::Completed).await;
+    let git = git2::Repository::open_bare(w.gh.bare_path(REPO)).unwrap();
+    let line = "Signed-off-by: vibeloop[bot] <vibeloop[bot]@users.noreply.github.com>";
+    let mut seen = 0;
+    for branch in ["test/T-1", "feat/T-1"] {
+        let tip = w.gh.branch_sha(REPO, branch).unwrap();
+        let mut walk = git.revwalk().unwrap();
+        walk.push(git2::Oid::from_str(&tip).unwrap()).unwrap();
+        walk.hide(git2::Oid::from_str(&first).unwrap()).unwrap();
+        for oid in walk {
+            let commit = git.find_commit(oid.unwrap()).unwrap();
+            let message = commit.message().unwrap_or_default();
+            let n = message.lines().filter(|l| *l == line).count();
+            assert_eq!(n, 1, "{branch}: {message}");
+            seen += 1;
+        }
+    }
+    assert!(
+        seen >= 2,
+        "the Breaker's and the Builder's commits at least"
+    );
+}

@@ -78,6 +78,7 @@ pub(crate) fn ticket<'a>(repo: &'a RepoName, issue: u64) -> NewTicket<'a> {
         title: "t",
         body: "b",
         base_branch: "main",
+        chosen_base: None,
         start: Default::default(),
     }
 }

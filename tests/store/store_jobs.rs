@@ -355,6 +355,7 @@ async fn open(store: &Store, repo: &str, issue: u64) -> TicketKey {
         title: "t",
         body: "b",
         base_branch: "main",
+        chosen_base: None,
         start: Default::default(),
     };
     store.open_ticket(&t).await.unwrap().0.key

@@ -167,6 +167,7 @@ async fn a_plan_only_ticket_starts_with_its_flow_saying_so(store: Store) {
         title: "t",
         body: "b",
         base_branch: "main",
+        chosen_base: None,
         start,
     };
     let (build, _) = store.open_ticket(&open(1, Start::Build)).await.unwrap();

@@ -27,6 +27,7 @@ async fn names_follow_repositories_by_id_and_a_new_holder_inherits_nothing(store
             title: "t",
             body: "b",
             base_branch: "main",
+            chosen_base: None,
             start: Start::Build,
         })
         .await
@@ -91,6 +92,7 @@ async fn names_follow_repositories_by_id_and_a_new_holder_inherits_nothing(store
             title: "new",
             body: "b",
             base_branch: "main",
+            chosen_base: None,
             start: Start::Build,
         })
         .await

@@ -29,9 +29,18 @@ pub enum PushRule {
     NoForce,
 }
 
+/// What rulesets ask of pushes: the branches (shell patterns) under `required_signatures`, and
+/// each `commit_message_pattern` as `branches<TAB>what GitHub says<TAB>regex`.
+#[derive(Debug, Clone, Default)]
+pub struct RulesetPushes {
+    pub signed: Vec<String>,
+    pub messages: Vec<String>,
+}
+
 /// The `pre-receive` hook that enforces [`PushRule`]s, given as `FAKE_PROTECTED` =
 /// `branch=pr|locked|noforce …`, and rulesets' `required_signatures` over the branches
-/// `FAKE_SIGNED` matches (shell patterns), with GitHub's words (`GH006`, `GH013`).
+/// `FAKE_SIGNED` matches (shell patterns) and their `commit_message_pattern`s (`FAKE_MESSAGES`),
+/// with GitHub's words (`GH006`, `GH013`).
 const PRE_RECEIVE: &str = r#"#!/bin/sh
 set -f
 status=0
@@ -59,6 +68,26 @@ while read old new ref; do
         status=1
         break
     done
+    # FAKE_MESSAGES: one rule a line, `pattern<TAB>what it says<TAB>regex`.
+    printf '%s\n' "$FAKE_MESSAGES" | while IFS='	' read -r pattern said regex; do
+        [ -n "$pattern" ] || continue
+        case "$branch" in $pattern) ;; *) continue ;; esac
+        [ "$new" = "$zero" ] && continue
+        bad=""
+        for c in $(git rev-list "$new" --not --all); do
+            git log -1 --format=%B "$c" | grep -qE -- "$regex" || bad="$bad $c"
+        done
+        [ -z "$bad" ] && continue
+        set -- $bad
+        echo "error: GH013: Repository rule violations found for $ref." >&2
+        echo "" >&2
+        echo "- $said" >&2
+        echo "  Found $# violation$([ $# -gt 1 ] && echo s):" >&2
+        echo "" >&2
+        for c in $bad; do echo "  $c" >&2; done
+        echo "" >&2
+        exit 1
+    done || status=1
     for rule in $FAKE_PROTECTED; do
         [ "${rule%%=*}" = "$branch" ] || continue
         why=""
@@ -107,7 +136,7 @@ pub async fn serve(
     body: bytes::Bytes,
     user: &str,
     protected: &[(String, PushRule)],
-    signed: &[String],
+    rules: &RulesetPushes,
 ) -> Response<Body> {
     let header = |name: &str| {
         headers
@@ -151,7 +180,8 @@ pub async fn serve(
                 .collect::<Vec<_>>()
                 .join(" "),
         )
-        .env("FAKE_SIGNED", signed.join(" "))
+        .env("FAKE_SIGNED", rules.signed.join(" "))
+        .env("FAKE_MESSAGES", rules.messages.join("\n"))
         .env(
             "FAKE_RULES_URL",
             format!(

@@ -134,6 +134,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<u8> {
             title: &title,
             body: &body,
             base_branch: &src.base,
+            chosen_base: None,
             start,
         })
         .await?;

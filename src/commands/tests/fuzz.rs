@@ -104,7 +104,8 @@ fn the_parser_never_panics_and_keeps_its_promises() {
                 Parsed::Ok(Command::Feedback(text)) => {
                     assert!(!text.is_empty() && text.chars().count() <= MAX_FEEDBACK);
                 }
-                Parsed::Ok(Command::Reset(tag)) => assert!(args::check_tag(tag).is_ok()),
+                Parsed::Ok(Command::Reset(tag)) => assert!(args::check_ref_name(tag).is_ok()),
+                Parsed::Ok(Command::Base(b)) => assert!(args::check_ref_name(b).is_ok()),
                 Parsed::Unknown { word, suggestion } => {
                     assert!(word.chars().count() <= 32);
                     assert!(

@@ -16,6 +16,7 @@ fn each_command_needs_its_permission() {
         (Command::Approve, Write),
         (Command::Abort, Write),
         (Command::Rebase, Write),
+        (Command::Base("v1".into()), Write),
         (Command::Reset("v1".into()), Admin),
     ];
     for (command, want) in cases {
@@ -87,6 +88,7 @@ fn help_lists_every_command_with_its_permission() {
         Command::Approve,
         Command::Abort,
         Command::Rebase,
+        Command::Base("v1".into()),
         Command::Reset("v1".into()),
     ];
     assert_eq!(text.lines().count(), all.len() + 1, "{text}");

@@ -31,8 +31,11 @@ policy:
   banned_imports: [pickle]
 limits: { timeout_seconds: 60, max_retries: 2, cpu: 1.5, memory_mb: 512, pids: 256, network: true }
 budget: { max_usd: 2.5, max_minutes: 30 }
+commits: { signoff: true }
 ";
     let c = HiveConfig::parse(text).unwrap();
+    assert!(c.commits.signoff);
+    assert!(!HiveConfig::default().commits.signoff);
     assert_eq!(
         c.gates.commands().map(|(g, _)| g).collect::<Vec<_>>(),
         ["test", "lint", "typecheck"]

@@ -14,7 +14,7 @@ use crate::llm::budget::Ledger;
 use crate::store::memory::Memo;
 use crate::ticket::MemoryStability;
 use crate::ticket::TaskState;
-use crate::workspace::{Workspace, Worktree};
+use crate::workspace::{Author, Workspace, Worktree};
 
 /// What a node tells the driver.
 pub(super) enum Step {
@@ -32,16 +32,34 @@ pub(super) struct Ctx<'r, 'a> {
     /// config: `.github/hive.yml` with what the base's files show filled in.
     pub env: Resolved,
     pub ledger: Ledger,
+    /// Whether the bot's commits are signed off, once a commit asked ([`Ctx::author`]).
+    pub signoff: tokio::sync::OnceCell<bool>,
 }
 
 impl Ctx<'_, '_> {
-    /// The branch changes land on: `base` in `.github/hive.yml`, else the repository's default.
+    /// The branch changes land on: the one the issue chose (`base:`, `/hive base`), else
+    /// `base` in `.github/hive.yml`, else the repository's default.
     pub(super) fn base_branch(&self) -> String {
-        self.env
-            .config
-            .base
-            .clone()
-            .unwrap_or_else(|| self.run.ticket.base_branch.clone())
+        crate::hive::repo_config::landing_base(&self.run.ticket, &self.env.config)
+    }
+
+    /// Who the bot's commits are by: the bot, signing each one off where `commits.signoff`
+    /// or the base's rules ask (read once per run, at its first commit).
+    pub(super) async fn author(&self) -> Result<Author, JobError> {
+        let signoff = self
+            .signoff
+            .get_or_try_init(|| async {
+                if self.env.config.commits.signoff {
+                    return Ok::<_, JobError>(true);
+                }
+                let rule = self.run.client.branch_rule(&self.base_branch()).await?;
+                Ok(rule.is_some_and(|r| r.asks_signoff()))
+            })
+            .await?;
+        Ok(Author {
+            signoff: *signoff,
+            ..self.run.hive.author.clone()
+        })
     }
 
     /// Writes the checkpoint of `node` and the flow state after it.
@@ -363,12 +381,9 @@ pub(super) async fn commit(
     message: String,
     work: git::Work,
 ) -> Result<CommitSha, JobError> {
-    let (ws, repo, author) = (
-        &cx.run.hive.workspace,
-        &cx.run.ticket.repo,
-        &cx.run.hive.author,
-    );
-    git::commit(ws, repo, wt, message, work, author).await
+    let author = cx.author().await?;
+    let (ws, repo) = (&cx.run.hive.workspace, &cx.run.ticket.repo);
+    git::commit(ws, repo, wt, message, work, &author).await
 }
 
 /// The ticket's issue framed as data (`crate::fence`), with a line break after.

@@ -229,18 +229,51 @@ async fn base_moved(cx: &mut Ctx<'_, '_>, base: &str) -> Result<bool, JobError> 
     Ok(tip.is_some() && tip.as_deref() != cx.flow.base_sha.as_ref().map(CommitSha::as_str))
 }
 
-/// The next `auto-vX.Y.Z` after the highest one in `tags` (a patch bump).
-pub(super) fn next_version(tags: &[(String, String)]) -> String {
+/// The names of a base's snapshots: the prefix of its tags and its stable tag.
+pub(super) struct Series {
+    pub prefix: String,
+    pub stable: String,
+}
+
+impl Series {
+    /// `auto-vX.Y.Z` and `LATEST_STABLE` on the branch the repository lands on (`base` in
+    /// `.github/hive.yml`, else its default); a series of its own on a branch an issue chose,
+    /// its slashes as dashes: `auto-release-1.x-v0.0.1`, `LATEST_STABLE-release-1.x`.
+    pub(super) fn of(cx: &Ctx<'_, '_>) -> Self {
+        let t = &cx.run.ticket;
+        let usual = cx.env.config.base.as_deref().unwrap_or(&t.base_branch);
+        match t.chosen_base.as_deref().filter(|b| *b != usual) {
+            None => Self {
+                prefix: "auto-v".into(),
+                stable: "LATEST_STABLE".into(),
+            },
+            Some(branch) => {
+                let slug = branch.replace('/', "-");
+                Self {
+                    prefix: format!("auto-{slug}-v"),
+                    stable: format!("LATEST_STABLE-{slug}"),
+                }
+            }
+        }
+    }
+}
+
+/// The version of tag `name` in the series `prefix` (`auto-v1.2.3`: 1.2.3), if it is one.
+fn version_of(prefix: &str, name: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = name.strip_prefix(prefix)?.split('.');
+    let mut next = || parts.next()?.parse::<u64>().ok();
+    let version = (next()?, next()?, next()?);
+    parts.next().is_none().then_some(version)
+}
+
+/// The next `{prefix}X.Y.Z` after the highest one in `tags` (a patch bump).
+pub(super) fn next_version(prefix: &str, tags: &[(String, String)]) -> String {
     let best = tags
         .iter()
-        .filter_map(|(name, _)| {
-            let v = name.strip_prefix("auto-v")?;
-            let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
-            Some((parts.next()??, parts.next()??, parts.next()??))
-        })
+        .filter_map(|(name, _)| version_of(prefix, name))
         .max();
     let (major, minor, patch) = best.map(|(a, b, c)| (a, b, c + 1)).unwrap_or((0, 0, 1));
-    format!("auto-v{major}.{minor}.{patch}")
+    format!("{prefix}{major}.{minor}.{patch}")
 }
 
 /// Snapshot: tag, move `LATEST_STABLE`, promote the memory, complete.
@@ -250,16 +283,18 @@ pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .merged
         .clone()
         .ok_or_else(|| JobError::permanent("snapshot without a merge"))?;
+    let series = Series::of(cx);
     if cx.flow.tag.is_none() {
         sync(cx).await?;
         let tags = git(cx, |ws, g| ws.tags(g)).await?;
+        let prefix = series.prefix.as_str();
         let tag = match tags
             .iter()
-            .find(|(name, at)| name.starts_with("auto-v") && at == sha.as_str())
+            .find(|(name, at)| at == sha.as_str() && version_of(prefix, name).is_some())
         {
             Some((name, _)) => name.clone(),
             None => {
-                let mut tag = next_version(&tags);
+                let mut tag = next_version(prefix, &tags);
                 while !cx
                     .run
                     .client
@@ -276,18 +311,16 @@ pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                     {
                         break;
                     }
-                    tag = next_version(&[(tag.clone(), String::new())]);
+                    tag = next_version(prefix, &[(tag.clone(), String::new())]);
                 }
                 tag
             }
         };
         cx.flow.tag = Some(tag);
     }
-    if !cx.run.client.create_ref("tags/LATEST_STABLE", &sha).await? {
-        cx.run
-            .client
-            .update_ref("tags/LATEST_STABLE", &sha, true)
-            .await?;
+    let stable = format!("tags/{}", series.stable);
+    if !cx.run.client.create_ref(&stable, &sha).await? {
+        cx.run.client.update_ref(&stable, &sha, true).await?;
     }
     // Merged: what the gates verified becomes Canonical, for later tickets.
     cx.promote_memory(MemoryStability::Canonical).await?;
@@ -348,18 +381,29 @@ mod tests {
                 .map(|n| (n.to_string(), String::new()))
                 .collect::<Vec<_>>()
         };
-        assert_eq!(next_version(&[]), "auto-v0.0.1");
+        assert_eq!(next_version("auto-v", &[]), "auto-v0.0.1");
         assert_eq!(
-            next_version(&t(&[
-                "auto-v0.0.1",
-                "auto-v0.0.10",
-                "auto-v0.0.9",
-                "v9.9.9",
-                "auto-vx"
-            ])),
+            next_version(
+                "auto-v",
+                &t(&[
+                    "auto-v0.0.1",
+                    "auto-v0.0.10",
+                    "auto-v0.0.9",
+                    "v9.9.9",
+                    "auto-vx",
+                    "auto-v0.0.99.1"
+                ])
+            ),
             "auto-v0.0.11"
         );
-        assert_eq!(next_version(&t(&["auto-v1.2.3"])), "auto-v1.2.4");
+        assert_eq!(next_version("auto-v", &t(&["auto-v1.2.3"])), "auto-v1.2.4");
+        // A base's own series is apart from the default one's.
+        let both = t(&["auto-v3.0.0", "auto-release-1.x-v1.0.4"]);
+        assert_eq!(
+            next_version("auto-release-1.x-v", &both),
+            "auto-release-1.x-v1.0.5"
+        );
+        assert_eq!(next_version("auto-v", &both), "auto-v3.0.1");
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         "{id}: {title}\n\nCloses #{issue}.{}",
         co_authors(&cx.flow.people)
     );
-    let (author, bb) = (cx.run.hive.author.clone(), base_branch.clone());
+    let (author, bb) = (cx.author().await?, base_branch.clone());
     let (f, h) = (from.oid(), head.oid());
     let msg = message.clone();
     let (tip, squashed) = git(cx, move |ws, g| {
@@ -177,7 +177,7 @@ async fn resolve(
         .filter(|_| conflicts.iter().all(formatting_only))
     {
         // A: either side will do; take the change's, then let the formatter settle it.
-        let (author, msg) = (cx.run.hive.author.clone(), message.to_owned());
+        let (author, msg) = (cx.author().await?, message.to_owned());
         let (f, h, t) = (from.oid(), head.oid(), tip.oid());
         let taken = git(cx, move |ws, g| {
             ws.squash_taking_theirs(g, f, h, t, &msg, &author)
@@ -200,7 +200,7 @@ async fn resolve(
                 serde_json::json!({ "strategy": "A", "files": paths, "formatter": out.describe() }),
             )
             .await;
-        let author = cx.run.hive.author.clone();
+        let author = cx.author().await?;
         let wt2 = wt.clone();
         let sha = git(cx, move |ws, g| {
             let committed = ws.commit_all(&wt2, "Formatting after the rebase", &author)?;
@@ -270,7 +270,7 @@ async fn requeue(
     if cx.flow.requeues > MAX_REQUEUES {
         let report = format!(
             "The change conflicts with `{}` in {} after {MAX_REQUEUES} tries. Resolve the conflict on `{}`, or `/hive retry` once the base settles.",
-            cx.run.ticket.base_branch,
+            cx.base_branch(),
             files.join(", "),
             cx.run.ticket.id.feat_branch()
         );

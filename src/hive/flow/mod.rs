@@ -19,6 +19,7 @@
 //! beside them, and [`signals`] between them) →
 //! [`ctx`] (what every node shares) → [`git`] and [`state`].
 
+mod base;
 mod baseline;
 mod ci;
 mod ci_report;
@@ -63,6 +64,7 @@ pub(in crate::hive) async fn drive(
         flow,
         env: crate::env::Resolved::plain(config),
         ledger,
+        signoff: Default::default(),
     };
     cx.run.spent = Some(cx.ledger.total());
     ctx::resolve_env(&mut cx).await?;

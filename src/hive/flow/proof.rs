@@ -258,7 +258,7 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         ws.worktree_at(&repo, g, &branch, (from.oid(), room))
     })
     .await?;
-    let (wt2, author, tests) = (wt.clone(), cx.run.hive.author.clone(), breaker.sha.clone());
+    let (wt2, author, tests) = (wt.clone(), cx.author().await?, breaker.sha.clone());
     let msg = format!("{id}: the Breaker's tests");
     let merged = git(cx, move |ws, _| {
         ws.merge_into(&wt2, tests.oid(), &msg, &author)

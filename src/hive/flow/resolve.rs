@@ -20,7 +20,7 @@ pub(super) async fn with_model(
     tip: &CommitSha,
     message: &str,
 ) -> Result<Option<CommitSha>, JobError> {
-    let (author, msg) = (cx.run.hive.author.clone(), message.to_owned());
+    let (author, msg) = (cx.author().await?, message.to_owned());
     let (f, h, t) = (from.oid(), head.oid(), tip.oid());
     let start = git(cx, move |ws, g| {
         ws.squash_taking_theirs(g, f, h, t, &msg, &author)
@@ -68,7 +68,7 @@ pub(super) async fn with_model(
             if markers {
                 None
             } else {
-                let (author, wt2) = (cx.run.hive.author.clone(), wt.clone());
+                let (author, wt2) = (cx.author().await?, wt.clone());
                 let msg = message.to_owned();
                 let sha = git(cx, move |ws, g| {
                     // One commit on the base: the change and its resolution.
@@ -79,6 +79,7 @@ pub(super) async fn with_model(
                         .peel_to_commit()?;
                     let base = g.find_commit(t)?;
                     let sig = git2::Signature::now(&author.name, &author.email)?;
+                    let msg = author.message(&msg);
                     let oid = g.commit(None, &sig, &sig, &msg, &resolved.tree()?, &[&base])?;
                     Ok(CommitSha::from(oid))
                 })

@@ -150,6 +150,22 @@ async fn apply_one(
             resume: cx.flow.waiting.is_some(),
             ends: None,
         },
+        Signal::Base { branch } if !super::base::before_code(cx) => {
+            let why = "its code is being written already";
+            let data = serde_json::json!({ "branch": branch, "refused": why });
+            cx.run.event("base", data).await;
+            Effect::NOTHING
+        }
+        Signal::Base { branch } => match super::base::move_to(cx, branch).await? {
+            Ok(()) => {
+                cx.run
+                    .event("base", serde_json::json!({ "branch": branch }))
+                    .await;
+                plan_again(&mut cx.flow);
+                Effect::RESUME
+            }
+            Err(why) => Effect::ends(TaskState::Failed, why),
+        },
         Signal::Feedback { text } => {
             cx.flow.feedback.push(format!("@{author}: {text}"));
             // A plan waiting for approval is planned again with the feedback.

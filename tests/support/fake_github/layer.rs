@@ -353,7 +353,7 @@ async fn git(
         .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|up| up.split_once(':').map(|(_, p)| p.to_owned()));
-    let (allowed, protected, signed) = {
+    let (allowed, protected, pushes) = {
         let allowed = check_token(&s.state(), password.as_deref(), &repo).is_ok();
         let x = s.extras();
         let protected: Vec<(String, git_http::PushRule)> = Some(&x.rules)
@@ -375,8 +375,8 @@ async fn git(
                     .collect()
             })
             .unwrap_or_default();
-        let signed = super::rulesets::signed_patterns(&x.rules.rulesets, &repo);
-        (allowed, protected, signed)
+        let pushes = super::rulesets::pushes(&x.rules.rulesets, &repo);
+        (allowed, protected, pushes)
     };
     let response = if !allowed {
         git_http::unauthorized()
@@ -390,7 +390,7 @@ async fn git(
             body,
             "x-access-token",
             &protected,
-            &signed,
+            &pushes,
         )
         .await
     };

@@ -1,10 +1,12 @@
 //! Repository rulesets, as GitHub applies them to a branch: `GET …/rules/branches/{branch}`
 //! lists the rules in force in GitHub's `repository-rule-detailed` form (an empty list where
 //! none apply), and pushes of commits without a signature to a branch under
-//! `required_signatures` are refused with GitHub's `GH013` words by the git server's hook
-//! (`git_http.rs`).
+//! `required_signatures`, or whose message misses a `commit_message_pattern`, are refused with
+//! GitHub's `GH013` words by the git server's hook (`git_http.rs`).
 
 use serde_json::{Value, json};
+
+use crate::support::git_http::RulesetPushes;
 
 /// One ruleset of a repository, active, over the branches its patterns name.
 #[derive(Debug, Clone)]
@@ -112,10 +114,28 @@ pub(super) fn rules_json(sets: &[(String, Ruleset)], repo: &str, branch: &str) -
     Value::Array(rules)
 }
 
-/// The branch patterns under `required_signatures` in `repo`, for the push hook.
-pub(super) fn signed_patterns(sets: &[(String, Ruleset)], repo: &str) -> Vec<String> {
-    sets.iter()
-        .filter(|(r, set)| r == repo && set.rules.iter().any(|x| matches!(x, Rule::Signatures)))
-        .flat_map(|(_, set)| set.hook_patterns())
-        .collect()
+/// What the rulesets of `repo` ask of pushes, for the git server's hook.
+pub(super) fn pushes(sets: &[(String, Ruleset)], repo: &str) -> RulesetPushes {
+    let mut pushes = RulesetPushes::default();
+    for (_, set) in sets.iter().filter(|(r, _)| r == repo) {
+        for rule in &set.rules {
+            match rule {
+                Rule::Signatures => pushes.signed.extend(set.hook_patterns()),
+                Rule::MessagePattern { name, pattern } => {
+                    let said = if name.is_empty() {
+                        format!("Commit message must match a given regex pattern: {pattern}")
+                    } else {
+                        name.clone()
+                    };
+                    for branches in set.hook_patterns() {
+                        pushes
+                            .messages
+                            .push(format!("{branches}\t{said}\t{pattern}"));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    pushes
 }
