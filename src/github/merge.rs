@@ -113,6 +113,8 @@ pub struct BranchRule {
     pub linear_history: bool,
     /// Merges go through a merge queue (`merge_queue`).
     pub merge_queue: bool,
+    /// Environments a deployment must have succeeded in first (`required_deployments`).
+    pub deployments: Vec<String>,
     /// Commit messages must match these (`commit_message_pattern`: its name, or the pattern).
     pub message_patterns: Vec<String>,
     /// One of those patterns asks for a `Signed-off-by:` trailer.
@@ -162,6 +164,10 @@ impl BranchRule {
         }
         for p in &self.message_patterns {
             parts.push(format!("commit messages matching {p}"));
+        }
+        if !self.deployments.is_empty() {
+            let names: Vec<String> = self.deployments.iter().map(|e| format!("`{e}`")).collect();
+            parts.push(format!("a successful deployment to {}", names.join(", ")));
         }
         if self.merge_queue {
             parts.push("landing through the merge queue".into());
@@ -215,6 +221,14 @@ impl BranchRule {
             "required_signatures" => self.signatures = true,
             "required_linear_history" => self.linear_history = true,
             "merge_queue" => self.merge_queue = true,
+            "required_deployments" => {
+                let names = p["required_deployment_environments"].as_array();
+                for e in names.into_iter().flatten().filter_map(|e| e.as_str()) {
+                    if !self.deployments.iter().any(|d| d == e) {
+                        self.deployments.push(e.to_owned());
+                    }
+                }
+            }
             "commit_message_pattern" => {
                 let pattern = p["pattern"].as_str().unwrap_or_default();
                 self.message_signoff |= !p["negate"].as_bool().unwrap_or(false)
@@ -498,6 +512,7 @@ mod tests {
             {"type": "required_signatures", "ruleset_source_type": "Organization",
              "ruleset_source": "acme", "ruleset_id": 9},
             {"type": "commit_message_pattern", "parameters": {"operator": "regex", "pattern": "Signed-off-by:"}},
+            {"type": "required_deployments", "parameters": {"required_deployment_environments": ["staging"]}},
             {"type": "deletion", "ruleset_id": 9}
         ]))
         .unwrap();
@@ -507,8 +522,8 @@ mod tests {
         assert_eq!(
             r.describe().unwrap(),
             "2 approving reviews from people with write access, `hive/test`, `ci/build` passing, \
-             the branch up to date, signed commits and commit messages matching `Signed-off-by:` \
-             (rulesets: 7 of acme/widgets, 9 of acme)"
+             the branch up to date, signed commits, commit messages matching `Signed-off-by:` \
+             and a successful deployment to `staging` (rulesets: 7 of acme/widgets, 9 of acme)"
         );
         assert!(
             r.asks_signoff(),

@@ -6,6 +6,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
+use fastrand::Rng;
+
 #[path = "../../fuzz/bodies.rs"]
 mod bodies;
 
@@ -30,52 +32,32 @@ const TOKENS: [&[u8]; 14] = [
     b"FAILED ",
 ];
 
-/// A small deterministic generator (xorshift64*): the same inputs on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
-
 /// `input` changed once: a byte flipped, bytes inserted or removed, a range repeated, a token
 /// put in, or spliced with `other`.
 fn mutate(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
     let mut v = input.to_vec();
-    let at = rng.below(v.len() + 1);
-    match rng.below(6) {
+    let at = rng.usize(..v.len() + 1);
+    match rng.usize(..6) {
         0 if !v.is_empty() => {
-            let i = rng.below(v.len());
-            v[i] ^= 1 << rng.below(8);
+            let i = rng.usize(..v.len());
+            v[i] ^= 1 << rng.u32(..8);
         }
-        1 => v.insert(at, rng.next() as u8),
+        1 => v.insert(at, rng.u8(..)),
         2 if at < v.len() => {
-            let end = (at + 1 + rng.below(16)).min(v.len());
+            let end = (at + 1 + rng.usize(..16)).min(v.len());
             v.drain(at..end);
         }
         3 if at < v.len() => {
-            let end = (at + 1 + rng.below(64)).min(v.len());
+            let end = (at + 1 + rng.usize(..64)).min(v.len());
             let piece = v[at..end].to_vec();
             v.splice(at..at, piece);
         }
         4 => {
-            let token = TOKENS[rng.below(TOKENS.len())];
+            let token = TOKENS[rng.usize(..TOKENS.len())];
             v.splice(at..at, token.iter().copied());
         }
         _ => {
-            let from = rng.below(other.len() + 1);
+            let from = rng.usize(..other.len() + 1);
             v.truncate(at);
             v.extend_from_slice(&other[from..]);
         }
@@ -119,12 +101,13 @@ fn every_fuzz_target_holds_on_its_seeds_and_their_mutations() {
         for input in &inputs {
             run(name, body, input);
         }
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ name.len() as u64);
+        // Seeded: the same inputs every run.
+        let mut rng = Rng::with_seed(0x9E37_79B9_7F4A_7C15 ^ name.len() as u64);
         for _ in 0..MUTATIONS {
-            let a = &inputs[rng.below(inputs.len())];
-            let b = &inputs[rng.below(inputs.len())];
+            let a = &inputs[rng.usize(..inputs.len())];
+            let b = &inputs[rng.usize(..inputs.len())];
             let mut input = mutate(&mut rng, a, b);
-            for _ in 0..rng.below(4) {
+            for _ in 0..rng.usize(..4) {
                 input = mutate(&mut rng, &input, b);
             }
             run(name, body, &input);
