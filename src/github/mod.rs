@@ -12,6 +12,7 @@
 pub mod api;
 pub mod checks;
 pub mod ci;
+pub mod gitdb;
 mod graphql;
 pub mod hooks;
 pub mod merge;

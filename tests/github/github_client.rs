@@ -414,3 +414,83 @@ async fn on_enterprise_server_graphql_is_asked_at_api_graphql() {
         "{paths:?}"
     );
 }
+
+#[tokio::test]
+async fn commits_made_through_the_git_database_are_the_apps_and_verified() {
+    use vibeloop::github::gitdb::TreeChange;
+    use vibeloop::ids::CommitSha;
+    let (_dir, gh, app) = setup(Duration::from_secs(3600)).await;
+    let client = widgets(&app).await;
+    let main = CommitSha::parse(&gh.branch_sha("acme/widgets", "main").unwrap()).unwrap();
+    let git = git2::Repository::open_bare(gh.bare_path("acme/widgets")).unwrap();
+    let base = git.find_commit(main.oid()).unwrap().tree_id().to_string();
+    // A script with its mode, a file in a new directory, and the README removed.
+    let script = client.create_blob(b"#!/bin/sh\necho hi\n").await.unwrap();
+    let again = client.create_blob(b"#!/bin/sh\necho hi\n").await.unwrap();
+    assert_eq!(script, again, "a blob is its content");
+    let nested = client.create_blob(&[0, 159, 146, 150]).await.unwrap();
+    let changes = [
+        TreeChange {
+            path: "run.sh".into(),
+            mode: "100755",
+            sha: Some(script),
+        },
+        TreeChange {
+            path: "data/raw/x.bin".into(),
+            mode: "100644",
+            sha: Some(nested),
+        },
+        TreeChange {
+            path: "README.md".into(),
+            mode: "100644",
+            sha: None,
+        },
+    ];
+    let tree = client.create_tree(&base, &changes).await.unwrap();
+    let made = client
+        .create_commit(
+            "T-1: add run.sh\n\nSigned-off-by: x <x@example.com>",
+            &tree,
+            &[&main],
+        )
+        .await
+        .unwrap();
+    assert!(made.verified, "GitHub signs what the App commits as itself");
+    let commit = git.find_commit(made.sha.oid()).unwrap();
+    assert_eq!(commit.parent_ids().collect::<Vec<_>>(), [main.oid()]);
+    assert_eq!(commit.author().name(), Some("vibeloop[bot]"));
+    assert!(
+        commit
+            .message()
+            .unwrap()
+            .ends_with("Signed-off-by: x <x@example.com>")
+    );
+    let t = commit.tree().unwrap();
+    assert!(t.get_path(std::path::Path::new("README.md")).is_err());
+    let run = t.get_path(std::path::Path::new("run.sh")).unwrap();
+    assert_eq!(run.filemode(), 0o100755);
+    let bin = t.get_path(std::path::Path::new("data/raw/x.bin")).unwrap();
+    assert_eq!(
+        git.find_blob(bin.id()).unwrap().content(),
+        [0, 159, 146, 150]
+    );
+    // The commit's API answer says so too, as GitHub's does.
+    let url = format!(
+        "{}/repos/acme/widgets/commits/{}",
+        gh.url,
+        made.sha.as_str()
+    );
+    let token = client.token().await.unwrap();
+    let v: serde_json::Value = reqwest::Client::new()
+        .get(url)
+        .bearer_auth(secrecy::ExposeSecret::expose_secret(&token))
+        .header("user-agent", "test")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["commit"]["verification"]["verified"], true, "{v}");
+    support::openapi::assert_requests_valid(&gh.requests());
+}

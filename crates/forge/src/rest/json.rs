@@ -171,7 +171,7 @@ pub fn commit_json(repo: &str, git: &Repository, oid: Oid, with_files: bool) -> 
             "message": c.message().unwrap_or("").trim_end_matches('\n'),
             "tree": { "sha": c.tree_id().to_string(), "url": format!("{API}/repos/{repo}/git/trees/{}", c.tree_id()) },
             "comment_count": 0,
-            "verification": { "verified": false, "reason": "unsigned", "signature": null, "payload": null, "verified_at": null },
+            "verification": super::gitdb::verification(git, oid),
         },
         "author": null, "committer": null, "parents": parents,
     });

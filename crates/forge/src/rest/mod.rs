@@ -17,6 +17,7 @@ macro_rules! tri {
 mod app;
 mod checks;
 pub mod git;
+mod gitdb;
 mod issues;
 pub mod json;
 mod merge;
@@ -357,6 +358,7 @@ fn repo_api(cx: &mut Cx<'_>, rest: &[&str]) -> Answer {
         .or_else(|| checks::route(cx, rest))
         .or_else(|| pulls::route(cx, rest))
         .or_else(|| git::route(cx, rest))
+        .or_else(|| gitdb::route(cx, rest))
         .unwrap_or_else(not_found)
 }
 
