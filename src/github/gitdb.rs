@@ -11,7 +11,7 @@ use super::{GitHubError, Idempotent, RepoClient};
 use crate::ids::CommitSha;
 
 /// One change to a tree: `path` set to the blob `sha` with `mode` (`100644`, `100755`,
-/// `120000`), or removed (`sha` is `None`).
+/// `120000`; `160000`: a submodule at commit `sha`), or removed (`sha` is `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeChange {
     pub path: String,
@@ -19,11 +19,13 @@ pub struct TreeChange {
     pub sha: Option<String>,
 }
 
-/// A commit GitHub made: its SHA, and whether GitHub verified its signature.
+/// A commit GitHub made: its SHA, whether GitHub verified its signature, and the email GitHub
+/// gave its author (the App's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MadeCommit {
     pub sha: CommitSha,
     pub verified: bool,
+    pub author_email: String,
 }
 
 #[derive(Deserialize)]
@@ -56,17 +58,23 @@ impl RepoClient {
         Ok(made.sha)
     }
 
-    /// The tree `base` with `changes` made; its SHA.
+    /// The tree `base` (none: the empty tree) with `changes` made; its SHA.
     pub async fn create_tree(
         &self,
-        base: &str,
+        base: Option<&str>,
         changes: &[TreeChange],
     ) -> Result<String, GitHubError> {
         let tree: Vec<serde_json::Value> = changes
             .iter()
-            .map(|c| json!({ "path": c.path, "mode": c.mode, "type": "blob", "sha": c.sha }))
+            .map(|c| {
+                let kind = if c.mode == "160000" { "commit" } else { "blob" };
+                json!({ "path": c.path, "mode": c.mode, "type": kind, "sha": c.sha })
+            })
             .collect();
-        let body = json!({ "base_tree": base, "tree": tree });
+        let mut body = json!({ "tree": tree });
+        if let Some(base) = base {
+            body["base_tree"] = base.into();
+        }
         let made: Sha = self
             .send(
                 Method::POST,
@@ -92,9 +100,14 @@ impl RepoClient {
             verified: bool,
         }
         #[derive(Deserialize)]
+        struct Person {
+            email: String,
+        }
+        #[derive(Deserialize)]
         struct Made {
             sha: String,
             verification: Option<Verification>,
+            author: Person,
         }
         let parents: Vec<&str> = parents.iter().map(|p| p.as_str()).collect();
         let body = json!({ "message": message, "tree": tree, "parents": parents });
@@ -113,6 +126,7 @@ impl RepoClient {
         Ok(MadeCommit {
             sha,
             verified: made.verification.is_some_and(|v| v.verified),
+            author_email: made.author.email,
         })
     }
 }

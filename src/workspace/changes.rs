@@ -68,7 +68,7 @@ impl Workspace {
         git: &Repository,
         from: git2::Oid,
         head: git2::Oid,
-        bot: &str,
+        bots: &[String],
     ) -> Result<Vec<PersonCommit>, WorkspaceError> {
         let mut walk = git.revwalk()?;
         walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
@@ -79,7 +79,7 @@ impl Workspace {
             let c = git.find_commit(oid?)?;
             let author = c.author();
             let email = author.email().unwrap_or_default();
-            if email.eq_ignore_ascii_case(bot) {
+            if bots.iter().any(|b| email.eq_ignore_ascii_case(b)) {
                 continue;
             }
             out.push(PersonCommit {

@@ -20,12 +20,14 @@ use secrecy::{ExposeSecret as _, SecretString};
 mod author;
 mod changes;
 mod push;
+mod replay;
 mod snapshot;
 mod version;
 mod worktree;
 
 pub use author::Author;
 pub use changes::{Conflict, Merged, PersonCommit, Squashed};
+pub use replay::{Change, Content, Replay, to_replay};
 pub use snapshot::Snapshot;
 pub use version::version_at;
 pub use worktree::Worktree;

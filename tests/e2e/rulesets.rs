@@ -1,6 +1,7 @@
 //! Landing where rulesets hold the branches (GitHub's rules in force for a branch, beside or
 //! instead of classic protection): the bot says which rules hold the landing, and a push the
-//! rules refuse stops the ticket at once with GitHub's own words, never tried again.
+//! rules refuse stops the ticket at once with GitHub's own words, never tried again; where they
+//! ask for sign-offs or signed commits, the bot's commits have them.
 
 use crate::support;
 
@@ -23,16 +24,20 @@ async fn a_push_a_ruleset_refuses_stops_the_ticket_at_once_naming_the_rule() {
         REPO,
         Ruleset {
             id: 7,
-            name: "signed everywhere".into(),
+            name: "tracked everywhere".into(),
             branches: vec!["~ALL".into()],
-            rules: vec![Rule::Signatures],
+            rules: vec![Rule::MessagePattern {
+                name: String::new(),
+                pattern: "^JIRA-[0-9]+ ".into(),
+            }],
         },
     );
     w.label().await;
     let t = w.wait_state(TaskState::Failed).await;
     let status = w.status_comment();
     assert!(
-        status.contains("GH013") && status.contains("Commits must have verified signatures."),
+        status.contains("GH013")
+            && status.contains("Commit message must match a given regex pattern: ^JIRA-[0-9]+"),
         "{status}"
     );
     assert!(status.contains("bypass list"), "{status}");
@@ -165,5 +170,56 @@ async fn where_a_ruleset_asks_for_sign_offs_every_commit_of_the_bot_has_one() {
     assert!(
         seen >= 2,
         "the Breaker's and the Builder's commits at least"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_rules_require_signed_commits_the_bot_makes_them_through_the_api_and_lands() {
+    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
+    w.gh.add_ruleset(
+        REPO,
+        Ruleset {
+            id: 17,
+            name: "signed everywhere".into(),
+            branches: vec!["~ALL".into()],
+            rules: vec![Rule::Signatures],
+        },
+    );
+    let first = w.gh.branch_sha(REPO, "main").unwrap();
+    w.label().await;
+    let t = w.waiting_for_approval().await;
+    let pr = t.pr_number.unwrap();
+    // Every commit on the bot's branches is GitHub's, signed.
+    let git = git2::Repository::open_bare(w.gh.bare_path(REPO)).unwrap();
+    let mut seen = 0;
+    for branch in ["test/T-1", "feat/T-1"] {
+        let tip = w.gh.branch_sha(REPO, branch).unwrap();
+        let mut walk = git.revwalk().unwrap();
+        walk.push(git2::Oid::from_str(&tip).unwrap()).unwrap();
+        walk.hide(git2::Oid::from_str(&first).unwrap()).unwrap();
+        for oid in walk {
+            let oid = oid.unwrap();
+            assert!(
+                git.extract_signature(&oid, None).is_ok(),
+                "{branch}: {oid} unsigned"
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 3, "the tests, the code and their merge: {seen}");
+    // The head the gates judged is the head GitHub has.
+    let head = w.gh.branch_sha(REPO, "feat/T-1").unwrap();
+    assert_eq!(t.head_sha.as_deref(), Some(head.as_str()));
+    let judged =
+        w.gh.check_runs(REPO)
+            .into_iter()
+            .any(|c| c.head_sha == head && c.name == "hive/test");
+    assert!(judged, "hive/test on {head}");
+    w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "LGTM")
+        .await;
+    w.wait_state(TaskState::Completed).await;
+    assert_eq!(
+        w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
+        Some(CALC_FIXED)
     );
 }

@@ -446,7 +446,7 @@ async fn commits_made_through_the_git_database_are_the_apps_and_verified() {
             sha: None,
         },
     ];
-    let tree = client.create_tree(&base, &changes).await.unwrap();
+    let tree = client.create_tree(Some(&base), &changes).await.unwrap();
     let made = client
         .create_commit(
             "T-1: add run.sh\n\nSigned-off-by: x <x@example.com>",

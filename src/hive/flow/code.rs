@@ -212,11 +212,14 @@ async fn keep_code(
     );
     let sha = super::ctx::commit(cx, wt, msg, work(cx, Role::Builder, &r)).await?;
     let during = "of the Builder's work";
-    if let Pushed::Withheld(found) = super::people::push_or_rerun(cx, &sha, lease, during).await? {
-        return super::withhold::builder_withheld(cx, Node::Code, found, during)
-            .await
-            .map(Some);
-    }
+    let sha = match super::people::push_or_rerun(cx, &sha, lease, during).await? {
+        Pushed::Yes(head) => head,
+        Pushed::Withheld(found) => {
+            return super::withhold::builder_withheld(cx, Node::Code, found, during)
+                .await
+                .map(Some);
+        }
+    };
     cx.flow.pushed = Some(sha.clone());
     cx.flow.builder = Some(Work {
         attempt: cx.flow.attempt,

@@ -99,15 +99,3 @@ pub(super) async fn commit(
     })
     .await
 }
-
-/// Pushes `branch` of the mirror to the remote, replacing what is there (the bot owns its
-/// branches). Callers scan what it sends first (`withhold`).
-pub(super) async fn push(
-    ws: &Workspace,
-    repo: &RepoName,
-    token: SecretString,
-    branch: &str,
-) -> Result<(), JobError> {
-    let (repo2, branch) = (repo.clone(), branch.to_owned());
-    on_mirror(ws, repo, move |ws, _| ws.push(&repo2, &branch, &token)).await
-}

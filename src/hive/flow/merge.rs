@@ -107,11 +107,13 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         }
     };
     let during = "of the rebased change";
-    if let super::withhold::Pushed::Withheld(found) =
-        super::people::push_or_rerun(cx, &rebased, expected.as_ref(), during).await?
-    {
-        return super::withhold::builder_withheld(cx, Node::Rebase, found, during).await;
-    }
+    let rebased =
+        match super::people::push_or_rerun(cx, &rebased, expected.as_ref(), during).await? {
+            super::withhold::Pushed::Yes(head) => head,
+            super::withhold::Pushed::Withheld(found) => {
+                return super::withhold::builder_withheld(cx, Node::Rebase, found, during).await;
+            }
+        };
     if let Some(files) = by_model {
         model_merged(cx, &rebased, &tip, &files).await?;
     }

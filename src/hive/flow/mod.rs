@@ -39,6 +39,7 @@ mod regate;
 mod resolve;
 mod review;
 mod signals;
+mod signed;
 pub mod state;
 mod withhold;
 

@@ -18,16 +18,12 @@ pub(super) async fn adopt_people(
     cx: &mut Ctx<'_, '_>,
     ours: &CommitSha,
 ) -> Result<Option<CommitSha>, JobError> {
-    let (feat, bot, from) = (
-        cx.run.ticket.id.feat_branch(),
-        cx.run.hive.author.email.clone(),
-        ours.oid(),
-    );
+    let (feat, bots, from) = (cx.run.ticket.id.feat_branch(), bot_emails(cx), ours.oid());
     let remote = git(cx, move |ws, g| {
         let Ok(r) = ws.remote_head(g, &feat) else {
             return Ok(None);
         };
-        let people = ws.people_commits(g, from, r.oid(), &bot)?;
+        let people = ws.people_commits(g, from, r.oid(), &bots)?;
         Ok(Some((r, people)))
     })
     .await?;
@@ -47,6 +43,14 @@ pub(super) async fn adopt_people(
         super::review::refresh_body(cx, &theirs).await?;
     }
     Ok(Some(theirs))
+}
+
+/// The emails the bot's commits carry: its own, and the App's where GitHub made them for it
+/// (signed commits).
+fn bot_emails(cx: &Ctx<'_, '_>) -> Vec<String> {
+    let mut emails = vec![cx.run.hive.author.email.clone()];
+    emails.extend(cx.flow.signed.clone().filter(|e| !e.is_empty()));
+    emails
 }
 
 /// Tests under `policy.test_paths` that people's commits changed become the Breaker's: a commit
@@ -163,7 +167,7 @@ pub(super) async fn push_or_rerun(
         return Ok(Pushed::Withheld(found));
     }
     match push_leased(cx, sha, expected).await? {
-        Ok(()) => Ok(Pushed::Yes),
+        Ok(head) => Ok(Pushed::Yes(head)),
         Err(found) => Err(JobError::transient(format!(
             "someone pushed {} to {} {during}; the step runs again from their commit",
             &found[..found.len().min(7)],
@@ -179,35 +183,49 @@ async fn push_leased(
     cx: &mut Ctx<'_, '_>,
     sha: &CommitSha,
     expected: Option<&CommitSha>,
-) -> Result<Result<(), String>, JobError> {
+) -> Result<Result<CommitSha, String>, JobError> {
     let branch = cx.run.ticket.id.feat_branch();
     let mut expected = expected.map(CommitSha::oid);
-    for _ in 0..2 {
-        let (b, repo, token, new) = (
-            branch.clone(),
-            cx.run.ticket.repo.clone(),
-            cx.run.client.token().await?,
-            sha.oid(),
-        );
-        let pushed = git(cx, move |ws, g| {
-            ws.set_branch(g, &b, new)?;
-            Ok(ws.push_with_lease(&repo, &b, expected, &token))
-        })
-        .await?;
-        let found = match pushed {
-            Ok(()) => return Ok(Ok(())),
-            Err(crate::workspace::WorkspaceError::LeaseBroken { found, .. }) => found,
-            Err(e) => return Err(e.into()),
+    for _ in 0..3 {
+        let found = if cx.flow.signed.is_some() {
+            let lease = expected.map(CommitSha::from);
+            match super::signed::push(cx, &branch, sha, Some(lease.as_ref())).await? {
+                Ok(head) => return Ok(Ok(head)),
+                Err(found) => found,
+            }
+        } else {
+            let (b, repo, token, new) = (
+                branch.clone(),
+                cx.run.ticket.repo.clone(),
+                cx.run.client.token().await?,
+                sha.oid(),
+            );
+            let pushed = git(cx, move |ws, g| {
+                ws.set_branch(g, &b, new)?;
+                Ok(ws.push_with_lease(&repo, &b, expected, &token))
+            })
+            .await?;
+            match pushed {
+                Ok(()) => return Ok(Ok(sha.clone())),
+                Err(crate::workspace::WorkspaceError::LeaseBroken { found, .. }) => found,
+                Err(e) if super::signed::wants_signatures(&e) => {
+                    super::signed::refused(cx, &branch).await;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
         };
         sync(cx).await?;
-        let bot = cx.run.hive.author.email.clone();
+        let bots = bot_emails(cx);
         let Ok(theirs) = CommitSha::parse(&found) else {
             return Ok(Err(found));
         };
         let f = theirs.oid();
         let ours = git(cx, move |_, g| {
-            Ok(g.find_commit(f)
-                .is_ok_and(|c| c.author().email() == Some(bot.as_str())))
+            Ok(g.find_commit(f).is_ok_and(|c| {
+                let email = c.author().email().unwrap_or_default().to_owned();
+                bots.iter().any(|b| b.eq_ignore_ascii_case(&email))
+            }))
         })
         .await?;
         if !ours {

@@ -277,11 +277,13 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         }
         Merged::Clean(sha) => {
             let during = "during the Encounter";
-            if let Pushed::Withheld(found) =
-                super::people::push_or_rerun(cx, &sha, lease.as_ref(), during).await?
-            {
-                return super::withhold::builder_withheld(cx, Node::Encounter, found, during).await;
-            }
+            let sha = match super::people::push_or_rerun(cx, &sha, lease.as_ref(), during).await? {
+                Pushed::Yes(head) => head,
+                Pushed::Withheld(found) => {
+                    return super::withhold::builder_withheld(cx, Node::Encounter, found, during)
+                        .await;
+                }
+            };
             cx.flow.pushed = Some(sha.clone());
             sha
         }

@@ -225,6 +225,10 @@ pub struct Flow {
     pub waiting: Option<Wait>,
     /// The head the bot last pushed to `feat/T-n` (the lease of its next push).
     pub pushed: Option<CommitSha>,
+    /// Set once GitHub refused a push for unsigned commits: the ticket's commits are made
+    /// through GitHub's API from then on (`flow/signed.rs`), and this is the email GitHub
+    /// gives the App's commits there (`""` until the first is made).
+    pub signed: Option<String>,
     /// People's review comments waiting for the Builder's next attempt.
     pub review_findings: Vec<Finding>,
     /// Their threads, until a Builder attempt takes their comments…

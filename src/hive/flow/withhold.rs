@@ -26,7 +26,9 @@ const MAX_COMMITS: usize = 500;
 #[must_use]
 #[derive(Debug)]
 pub(super) enum Pushed {
-    Yes,
+    /// Pushed: the head GitHub has (another commit than the one pushed where GitHub made it
+    /// again, signed).
+    Yes(CommitSha),
     Withheld(Vec<Finding>),
 }
 
@@ -34,7 +36,7 @@ pub(super) enum Pushed {
 /// in `written`) and pushes its branch unless what it would send adds a secret; the branch's
 /// head, or the scan's findings (nothing pushed).
 pub(super) async fn commit_push(
-    cx: &Ctx<'_, '_>,
+    cx: &mut Ctx<'_, '_>,
     wt: &Worktree,
     message: String,
     work: super::git::Work,
@@ -44,10 +46,7 @@ pub(super) async fn commit_push(
     if !found.is_empty() {
         return Ok(Err(found));
     }
-    let token = cx.run.client.token().await?;
-    let (ws, repo) = (&cx.run.hive.workspace, &cx.run.ticket.repo);
-    super::git::push(ws, repo, token, &wt.branch).await?;
-    Ok(Ok(head))
+    Ok(Ok(super::signed::replace(cx, &wt.branch, &head).await?))
 }
 
 /// The secrets the commits `head` would send to the remote add, each once.
