@@ -17,6 +17,20 @@ fn pushes(w: &World) -> usize {
         .count()
 }
 
+/// The commits on the bot's branches since `first` (main when the ticket started), with the
+/// branch each was found on.
+fn bot_commits(w: &World, git: &git2::Repository, first: &str) -> Vec<(&'static str, git2::Oid)> {
+    let mut found = Vec::new();
+    for branch in ["test/T-1", "feat/T-1"] {
+        let tip = w.gh.branch_sha(REPO, branch).unwrap();
+        let mut walk = git.revwalk().unwrap();
+        walk.push(git2::Oid::from_str(&tip).unwrap()).unwrap();
+        walk.hide(git2::Oid::from_str(first).unwrap()).unwrap();
+        found.extend(walk.map(|oid| (branch, oid.unwrap())));
+    }
+    found
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_a_ruleset_refuses_stops_the_ticket_at_once_naming_the_rule() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
@@ -153,23 +167,17 @@ async fn where_a_ruleset_asks_for_sign_offs_every_commit_of_the_bot_has_one() {
     w.wait_state(TaskState::Completed).await;
     let git = git2::Repository::open_bare(w.gh.bare_path(REPO)).unwrap();
     let line = "Signed-off-by: vibeloop[bot] <vibeloop[bot]@users.noreply.github.com>";
-    let mut seen = 0;
-    for branch in ["test/T-1", "feat/T-1"] {
-        let tip = w.gh.branch_sha(REPO, branch).unwrap();
-        let mut walk = git.revwalk().unwrap();
-        walk.push(git2::Oid::from_str(&tip).unwrap()).unwrap();
-        walk.hide(git2::Oid::from_str(&first).unwrap()).unwrap();
-        for oid in walk {
-            let commit = git.find_commit(oid.unwrap()).unwrap();
-            let message = commit.message().unwrap_or_default();
-            let n = message.lines().filter(|l| *l == line).count();
-            assert_eq!(n, 1, "{branch}: {message}");
-            seen += 1;
-        }
+    let commits = bot_commits(&w, &git, &first);
+    for (branch, oid) in &commits {
+        let commit = git.find_commit(*oid).unwrap();
+        let message = commit.message().unwrap_or_default();
+        let n = message.lines().filter(|l| *l == line).count();
+        assert_eq!(n, 1, "{branch}: {message}");
     }
+    let n = commits.len();
     assert!(
-        seen >= 2,
-        "the Breaker's and the Builder's commits at least"
+        n >= 2,
+        "the Breaker's and the Builder's commits at least: {n}"
     );
 }
 
@@ -191,22 +199,13 @@ async fn where_rules_require_signed_commits_the_bot_makes_them_through_the_api_a
     let pr = t.pr_number.unwrap();
     // Every commit on the bot's branches is GitHub's, signed.
     let git = git2::Repository::open_bare(w.gh.bare_path(REPO)).unwrap();
-    let mut seen = 0;
-    for branch in ["test/T-1", "feat/T-1"] {
-        let tip = w.gh.branch_sha(REPO, branch).unwrap();
-        let mut walk = git.revwalk().unwrap();
-        walk.push(git2::Oid::from_str(&tip).unwrap()).unwrap();
-        walk.hide(git2::Oid::from_str(&first).unwrap()).unwrap();
-        for oid in walk {
-            let oid = oid.unwrap();
-            assert!(
-                git.extract_signature(&oid, None).is_ok(),
-                "{branch}: {oid} unsigned"
-            );
-            seen += 1;
-        }
+    let commits = bot_commits(&w, &git, &first);
+    for (branch, oid) in &commits {
+        let signed = git.extract_signature(oid, None).is_ok();
+        assert!(signed, "{branch}: {oid} unsigned");
     }
-    assert!(seen >= 3, "the tests, the code and their merge: {seen}");
+    let n = commits.len();
+    assert!(n >= 3, "the tests, the code and their merge: {n}");
     // The head the gates judged is the head GitHub has.
     let head = w.gh.branch_sha(REPO, "feat/T-1").unwrap();
     assert_eq!(t.head_sha.as_deref(), Some(head.as_str()));

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use git2::{FileMode, Oid, Repository};
 use serde_json::{Value, json};
 
-use super::json::user_id;
+use super::json::{git_user_json, parents_json, user_id};
 use super::{Answer, Cx, unprocessable, validation_failed};
 use crate::BOT_LOGIN;
 
@@ -233,22 +233,7 @@ fn git_commit_json(repo: &str, git: &Repository, oid: Oid) -> Value {
     let Ok(c) = git.find_commit(oid) else {
         return Value::Null;
     };
-    let person = |s: git2::Signature<'_>| {
-        let when = chrono::DateTime::from_timestamp(s.when().seconds(), 0).unwrap_or_default();
-        json!({
-            "name": s.name().unwrap_or(""), "email": s.email().unwrap_or(""),
-            "date": when.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        })
-    };
-    let parents: Vec<Value> = c
-        .parent_ids()
-        .map(|p| {
-            json!({
-                "sha": p.to_string(), "url": format!("{API}/repos/{repo}/git/commits/{p}"),
-                "html_url": format!("{WEB}/{repo}/commit/{p}"),
-            })
-        })
-        .collect();
+    let (person, parents) = (git_user_json, parents_json(repo, &c, "git/commits"));
     json!({
         "sha": oid.to_string(), "node_id": format!("C_{oid}"),
         "url": format!("{API}/repos/{repo}/git/commits/{oid}"),

@@ -139,28 +139,36 @@ pub fn review_comment_json(repo: &str, c: &ReviewComment, diff_hunk: &str) -> Va
     })
 }
 
+/// GitHub's `git-user`: a commit's author or committer.
+pub fn git_user_json(s: git2::Signature<'_>) -> Value {
+    let when = chrono::DateTime::from_timestamp(s.when().seconds(), 0).unwrap_or_default();
+    json!({
+        "name": s.name().unwrap_or(""), "email": s.email().unwrap_or(""),
+        "date": when.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    })
+}
+
+/// The parents of commit `c`, each with its API URL under `…/{kind}/` (`commits` or
+/// `git/commits`) and its web URL.
+pub fn parents_json(repo: &str, c: &git2::Commit<'_>, kind: &str) -> Vec<Value> {
+    c.parent_ids()
+        .map(|p| {
+            json!({
+                "sha": p.to_string(), "url": format!("{API}/repos/{repo}/{kind}/{p}"),
+                "html_url": format!("{WEB}/{repo}/commit/{p}"),
+            })
+        })
+        .collect()
+}
+
 /// GitHub's `commit` for `oid`, with `files` (against the first parent) when `with_files`.
 pub fn commit_json(repo: &str, git: &Repository, oid: Oid, with_files: bool) -> Value {
     let Ok(c) = git.find_commit(oid) else {
         return Value::Null;
     };
     let sha = oid.to_string();
-    let sig = |s: git2::Signature<'_>| {
-        let when = chrono::DateTime::from_timestamp(s.when().seconds(), 0).unwrap_or_default();
-        json!({
-            "name": s.name().unwrap_or(""), "email": s.email().unwrap_or(""),
-            "date": when.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        })
-    };
-    let parents: Vec<Value> = c
-        .parent_ids()
-        .map(|p| {
-            json!({
-                "sha": p.to_string(), "url": format!("{API}/repos/{repo}/commits/{p}"),
-                "html_url": format!("{WEB}/{repo}/commit/{p}"),
-            })
-        })
-        .collect();
+    let sig = git_user_json;
+    let parents = parents_json(repo, &c, "commits");
     let mut v = json!({
         "url": format!("{API}/repos/{repo}/commits/{sha}"), "sha": sha, "node_id": format!("C_{sha}"),
         "html_url": format!("{WEB}/{repo}/commit/{sha}"),
