@@ -50,7 +50,15 @@ fn one_word(value: &str) -> Option<String> {
 /// Whether `branch` may be a ticket's base: a plain ref name that is a branch the App can
 /// read. `Ok(Err(why))`, in words for the issue, when it may not.
 pub async fn check(client: &RepoClient, branch: &str) -> Result<Result<(), String>, JobError> {
-    let shown = branch.replace('`', "'");
+    // Shown as the issue wrote it, within reason: one word of any length is hostile text too.
+    let mut shown: String = branch
+        .chars()
+        .take(60)
+        .collect::<String>()
+        .replace('`', "'");
+    if branch.chars().count() > 60 {
+        shown.push('…');
+    }
     if let Err(why) = check_ref_name(branch) {
         return Ok(Err(format!("`{shown}` is no branch name: {why}")));
     }

@@ -82,6 +82,27 @@ async fn a_base_the_app_cannot_read_starts_nothing_and_says_why() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_name_of_any_length_is_refused_in_a_few_words() {
+    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
+    let body = format!("base: `{}`\n", "x<".repeat(3000));
+    w.gh.edit_issue(REPO, w.issue, "add() subtracts", &body)
+        .await;
+    w.label().await;
+    let said = w
+        .bot
+        .wait_until("the refusal", WAIT, || async {
+            w.gh.comments(REPO, w.issue)
+                .into_iter()
+                .find(|c| c.body.contains("starts nothing"))
+                .map(|c| c.body)
+        })
+        .await;
+    assert!(said.contains("is no branch name"), "{said}");
+    assert!(said.len() < 600, "{} bytes: {said}", said.len());
+    assert!(w.ticket().await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hive_base_moves_a_ticket_that_plans_and_is_refused_once_code_is_written() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
     maintenance(&w);
