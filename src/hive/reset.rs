@@ -1,6 +1,7 @@
 //! `/hive reset <tag>` (admin only): the base branch goes back to a snapshot by a revert commit
-//! whose tree is the tag's (a force push only where `.github/hive.yml` allows it), and every open
-//! ticket of the repository stops, its worktrees and containers removed.
+//! whose tree is the tag's, made through GitHub's API so that GitHub signs it (a force push only
+//! where `.github/hive.yml` allows it), and every open ticket of the repository stops, its
+//! worktrees and containers removed.
 
 use super::job::{Hive, JobError, blocking};
 use crate::github::GitHubError;
@@ -44,16 +45,14 @@ pub(super) async fn reset(
         ..hive.author.clone()
     };
     let token = client.token().await?;
-    let (ws, repo, tag_name, base2, author) = (
+    let (ws, repo, tag_name, base2) = (
         hive.workspace.clone(),
         c.repo.clone(),
         tag.to_owned(),
         base.clone(),
-        author,
     );
-    let who = c.author.to_owned();
-    let force = config.merge.allow_force_reset;
-    let made = blocking(move || {
+    // The tag's commit and tree, and the base's tip and its tree, as the mirror has them.
+    let found = blocking(move || {
         let git = ws.sync_mirror(&repo, &token)?;
         let Ok(target) = git
             .find_reference(&format!("refs/tags/{tag_name}"))
@@ -61,43 +60,52 @@ pub(super) async fn reset(
         else {
             return Ok(None);
         };
-        if force {
-            return Ok(Some(CommitSha::from(target.id())));
-        }
-        let tip = git2::Oid::from_str(ws.remote_head(&git, &base2)?.as_str())?;
-        let parent = git.find_commit(tip)?;
-        if parent.tree_id() == target.tree_id() {
-            return Ok(Some(CommitSha::from(tip)));
-        }
-        let sig = git2::Signature::now(&author.name, &author.email)?;
-        let msg = format!(
-            "Reset {base2} to {tag_name}\n\nRequested by @{who} with `/hive reset {tag_name}`."
-        );
-        let msg = author.message(&msg);
-        let oid = git.commit(None, &sig, &sig, &msg, &target.tree()?, &[&parent])?;
-        ws.push_fast_forward(&repo, oid, &base2, &token)?;
-        Ok(Some(CommitSha::from(oid)))
+        let tip = ws.remote_head(&git, &base2)?;
+        let same = git.find_commit(tip.oid())?.tree_id() == target.tree_id();
+        Ok(Some((
+            CommitSha::from(target.id()),
+            target.tree_id(),
+            tip,
+            same,
+        )))
     })
     .await?;
-    let Some(sha) = made else {
+    let Some((target, tree, tip, same)) = found else {
         return Ok((
             "confused",
             format!("there is no tag `{tag}`. Snapshots are named `auto-vX.Y.Z`."),
             "no such tag".into(),
         ));
     };
-    if force
+    let force = config.merge.allow_force_reset;
+    // The revert is the App's commit made through GitHub's API: signed, as rules may require.
+    let sha = match (force, same) {
+        (true, _) => target,
+        (false, true) => tip.clone(),
+        (false, false) => {
+            let who = c.author;
+            let msg = author.message(&format!(
+                "Reset {base} to {tag}\n\nRequested by @{who} with `/hive reset {tag}`."
+            ));
+            client
+                .create_commit(&msg, &tree.to_string(), &[&tip])
+                .await?
+                .sha
+        }
+    };
+    if sha != tip
         && let Err(e) = client
-            .update_ref(&format!("heads/{base}"), &sha, true)
+            .update_ref(&format!("heads/{base}"), &sha, force)
             .await
     {
         let why = match e {
             GitHubError::Api { message, .. } => message,
             other => other.to_string(),
         };
+        let how = if force { "force" } else { "move" };
         return Ok((
             "-1",
-            format!("GitHub refused to force `{base}` to `{tag}`: {why}"),
+            format!("GitHub refused to {how} `{base}` to `{tag}`: {why}"),
             "refused by GitHub".into(),
         ));
     }

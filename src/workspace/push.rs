@@ -1,5 +1,5 @@
 //! Pushes from a mirror to the forge: a bot branch replaced, a branch moved only under a
-//! lease, a fast-forward of a branch people own; the remote's refusal kept in its words.
+//! lease; the remote's refusal kept in its words.
 
 use git2::{BranchType, PushOptions, Repository};
 use secrecy::SecretString;
@@ -41,25 +41,6 @@ impl Workspace {
                 token,
             )
         })
-    }
-
-    /// Pushes `commit` to branch `branch` of the remote as a fast-forward only (the remote
-    /// refuses anything else, as it should for a branch people own).
-    pub fn push_fast_forward(
-        &self,
-        repo: &RepoName,
-        commit: git2::Oid,
-        branch: &str,
-        token: &SecretString,
-    ) -> Result<(), WorkspaceError> {
-        let git = Repository::open_bare(self.mirror_path(repo))?;
-        let scratch = format!("refs/vibeloop/push-{commit}");
-        git.reference(&scratch, commit, true, "push")?;
-        let result = self.push_refspec(repo, &format!("{scratch}:refs/heads/{branch}"), token);
-        if let Ok(mut r) = git.find_reference(&scratch) {
-            let _ = r.delete();
-        }
-        result
     }
 
     fn push_refspec(

@@ -262,11 +262,12 @@ async fn reset_needs_an_admin_and_reverts_the_base_to_a_snapshot() {
         w.gh.file_on_branch(REPO, "main", "calc.py").as_deref(),
         Some(CALC_FIXED)
     );
-    assert_ne!(
-        w.gh.branch_sha(REPO, "main").unwrap(),
-        tagged,
-        "history was rewritten, not reverted"
-    );
+    let main = w.gh.branch_sha(REPO, "main").unwrap();
+    assert_ne!(main, tagged, "history was rewritten, not reverted");
+    // The revert is the App's commit made through GitHub's API: signed by GitHub.
+    let git = git2::Repository::open_bare(w.gh.bare_path(REPO)).unwrap();
+    let oid = git2::Oid::from_str(&main).unwrap();
+    assert!(git.extract_signature(&oid, None).is_ok(), "{main} unsigned");
 }
 
 /// The retry engine as `.github/hive.yml` sets it: a step that keeps failing in passing (here
