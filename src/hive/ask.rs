@@ -213,12 +213,15 @@ pub async fn answer(hive: &Hive, source: &str) -> Result<(), JobError> {
         broken: broken.as_deref(),
     };
     let body = format!("{}\n\n{}", cited.text, footer.render());
+    // The snapshot's files go before the answer is seen: nothing of it outlives the reply.
+    let commit = snapshot.commit.clone();
+    drop(snapshot);
     post(&client, &q, &body).await?;
     let spent = serde_json::to_value(spend).unwrap_or_default();
     let answer = Answer {
         text: &cited.text,
         reply: &body,
-        commit: snapshot.commit.as_str(),
+        commit: commit.as_str(),
         spend: &spent,
     };
     hive.store.answer_question(source, &answer).await?;
