@@ -14,6 +14,21 @@ fn maintenance(w: &World) {
     w.gh.push_commit(REPO, BRANCH, &[("NOTES.md", "1.x only\n")], "1.x notes");
 }
 
+/// Labels the issue with `body` as its text; the comment that says the label started nothing.
+async fn label_refused(w: &World, body: &str) -> String {
+    w.gh.edit_issue(REPO, w.issue, "add() subtracts", body)
+        .await;
+    w.label().await;
+    w.bot
+        .wait_until("the refusal", WAIT, || async {
+            w.gh.comments(REPO, w.issue)
+                .into_iter()
+                .find(|c| c.body.contains("starts nothing"))
+                .map(|c| c.body)
+        })
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_issue_that_asks_for_a_base_lands_there_under_that_bases_own_tags() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
@@ -61,18 +76,7 @@ async fn an_issue_that_asks_for_a_base_lands_there_under_that_bases_own_tags() {
 async fn a_base_the_app_cannot_read_starts_nothing_and_says_why() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
     let body = "Broken on 9.x.\n\nbase: release/9.x\n";
-    w.gh.edit_issue(REPO, w.issue, "add() subtracts", body)
-        .await;
-    w.label().await;
-    let said = w
-        .bot
-        .wait_until("the refusal", WAIT, || async {
-            w.gh.comments(REPO, w.issue)
-                .into_iter()
-                .find(|c| c.body.contains("starts nothing"))
-                .map(|c| c.body)
-        })
-        .await;
+    let said = label_refused(&w, body).await;
     assert!(
         said.contains("has no branch `release/9.x` that the App can read")
             && said.contains("Fix `base:` in the issue"),
@@ -85,18 +89,7 @@ async fn a_base_the_app_cannot_read_starts_nothing_and_says_why() {
 async fn a_base_name_of_any_length_is_refused_in_a_few_words() {
     let w = World::start(happy_script(), &calc(HIVE_YML)).await;
     let body = format!("base: `{}`\n", "x<".repeat(3000));
-    w.gh.edit_issue(REPO, w.issue, "add() subtracts", &body)
-        .await;
-    w.label().await;
-    let said = w
-        .bot
-        .wait_until("the refusal", WAIT, || async {
-            w.gh.comments(REPO, w.issue)
-                .into_iter()
-                .find(|c| c.body.contains("starts nothing"))
-                .map(|c| c.body)
-        })
-        .await;
+    let said = label_refused(&w, &body).await;
     assert!(said.contains("is no branch name"), "{said}");
     assert!(said.len() < 600, "{} bytes: {said}", said.len());
     assert!(w.ticket().await.is_none());

@@ -1,9 +1,8 @@
 //! Red proof and the Encounter. Red proof: the Breaker's tests, on the base commit, must fail
 //! as tests (check run `hive/red-proof`); if not, the Breaker tries again. The Encounter: the
 //! Breaker's commit is merged into the Builder's branch (a Builder that changed the same tests
-//! cannot merge; one that changed others fails the test lock), and every gate runs on the
-//! result in the Builder's container with the tests mounted read-only. Failures go back to the
-//! Builder as findings, a bounded number of times, unless the attempts stall.
+//! cannot merge; one that changed others fails the test lock), and every gate runs on it in the
+//! Builder's container, tests read-only; failures go back to the Builder as findings.
 
 use super::ctx::enter_node;
 use super::ctx::{Ctx, Step};
