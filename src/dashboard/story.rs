@@ -90,7 +90,7 @@ fn list(v: &Value, max: usize) -> String {
 }
 
 /// What finishing a node of the flow means.
-fn node_done(node: &str, attempt: u64) -> Option<(String, Tone)> {
+fn node_done(node: &str, attempt: u64, next: &str) -> Option<(String, Tone)> {
     let s = |t: &str| Some((t.to_owned(), Tone::Step));
     match node {
         "plan" => s("The Architect's plan is ready."),
@@ -111,7 +111,9 @@ fn node_done(node: &str, attempt: u64) -> Option<(String, Tone)> {
         "rebase" => s("Rebased onto the base branch."),
         "regate" => s("The gates passed again on the rebased branch."),
         "ci" => Some(("The repository's CI passed.".into(), Tone::Good)),
+        "merge" if next == "queue" => s("Added to the base's merge queue."),
         "merge" => Some(("Merged.".into(), Tone::Good)),
+        "queue" => s("The gates passed on the merge queue's group."),
         "snapshot" => s("The snapshot is tagged."),
         _ => None,
     }
@@ -126,6 +128,7 @@ fn node_failed(node: &str, attempt: u64, why: &str) -> String {
         "critic" => format!("The Critic asks for changes on attempt {attempt}."),
         "regate" => format!("The gates failed on the rebased branch: {why}."),
         "ci" => format!("The repository's CI failed: {why}."),
+        "queue" => format!("The gates failed on the merge queue's group: {why}."),
         other => format!("{} failed: {why}.", cap(&other.replace('_', " "))),
     }
 }
@@ -169,7 +172,7 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
         "checkpoint" => match d["failed"].as_str() {
             Some(why) => plain(node_failed(s("node"), n("attempt").max(1), why), Tone::Bad),
             None => {
-                let (text, tone) = node_done(s("node"), n("attempt").max(1))?;
+                let (text, tone) = node_done(s("node"), n("attempt").max(1), s("next"))?;
                 plain(text, tone)
             }
         },

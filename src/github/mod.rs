@@ -17,6 +17,7 @@ mod graphql;
 pub mod hooks;
 pub mod merge;
 pub mod pulls;
+pub mod queue;
 pub mod refs;
 
 use std::collections::HashMap;

@@ -102,6 +102,8 @@ pub async fn process(hive: &Arc<Hive>, job_id: i64, delivery_id: &str) -> Result
                     None => ("ignored", "no open ticket here".into()),
                 }
             }
+            Ok(Event::GroupChecks(g)) => group_checks(hive, &g).await?,
+            Ok(Event::Dequeued(d)) => dequeued(hive, &d).await?,
             Ok(Event::Ping) => ("processed", "ping".into()),
             Ok(Event::NotActionable(why)) => ("ignored", why),
         };
@@ -363,6 +365,48 @@ async fn check_completed(
         "processed",
         format!("{} completed: {id} tries to merge again", c.name),
     ))
+}
+
+/// The merge queue asks checks of a group for a ticket's pull request: the ticket gates it.
+async fn group_checks(
+    hive: &Hive,
+    g: &event::GroupChecks,
+) -> Result<(&'static str, String), JobError> {
+    let Ok(head) = CommitSha::parse(&g.head_sha) else {
+        return Ok(("ignored", "the merge group names no commit".into()));
+    };
+    let base = g.base_sha.as_deref().and_then(|b| CommitSha::parse(b).ok());
+    let group = Signal::Group { head, base };
+    let what = format!("gates merge group {}", &g.head_sha[..7]);
+    signal_pull(hive, (&g.repo, g.pull), &group, "github", &what).await
+}
+
+/// A ticket's pull request left the merge queue unmerged: the ticket hears GitHub's reason.
+async fn dequeued(hive: &Hive, d: &event::Dequeued) -> Result<(&'static str, String), JobError> {
+    let signal = Signal::Dequeued {
+        reason: d.reason.clone(),
+        head: CommitSha::parse(&d.head_sha).ok(),
+    };
+    let pull = (&d.repo, d.number);
+    signal_pull(hive, pull, &signal, &d.sender, "left the merge queue").await
+}
+
+/// Sends `signal` from `author` to the open ticket of pull request `pull`; `what` it does.
+async fn signal_pull(
+    hive: &Hive,
+    (repo, number): (&RepoName, u64),
+    signal: &Signal,
+    author: &str,
+    what: &str,
+) -> Result<(&'static str, String), JobError> {
+    let Some(t) = hive.store.ticket_by_pr(repo, number).await? else {
+        return Ok(("ignored", format!("#{number} is no ticket's pull request")));
+    };
+    if t.state.is_final() {
+        return Ok(("ignored", format!("{} has ended", t.id)));
+    }
+    super::signal::send(hive, &t, signal, author).await?;
+    Ok(("processed", format!("{} {what}", t.id)))
 }
 
 /// A re-run asked on GitHub: queue the gates again for the commit.

@@ -60,6 +60,21 @@ pub enum Signal {
     /// Someone without the permission to steer edited the issue after it was labelled: the
     /// agents keep the text as labelled.
     EditRefused { by: String },
+    /// The base's merge queue made a group for the pull request (`merge_group`): the gates
+    /// run on `head`, made on `base` (older deliveries do not say), as the check runs the
+    /// queue waits for.
+    Group {
+        head: CommitSha,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base: Option<CommitSha>,
+    },
+    /// The pull request left the merge queue unmerged (`pull_request.dequeued`): GitHub's
+    /// `reason`, and its head then.
+    Dequeued {
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        head: Option<CommitSha>,
+    },
 }
 
 /// A person's comment on a line of the pull request, answered in its thread with what the
@@ -89,6 +104,8 @@ impl Signal {
             Signal::Review { .. } => "review",
             Signal::Push { .. } => "push",
             Signal::EditRefused { .. } => "edit_refused",
+            Signal::Group { .. } => "group",
+            Signal::Dequeued { .. } => "dequeued",
         }
     }
 
@@ -149,6 +166,14 @@ mod tests {
             },
             Signal::Push {
                 sha: CommitSha::parse(&"b".repeat(40)).unwrap(),
+            },
+            Signal::Group {
+                head: CommitSha::parse(&"c".repeat(40)).unwrap(),
+                base: Some(CommitSha::parse(&"d".repeat(40)).unwrap()),
+            },
+            Signal::Dequeued {
+                reason: "MERGE_CONFLICT".into(),
+                head: None,
             },
         ] {
             assert_eq!(Signal::read(s.kind(), &s.data()), Ok(s.clone()), "{s:?}");

@@ -14,6 +14,9 @@ use serde::Deserialize;
 
 use crate::ids::{InstallationId, RepoName, RepositoryId};
 
+mod queue;
+pub use queue::{Dequeued, GroupChecks};
+
 /// Event types (`X-GitHub-Event`) Vibeloop handles; deliveries of any other are stored as ignored.
 pub const HANDLED_EVENTS: &[&str] = &[
     "issues",
@@ -25,6 +28,7 @@ pub const HANDLED_EVENTS: &[&str] = &[
     "check_run",
     "check_suite",
     "status",
+    "merge_group",
     "installation",
     "installation_repositories",
     "ping",
@@ -103,6 +107,10 @@ pub enum Event {
         number: u64,
         is_pull_request: bool,
     },
+    /// The base's merge queue made a group for a pull request and waits for its checks.
+    GroupChecks(GroupChecks),
+    /// A pull request left the merge queue unmerged.
+    Dequeued(Dequeued),
     /// A handled event type whose action asks nothing of us; says why.
     NotActionable(String),
 }
@@ -464,6 +472,17 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
                 number: p.number,
                 is_pull_request: true,
             })
+        }
+        WebhookEventPayload::PullRequest(p)
+            if p.action == PullRequestWebhookEventAction::Dequeued =>
+        {
+            let repo = repo_of(parsed.repository.as_ref()).map_err(unparsed)?;
+            let sender = parsed.sender.map(|s| s.login).unwrap_or_default();
+            Ok(queue::dequeued(&p, repo, installation, sender))
+        }
+        WebhookEventPayload::MergeGroup(p) => {
+            let repo = repo_of(parsed.repository.as_ref()).map_err(unparsed)?;
+            queue::merge_group(&p, repo, installation).map_err(unparsed)
         }
         WebhookEventPayload::CheckSuite(p)
             if p.action == CheckSuiteWebhookEventAction::Rerequested =>

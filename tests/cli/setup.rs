@@ -187,7 +187,8 @@ async fn registers_the_app_and_writes_its_credentials_to_a_private_env_file() {
     assert_eq!(
         manifest["default_permissions"],
         json!({ "contents": "write", "issues": "write", "pull_requests": "write",
-                "checks": "write", "actions": "write", "statuses": "read", "metadata": "read" })
+                "checks": "write", "actions": "write", "statuses": "read", "merge_queues": "write",
+                "metadata": "read" })
     );
     // `installation` and `installation_repositories` reach every App without subscribing, and
     // GitHub refuses a manifest that lists them ("Default events unsupported").
@@ -202,7 +203,8 @@ async fn registers_the_app_and_writes_its_credentials_to_a_private_env_file() {
             "push",
             "check_run",
             "check_suite",
-            "status"
+            "status",
+            "merge_group"
         ])
     );
 

@@ -37,6 +37,7 @@ mod own_commands;
 mod people;
 mod push_guard;
 mod pushes;
+mod queues;
 mod quick_start;
 mod real_crates;
 mod real_projects;

@@ -19,7 +19,11 @@ fn pushes(w: &World) -> usize {
 
 /// The commits on the bot's branches since `first` (main when the ticket started), with the
 /// branch each was found on.
-fn bot_commits(w: &World, git: &git2::Repository, first: &str) -> Vec<(&'static str, git2::Oid)> {
+pub(crate) fn bot_commits(
+    w: &World,
+    git: &git2::Repository,
+    first: &str,
+) -> Vec<(&'static str, git2::Oid)> {
     let mut found = Vec::new();
     for branch in ["test/T-1", "feat/T-1"] {
         let tip = w.gh.branch_sha(REPO, branch).unwrap();
@@ -104,44 +108,6 @@ async fn the_landing_waits_for_what_the_rulesets_over_the_base_ask_and_says_so()
         .await;
     assert!(detail.contains("2 approving reviews"), "{detail}");
     assert!(w.gh.pull(REPO, pr).is_some_and(|p| !p.merged));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_base_that_requires_a_merge_queue_is_never_merged_directly() {
-    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
-    w.gh.add_ruleset(
-        REPO,
-        Ruleset {
-            id: 11,
-            name: "queue".into(),
-            branches: vec!["main".into()],
-            rules: vec![Rule::MergeQueue],
-        },
-    );
-    w.label().await;
-    let t = w.waiting_for_approval().await;
-    let pr = t.pr_number.unwrap();
-    assert!(
-        t.detail
-            .unwrap_or_default()
-            .contains("`main` needs landing through the merge queue"),
-        "{}",
-        w.status_comment()
-    );
-    w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "LGTM")
-        .await;
-    let t = w.wait_state(TaskState::HumanNeeded).await;
-    let why = t.detail.unwrap_or_default();
-    assert!(
-        why.contains("`main` requires a merge queue") && why.contains("add it to the queue"),
-        "{why}"
-    );
-    let merges =
-        w.gh.requests()
-            .into_iter()
-            .filter(|r| r.method == "PUT" && r.path.ends_with("/merge"))
-            .count();
-    assert_eq!(merges, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,13 +9,19 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/github")
 }
 
+/// A payload written from GitHub's documentation (`tests/fixtures/documented/`), as bytes.
+pub fn documented(rel: &str) -> Vec<u8> {
+    let path = fixtures().with_file_name("documented").join(rel);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
 /// A payload example, as bytes.
 pub fn example(rel: &str) -> Vec<u8> {
     std::fs::read(fixtures().join("webhooks").join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
 /// Points a payload's `repository` at `full_name` and adds `installation` when given.
-fn retarget(v: &mut Value, full_name: &str, installation: Option<u64>) {
+pub fn retarget(v: &mut Value, full_name: &str, installation: Option<u64>) {
     let (owner, name) = full_name.split_once('/').unwrap();
     let repo = &mut v["repository"];
     repo["full_name"] = json!(full_name);

@@ -5,24 +5,21 @@
 //! through the refs API instead, where protection allows it. GitHub's refusals each lead
 //! somewhere: the head or the base moved, or the change conflicts → rebase again (bounded); a
 //! review or a check is missing → wait for it (a review, a completed check run or the sweep
-//! wakes the ticket; a check is heard again by `ci.rs` first); anything else → a person. `snapshot` tags `auto-vX.Y.Z` and
+//! wakes the ticket; a check is heard again by `ci.rs` first); anything else → a person. A base
+//! whose rules require a merge queue is landed through it instead (`queue.rs`). `snapshot` tags `auto-vX.Y.Z` and
 //! `LATEST_STABLE` on the commit the landing put on the base — ours, or a person's merge by
 //! hand — promotes the ticket's memory to Canonical and completes the ticket.
 
 use super::ctx::enter_node;
 use super::ctx::{Ctx, Step};
 use super::ctx::{git, sync};
-use super::state::{Node, Wait};
+use super::state::{MAX_RELANDS, Node, Wait};
 use crate::config::repo::MergeMethod;
 use crate::github::GitHubError;
 use crate::github::merge::{BranchRule, MergeRefusal};
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::ticket::{MemoryStability, TaskState};
-
-/// Rebases after GitHub refused to land the change because the base or the head moved, before a
-/// person is asked.
-pub(super) const MAX_RELANDS: u32 = 3;
 
 fn base_branch(cx: &Ctx<'_, '_>) -> String {
     cx.base_branch()
@@ -54,10 +51,10 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                 .pr
                 .ok_or_else(|| JobError::permanent("merge without a pull request"))?;
             if rule.as_ref().is_some_and(|r| r.merge_queue) {
-                let why = format!(
-                    "`{base}` requires a merge queue, which the bot does not join yet, and its rules forbid a direct merge. #{pr} is approved and gated: add it to the queue from the pull request, and the bot completes the ticket once it merges."
-                );
-                return cx.needs_human(&why).await;
+                return match super::queue::enqueue(cx, pr, &sha).await? {
+                    Ok(step) => Ok(step),
+                    Err(refusal) => refused(cx, &sha, refusal, rule.as_ref()).await,
+                };
             }
             let (method, why) = method_under(rule.as_ref(), configured);
             if let Some(why) = why {
@@ -333,6 +330,11 @@ pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     )
     .await?;
     let detail = match (&cx.flow.merged_by, cx.flow.pr) {
+        (_, Some(pr)) if cx.flow.queue.is_some() => format!(
+            "Pull request #{pr} was merged by `{}`'s merge queue as `{}`, tagged `{tag}`.",
+            cx.base_branch(),
+            sha.short()
+        ),
         (Some(who), Some(pr)) => format!(
             "Pull request #{pr} was merged on GitHub by @{who} as `{}`, tagged `{tag}`.",
             sha.short()

@@ -34,6 +34,7 @@ mod merge;
 mod people;
 mod plan;
 mod proof;
+mod queue;
 mod reflect;
 mod regate;
 mod resolve;
@@ -89,6 +90,7 @@ pub(in crate::hive) async fn drive(
             Node::Regate => regate::regate(&mut cx).await?,
             Node::Ci => ci::ci(&mut cx).await?,
             Node::Merge => land::merge(&mut cx).await?,
+            Node::Queue => queue::queue(&mut cx).await?,
             Node::Snapshot => land::snapshot(&mut cx).await?,
             Node::Done => return Ok(()),
         };

@@ -23,7 +23,10 @@ fn run_id(cx: &Ctx<'_, '_>) -> String {
 }
 
 /// The last attempt, when its gates passed (none held for a person) on the tree `sha` has.
-async fn gated_as(cx: &mut Ctx<'_, '_>, sha: &CommitSha) -> Result<Option<Attempt>, JobError> {
+pub(super) async fn gated_as(
+    cx: &mut Ctx<'_, '_>,
+    sha: &CommitSha,
+) -> Result<Option<Attempt>, JobError> {
     let Some(last) = cx.flow.attempts.last().cloned() else {
         return Ok(None);
     };
@@ -42,8 +45,28 @@ async fn carry_over(
     sha: &CommitSha,
     gated: &Attempt,
 ) -> Result<Step, JobError> {
-    let run_id = run_id(cx);
     let base = cx.base_branch();
+    let why = format!("The rebase onto `{base}` changed no file");
+    report_carried(cx, sha, gated, &run_id(cx), &why).await?;
+    cx.flow.next = Node::Ci;
+    cx.checkpoint(
+        Node::Regate,
+        serde_json::json!({ "sha": sha.as_str() }),
+        serde_json::json!({ "passed": true, "carried_from": gated.sha.as_str() }),
+    )
+    .await?;
+    Ok(Step::Next)
+}
+
+/// Reports the verdicts of `gated`'s gates as check runs on `sha` (series `run_id`), whose
+/// tree they passed on; `why` says how `sha` came to have it.
+pub(super) async fn report_carried(
+    cx: &mut Ctx<'_, '_>,
+    sha: &CommitSha,
+    gated: &Attempt,
+    run_id: &str,
+    why: &str,
+) -> Result<(), JobError> {
     let short = &gated.sha.as_str()[..7];
     for line in &gated.gates {
         let name = format!("hive/{}", line.gate);
@@ -60,7 +83,7 @@ async fn carry_over(
         let output = CheckOutput {
             title: format!("{}: as on {short}, the same files", line.result),
             summary: format!(
-                "The rebase onto `{base}` changed no file: this commit's tree is the one gated on {} (attempt {}), where `{name}` {}. It was not run again.",
+                "{why}: this commit's tree is the one gated on {} (attempt {}), where `{name}` {}. It was not run again.",
                 gated.sha, gated.n, line.result
             ),
         };
@@ -74,19 +97,12 @@ async fn carry_over(
             serde_json::json!({ "sha": sha.as_str(), "from": gated.sha.as_str() }),
         )
         .await;
-    cx.flow.next = Node::Ci;
-    cx.checkpoint(
-        Node::Regate,
-        serde_json::json!({ "sha": sha.as_str() }),
-        serde_json::json!({ "passed": true, "carried_from": gated.sha.as_str() }),
-    )
-    .await?;
-    Ok(Step::Next)
+    Ok(())
 }
 
 /// The files the base changed since the baseline was taken on it: their tests may be gone or
 /// renamed, so the test gate does not miss them.
-async fn changed_on_the_base(
+pub(super) async fn changed_on_the_base(
     cx: &mut Ctx<'_, '_>,
     base: &crate::ids::CommitSha,
 ) -> Result<Vec<String>, JobError> {

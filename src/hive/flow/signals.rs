@@ -3,7 +3,8 @@
 //! recheck), oldest first, consumed in the same transaction that stores the flow they changed.
 
 use super::ctx::{Ctx, Step};
-use super::state::{Flow, Node};
+use super::queue::Left;
+use super::state::{Flow, Node, state_of};
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::ticket::{Signal, TaskState};
@@ -225,12 +226,46 @@ async fn apply_one(
         Signal::Rebase if cx.flow.pr.is_some() => {
             cx.flow.next = Node::Rebase;
             cx.flow.rebased = None;
+            // Its push takes the pull request out of the queue, if it is in one.
+            cx.flow.queue = None;
             Effect::RESUME
         }
         Signal::Rebase => Effect::NOTHING,
         Signal::Push { sha } => {
             pushed(cx, sha, author).await;
             Effect::NOTHING
+        }
+        Signal::Group { head, base } => Effect {
+            resume: super::queue::group_asked(&mut cx.flow, head, base.as_ref()),
+            ends: None,
+        },
+        Signal::Dequeued { reason, head } => {
+            match super::queue::dequeued(&mut cx.flow, reason, head.as_ref(), author) {
+                Left::Nothing => Effect::NOTHING,
+                Left::Rebase if cx.flow.relands >= super::state::MAX_RELANDS => {
+                    let pr = cx.flow.pr.unwrap_or_default();
+                    let base = cx.base_branch();
+                    let why = format!(
+                        "#{pr} conflicts with what `{base}`'s merge queue put before it, again after {} rebases. `/hive rebase` tries once more; or resolve it on the branch yourself.",
+                        super::state::MAX_RELANDS
+                    );
+                    Effect::ends(TaskState::HumanNeeded, why)
+                }
+                Left::Rebase => {
+                    cx.flow.relands += 1;
+                    cx.flow.rebased = None;
+                    cx.flow.next = Node::Rebase;
+                    Effect::RESUME
+                }
+                Left::Person(why) => {
+                    let pr = cx.flow.pr.unwrap_or_default();
+                    let base = cx.base_branch();
+                    let why = format!(
+                        "GitHub took #{pr} out of `{base}`'s merge queue: {why}. `/hive retry` adds it again; `/hive rebase` rebases and checks it first."
+                    );
+                    Effect::ends(TaskState::HumanNeeded, why)
+                }
+            }
         }
         // Said in the status until the text is taken (`/hive plan`, or a new label).
         Signal::EditRefused { by } => {
@@ -273,8 +308,10 @@ fn after_push(flow: &mut Flow, by: &str) -> Option<String> {
     let withdrawn = flow.approved_by.take_if(|a| a != by);
     if matches!(
         flow.next,
-        Node::Rebase | Node::Regate | Node::Ci | Node::Merge
+        Node::Rebase | Node::Regate | Node::Ci | Node::Merge | Node::Queue
     ) {
+        // GitHub takes a pull request out of its merge queue when its head moves.
+        flow.queue = None;
         flow.rebased = None;
         flow.waiting = None;
         flow.next = if flow.approved_by.is_some() {
@@ -302,10 +339,8 @@ fn stalled(cx: &Ctx<'_, '_>) -> bool {
 /// `Some(true)`: the flow moved to it; `Some(false)`: no attempt is left (the limit applies to
 /// reviews too); `None`: nothing to start now.
 pub(super) fn review_starts_attempt(flow: &mut Flow) -> Option<bool> {
-    let past_attempts = matches!(
-        flow.next,
-        Node::Critic | Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Ci | Node::Merge
-    );
+    // Past its attempts: the Critic, the approval, the landing.
+    let past_attempts = state_of(flow.next) == TaskState::AwaitingVerification;
     if flow.review_findings.is_empty() || !past_attempts || flow.builder.is_none() {
         return None;
     }
@@ -316,6 +351,8 @@ pub(super) fn review_starts_attempt(flow: &mut Flow) -> Option<bool> {
     flow.approved_by = None;
     flow.rebased = None;
     flow.waiting = None;
+    // The attempt's push takes the pull request out of a merge queue.
+    flow.queue = None;
     flow.next = Node::Code;
     Some(true)
 }
@@ -359,7 +396,11 @@ fn retry(flow: &mut Flow, role: &str, max_retries: u32) {
         }
         // A landing refused by GitHub or stopped by conflicts, or held by the repository's CI:
         // land it again (the CI is heard again).
-        _ if matches!(flow.next, Node::Rebase | Node::Ci | Node::Merge) && flow.pr.is_some() => {
+        _ if matches!(
+            flow.next,
+            Node::Rebase | Node::Ci | Node::Merge | Node::Queue
+        ) && flow.pr.is_some() =>
+        {
             flow.requeues = 0;
             if flow.next == Node::Rebase {
                 flow.rebased = None;

@@ -12,6 +12,10 @@ use crate::ticket::Finding;
 use crate::ticket::TaskState;
 use crate::ticket::plan::Blueprint;
 
+/// Rebases after GitHub refused to land the change (the base or the head moved, the merge
+/// queue took it out), before a person is asked.
+pub const MAX_RELANDS: u32 = 3;
+
 /// The nodes, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -32,6 +36,8 @@ pub enum Node {
     /// The repository's own CI on the regated head.
     Ci,
     Merge,
+    /// In the base's merge queue: its merge groups gated, until GitHub merges it.
+    Queue,
     Snapshot,
     Done,
 }
@@ -52,6 +58,7 @@ impl Node {
             Node::Regate => "regate",
             Node::Ci => "ci",
             Node::Merge => "merge",
+            Node::Queue => "queue",
             Node::Snapshot => "snapshot",
             Node::Done => "done",
         }
@@ -223,6 +230,8 @@ pub struct Flow {
     pub relands: u32,
     /// What the landing waits for, when GitHub said a review or a check is missing.
     pub waiting: Option<Wait>,
+    /// The landing through the base's merge queue, while the pull request is in it.
+    pub queue: Option<Queued>,
     /// The head the bot last pushed to `feat/T-n` (the lease of its next push).
     pub pushed: Option<CommitSha>,
     /// Set once GitHub refused a push for unsigned commits: the ticket's commits are made
@@ -269,6 +278,28 @@ pub struct CiWatch {
     pub reruns: Vec<(CommitSha, String)>,
     /// Checks that failed and then passed on the same commit: not charged to the Builder.
     pub flaky: Vec<(CommitSha, String)>,
+}
+
+/// A pull request in its base's merge queue (`flow/queue.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Queued {
+    /// The head the bot added to the queue.
+    pub head: CommitSha,
+    /// The merge group GitHub last asked checks of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<Group>,
+}
+
+/// A merge group: the change on what the queue put before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub head: CommitSha,
+    /// The base commit it was made on, where GitHub said (else the head's first parent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<CommitSha>,
+    /// Whether the gates passed on it (`None`: not gated yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
 }
 
 /// A rebase onto the base that conflicted (strategy C): `feat/T-n`'s head `head` is marked
@@ -396,7 +427,8 @@ pub fn state_of(node: Node) -> TaskState {
         | Node::Rebase
         | Node::Regate
         | Node::Ci
-        | Node::Merge => TaskState::AwaitingVerification,
+        | Node::Merge
+        | Node::Queue => TaskState::AwaitingVerification,
         Node::Snapshot | Node::Done => TaskState::Completed,
     }
 }

@@ -248,3 +248,65 @@ fn review_thread_comments_are_comments_in_a_thread() {
         Event::NotActionable(_)
     ));
 }
+
+/// A payload written from GitHub's documentation (`tests/fixtures/documented/`).
+fn documented(rel: &str) -> Vec<u8> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/documented");
+    std::fs::read(root.join(rel)).unwrap()
+}
+
+#[test]
+fn a_merge_groups_check_request_names_its_pull_request_and_base() {
+    let body = documented("merge_group/checks_requested.payload.json");
+    let Event::GroupChecks(g) = parse("merge_group", &body).unwrap() else {
+        panic!("not a group")
+    };
+    assert_eq!(g.repo.as_str(), "Codertocat/Hello-World");
+    assert_eq!(g.pull, 2);
+    assert_eq!(g.head_sha, "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678");
+    assert_eq!(
+        g.base_sha.as_deref(),
+        Some("f95f852bd8fca8fcc58a9a2d6c842781e32a215e")
+    );
+    assert_eq!(g.base_branch, "master");
+    assert_eq!(g.installation, Some(InstallationId(1)));
+    // A destroyed group asks nothing; a group whose ref names no pull request is unparsed.
+    let body = documented("merge_group/destroyed.payload.json");
+    assert!(matches!(
+        parse("merge_group", &body),
+        Ok(Event::NotActionable(_))
+    ));
+    // Older deliveries carry no base commit.
+    let mut v: serde_json::Value = serde_json::from_slice(&body_of_checks()).unwrap();
+    v["merge_group"].as_object_mut().unwrap().remove("base_sha");
+    let Event::GroupChecks(g) = parse("merge_group", &serde_json::to_vec(&v).unwrap()).unwrap()
+    else {
+        panic!("not a group")
+    };
+    assert_eq!((g.pull, g.base_sha), (2, None));
+    v["merge_group"]["head_ref"] = "refs/heads/main".into();
+    let e = parse("merge_group", &serde_json::to_vec(&v).unwrap()).unwrap_err();
+    assert!(e.reason.contains("names no pull request"), "{e}");
+}
+
+fn body_of_checks() -> Vec<u8> {
+    documented("merge_group/checks_requested.payload.json")
+}
+
+#[test]
+fn a_pull_request_out_of_the_queue_says_why() {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&fixture("pull_request/closed.payload.json")).unwrap();
+    v["action"] = "dequeued".into();
+    v["reason"] = "MERGE_CONFLICT".into();
+    let Event::Dequeued(d) = parse("pull_request", &serde_json::to_vec(&v).unwrap()).unwrap()
+    else {
+        panic!("not dequeued")
+    };
+    assert_eq!((d.number, d.reason.as_str()), (2, "MERGE_CONFLICT"));
+    assert_eq!(
+        d.head_sha,
+        v["pull_request"]["head"]["sha"].as_str().unwrap()
+    );
+    assert_eq!(d.sender, "Codertocat");
+}

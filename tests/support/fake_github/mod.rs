@@ -5,7 +5,7 @@
 //! recorded, injected faults (an HTTP status, optionally with `Retry-After`, optionally after
 //! doing the work — the ambiguous failure that makes naive retries duplicate things) and
 //! latency, signed webhooks with GitHub's delivery log ([`hooks`]), branch protection
-//! ([`protection`]), the App-manifest exchange ([`apps`]) and OAuth sign-in ([`oauth`]). The people — users, their comments and reviews,
+//! ([`protection`]), merge queues ([`queue`]), the App-manifest exchange ([`apps`]) and OAuth sign-in ([`oauth`]). The people — users, their comments and reviews,
 //! buttons pressed, a maintainer's pushes and merges — are in `helpers.rs` and `by_hand.rs`;
 //! another CI's checks and statuses in `ci.rs`.
 
@@ -17,6 +17,7 @@ mod hooks;
 mod layer;
 mod oauth;
 mod protection;
+mod queue;
 mod rulesets;
 
 use std::net::SocketAddr;
@@ -130,6 +131,8 @@ pub struct Extras {
     pub rules: protection::Rules,
     /// GitHub Actions' jobs: logs, scripted re-runs, downloads (`ci.rs`).
     pub actions: ci::Actions,
+    /// Merge queues (`queue.rs`).
+    queue: queue::Queue,
 }
 
 /// What a fake needs to know of the app.
