@@ -43,7 +43,9 @@ fn graphql_ops(w: &World) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ticket_lands_through_the_merge_queue_signed_and_signed_off_and_is_tagged() {
-    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
+    // Even where the repository asks for fast-forwards: only the queue moves the base.
+    let yml = format!("{HIVE_YML}merge: {{ method: fast-forward }}\n");
+    let w = World::start(happy_script(), &calc(&yml)).await;
     w.gh.add_ruleset(REPO, queue_over_main());
     w.gh.add_ruleset(
         REPO,

@@ -188,3 +188,31 @@ async fn where_rules_require_signed_commits_the_bot_makes_them_through_the_api_a
         Some(CALC_FIXED)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ref_update_the_rulesets_refuse_is_reported_in_githubs_words() {
+    let yml = format!("{HIVE_YML}merge: {{ method: fast-forward }}\n");
+    let w = World::start(happy_script(), &calc(&yml)).await;
+    w.gh.add_ruleset(
+        REPO,
+        Ruleset {
+            id: 19,
+            name: "signed main".into(),
+            branches: vec!["main".into()],
+            rules: vec![Rule::Signatures],
+        },
+    );
+    let main = w.gh.branch_sha(REPO, "main").unwrap();
+    w.label().await;
+    let pr = w.waiting_for_approval().await.pr_number.unwrap();
+    w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "LGTM")
+        .await;
+    let t = w.wait_state(TaskState::HumanNeeded).await;
+    let why = t.detail.unwrap_or_default();
+    assert!(
+        why.contains("Repository rule violations found")
+            && why.contains("Commits must have verified signatures"),
+        "{why}"
+    );
+    assert_eq!(w.gh.branch_sha(REPO, "main").unwrap(), main);
+}

@@ -43,6 +43,17 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             None
         }
     };
+    // A base that requires a merge queue is moved by its queue alone, whatever the method.
+    if rule.as_ref().is_some_and(|r| r.merge_queue) {
+        let pr = cx
+            .flow
+            .pr
+            .ok_or_else(|| JobError::permanent("merge without a pull request"))?;
+        return match super::queue::enqueue(cx, pr, &sha).await? {
+            Ok(step) => Ok(step),
+            Err(refusal) => refused(cx, &sha, refusal, rule.as_ref()).await,
+        };
+    }
     let landed = match cx.env.config.merge.method {
         MergeMethod::FastForward => fast_forward(cx, &sha).await?,
         configured => {
@@ -50,12 +61,6 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                 .flow
                 .pr
                 .ok_or_else(|| JobError::permanent("merge without a pull request"))?;
-            if rule.as_ref().is_some_and(|r| r.merge_queue) {
-                return match super::queue::enqueue(cx, pr, &sha).await? {
-                    Ok(step) => Ok(step),
-                    Err(refusal) => refused(cx, &sha, refusal, rule.as_ref()).await,
-                };
-            }
             let (method, why) = method_under(rule.as_ref(), configured);
             if let Some(why) = why {
                 cx.note(format!("Landing #{pr} by {}: {why}", method.as_str()))

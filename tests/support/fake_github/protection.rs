@@ -307,7 +307,10 @@ pub(super) fn guard(
             if !fast_forward && !force {
                 return None; // the forge's own "not a fast forward"
             }
-            refusal(rule, r, &branch, &new.to_string(), fast_forward).map(|why| unprocessable(&why))
+            let sets = &rules.rulesets;
+            super::rulesets::ref_refusal(sets, &repo, &branch, &git, (old, new))
+                .or_else(|| refusal(rule, r, &branch, &new.to_string(), fast_forward))
+                .map(|why| unprocessable(&why))
         }
         ("DELETE", ["git", "refs", "heads", b @ ..]) if !b.is_empty() => {
             let rule = rules.enforced(&repo, &b.join("/"))?;

@@ -2,7 +2,10 @@
 //! lists the rules in force in GitHub's `repository-rule-detailed` form (an empty list where
 //! none apply), and pushes of commits without a signature to a branch under
 //! `required_signatures`, or whose message misses a `commit_message_pattern`, are refused with
-//! GitHub's `GH013` words by the git server's hook (`git_http.rs`).
+//! GitHub's `GH013` words by the git server's hook (`git_http.rs`). A ref update through the
+//! API is refused as GitHub does (422, "Repository rule violations found") where it would
+//! bring unsigned commits under `required_signatures`, or move a branch only its merge queue
+//! may move.
 
 use serde_json::{Value, json};
 
@@ -112,6 +115,44 @@ pub(super) fn rules_json(sets: &[(String, Ruleset)], repo: &str, branch: &str) -
         })
         .collect();
     Value::Array(rules)
+}
+
+/// Why the rulesets over `branch` refuse moving it from `old` to `new` through the API, in
+/// GitHub's words; `None` when they allow it.
+pub(super) fn ref_refusal(
+    sets: &[(String, Ruleset)],
+    repo: &str,
+    branch: &str,
+    git: &git2::Repository,
+    (old, new): (git2::Oid, git2::Oid),
+) -> Option<String> {
+    let rules: Vec<&Rule> = sets
+        .iter()
+        .filter(|(r, set)| r == repo && set.covers(branch))
+        .flat_map(|(_, set)| set.rules.iter())
+        .collect();
+    let mut broken = vec![];
+    if rules.iter().any(|r| matches!(r, Rule::MergeQueue)) {
+        broken.push("Changes must be made through the merge queue");
+    }
+    if rules.iter().any(|r| matches!(r, Rule::Signatures)) {
+        let mut walk = git.revwalk().ok()?;
+        walk.push(new).ok()?;
+        walk.hide(old).ok()?;
+        let unsigned = walk
+            .filter_map(Result::ok)
+            .any(|oid| git.extract_signature(&oid, None).is_err());
+        if unsigned {
+            broken.push("Commits must have verified signatures.");
+        }
+    }
+    if broken.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Repository rule violations found\n\n{}\n",
+        broken.join("\n\n")
+    ))
 }
 
 /// What the rulesets of `repo` ask of pushes, for the git server's hook.
