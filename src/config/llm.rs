@@ -28,7 +28,7 @@ pub struct LlmArgs {
     /// API of the model provider: `openai` (OpenAI-compatible) or `anthropic`.
     #[arg(long, env = "VIBELOOP_LLM_PROVIDER", default_value = "openai")]
     pub llm_provider: String,
-    /// YAML file routing roles to models and holding the price table (see README).
+    /// YAML file routing roles to models and holding the price table (see docs/configuration.md).
     #[arg(long, env = "VIBELOOP_MODELS_FILE")]
     pub models_file: Option<PathBuf>,
     /// Directory of role prompts (`builder.md`…) replacing the compiled-in ones.

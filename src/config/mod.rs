@@ -512,3 +512,54 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod documented {
+    use clap::CommandFactory as _;
+
+    /// Every flag of `vibeloop serve` and its environment variable are in docs/configuration.md's
+    /// table of settings, read from the command line's own definition.
+    #[test]
+    fn every_flag_of_serve_is_documented() {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md"),
+        )
+        .unwrap();
+        let table = doc
+            .split("| flag | environment | default | meaning |")
+            .nth(1)
+            .unwrap();
+        let rows: Vec<&str> = table
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        let named = |word: &str| {
+            rows.iter().any(|row| {
+                let cells: Vec<&str> = row.trim_matches('|').split('|').collect();
+                cells[..2].iter().any(|c| c.contains(&format!("`{word}`")))
+            })
+        };
+        let cli = super::Cli::command();
+        let serve = cli.find_subcommand("serve").unwrap();
+        let mut missing = vec![];
+        let mut seen = 0;
+        for arg in serve.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            seen += 1;
+            if !named(&format!("--{long}")) {
+                missing.push(format!("--{long}"));
+            }
+            if let Some(env) = arg.get_env().and_then(|e| e.to_str())
+                && !named(env)
+            {
+                missing.push(env.to_owned());
+            }
+        }
+        assert!(seen > 20, "{seen} flags");
+        assert!(
+            missing.is_empty(),
+            "flags of `vibeloop serve` missing from docs/configuration.md: {missing:?}"
+        );
+    }
+}

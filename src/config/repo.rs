@@ -1,6 +1,7 @@
 //! Repository configuration: `.github/hive.yml`, read from the base branch (never from a branch
 //! an agent wrote). Parsed strictly: an unknown key is an error naming the key and its line.
-//! Every key has a default, documented in README.md, so an absent file is a valid config.
+//! Every key has a default, documented in docs/configuration.md (a test holds every key to
+//! it), so an absent file is a valid config.
 //! Which keys the file set is kept ([`HiveConfig::is_set`]): what the repository's files show
 //! (its ecosystems, a devcontainer) fills the others, one by one (`crate::env`).
 

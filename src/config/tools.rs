@@ -174,7 +174,7 @@ pub struct EvalRunArgs {
     /// Give up on one task after this many minutes (its result is an error).
     #[arg(long, default_value_t = 60)]
     pub timeout_minutes: u64,
-    /// Route roles to models (see README); passed to every task's run.
+    /// Route roles to models (see docs/configuration.md); passed to every task's run.
     #[arg(long)]
     pub models_file: Option<PathBuf>,
     /// Role prompts replacing the compiled-in ones; passed to every task's run.

@@ -21,8 +21,8 @@ const MAX_REPOS: usize = 30;
 const WITHIN: Duration = Duration::from_secs(20);
 /// Branch names of the bot's kind, matched against the workflows' filters.
 const BOT_BRANCHES: [&str; 2] = ["feat/T-1", "test/T-1"];
-/// What keeps the bot's branches out of a workflow, as the README says it.
-const FIX: &str = "add `branches-ignore: [\"feat/T-*\", \"test/T-*\"]` under `on.push` (and `if: ${{ !startsWith(github.head_ref, 'feat/T-') }}` on jobs run by pull requests), or put its secrets in an environment that requires a reviewer (README: \"Keep your CI's secrets from the bot's branches\")";
+/// What keeps the bot's branches out of a workflow, as docs/security.md says it.
+const FIX: &str = "add `branches-ignore: [\"feat/T-*\", \"test/T-*\"]` under `on.push` (and `if: ${{ !startsWith(github.head_ref, 'feat/T-') }}` on jobs run by pull requests), or put its secrets in an environment that requires a reviewer (docs/security.md: \"Keep your CI's secrets from the bot's branches\")";
 
 pub(super) async fn check(parsed: Option<&Parsed>, github_passed: bool) -> Check {
     let crab = match super::github::app_client(parsed, github_passed, NAME) {

@@ -189,3 +189,104 @@ fn bad_values_are_refused() {
         assert!(HiveConfig::parse(text).is_err(), "{text}");
     }
 }
+
+/// `yaml` nested under the keys of `path`.
+fn nested(path: &[String], yaml: &str) -> String {
+    let mut text = yaml.to_owned();
+    for key in path.iter().rev() {
+        text = format!("{key}:\n{}", indent(&text));
+    }
+    text
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// The keys `.github/hive.yml` takes under `path`, from the parser itself: serde names the
+/// keys it expected when it meets one it does not know. Empty where `path` takes no keys.
+fn keys_under(path: &[String]) -> Vec<String> {
+    let err = HiveConfig::parse(&nested(path, "zz_no_such_key: 1"))
+        .unwrap_err()
+        .to_string();
+    if !err.contains("unknown field `zz_no_such_key`") {
+        return vec![];
+    }
+    let expected = err.split("expected").nth(1).unwrap_or_default();
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every key the file takes that holds a value (not keys), dotted: `gates.test`.
+fn every_key() -> Vec<String> {
+    let mut leaves = vec![];
+    let mut todo = vec![vec![]];
+    while let Some(path) = todo.pop() {
+        let keys = keys_under(&path);
+        if keys.is_empty() && !path.is_empty() {
+            leaves.push(path.join("."));
+        }
+        for key in keys {
+            let mut p = path.clone();
+            p.push(key);
+            todo.push(p);
+        }
+    }
+    leaves.sort();
+    leaves
+}
+
+/// The keys docs/configuration.md's `.github/hive.yml` table documents: its first cells
+/// (`a.b.c`, `.d` meaning `a.b.d`), and every key its rows name elsewhere (an older name).
+fn documented() -> (Vec<String>, std::collections::BTreeSet<String>) {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md"),
+    )
+    .unwrap();
+    let table = doc.split("| key | default | meaning |").nth(1).unwrap();
+    let rows = table.lines().skip(2).take_while(|l| l.starts_with('|'));
+    let (mut first, mut anywhere) = (vec![], std::collections::BTreeSet::new());
+    for row in rows {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').collect();
+        let mut parent = String::new();
+        for tok in cells[0].split('`').skip(1).step_by(2) {
+            let key = match tok.strip_prefix('.') {
+                Some(rest) => format!("{parent}{rest}"),
+                None => tok.to_owned(),
+            };
+            parent = key
+                .rsplit_once('.')
+                .map(|(p, _)| format!("{p}."))
+                .unwrap_or_default();
+            first.push(key);
+        }
+        anywhere.extend(row.split('`').skip(1).step_by(2).map(str::to_owned));
+    }
+    anywhere.extend(first.iter().cloned());
+    (first, anywhere)
+}
+
+#[test]
+fn every_key_of_hive_yml_is_documented() {
+    let keys = every_key();
+    assert!(keys.len() > 60, "{keys:?}");
+    assert!(
+        keys.contains(&"ask.rate.per_repository".to_owned()),
+        "{keys:?}"
+    );
+    let (first, anywhere) = documented();
+    let missing: Vec<&String> = keys.iter().filter(|k| !anywhere.contains(*k)).collect();
+    assert!(
+        missing.is_empty(),
+        "keys of .github/hive.yml missing from docs/configuration.md: {missing:?}"
+    );
+    let unknown: Vec<&String> = first.iter().filter(|k| !keys.contains(k)).collect();
+    assert!(
+        unknown.is_empty(),
+        "docs/configuration.md documents keys the parser refuses: {unknown:?}"
+    );
+}
