@@ -2,18 +2,12 @@
 //! hive acts on, in [`Event`]. A payload octocrab cannot parse (a new action GitHub added, say)
 //! is an [`Unparsed`] error: stored, logged, never a crash.
 
-use octocrab::models::webhook_events::payload::CommitState as StatusState;
-use octocrab::models::webhook_events::payload::{
-    CheckRunWebhookEventAction, CheckSuiteWebhookEventAction, InstallationWebhookEventAction,
-    IssueCommentWebhookEventAction, IssuesWebhookEventAction,
-    PullRequestReviewCommentWebhookEventAction, PullRequestReviewWebhookEventAction,
-    PullRequestWebhookEventAction,
-};
 use octocrab::models::webhook_events::{EventInstallation, WebhookEvent, WebhookEventPayload};
 use serde::Deserialize;
 
 use crate::ids::{InstallationId, RepoName, RepositoryId};
 
+mod parse;
 mod queue;
 pub use queue::{Dequeued, GroupChecks};
 
@@ -247,300 +241,39 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
         EventInstallation::Full(full) => InstallationId(full.id.0),
         EventInstallation::Minimal(min) => InstallationId(min.id.0),
     });
-    match parsed.specific {
-        WebhookEventPayload::Ping(_) => Ok(Event::Ping),
-        WebhookEventPayload::Issues(p) => {
-            if p.action == IssuesWebhookEventAction::Edited {
-                return Ok(Event::IssueEdited {
-                    repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                    installation,
-                    number: p.issue.number,
-                    title: p.issue.title.clone(),
-                    body: p.issue.body.clone().unwrap_or_default(),
-                    sender: parsed
-                        .sender
-                        .as_ref()
-                        .map(|s| s.login.clone())
-                        .unwrap_or_default(),
-                });
-            }
-            if matches!(
-                p.action,
-                IssuesWebhookEventAction::Closed | IssuesWebhookEventAction::Unlabeled
-            ) {
-                return Ok(Event::TicketChanged {
-                    repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                    installation,
-                    number: p.issue.number,
-                    is_pull_request: false,
-                });
-            }
-            if p.action != IssuesWebhookEventAction::Labeled {
-                return Ok(Event::NotActionable(
-                    format!("issues.{:?} is not acted on", p.action).to_lowercase(),
-                ));
-            }
-            let Some(label) = p.label else {
-                return Err(unparsed("issues.labeled without a label".into()));
-            };
-            let repo = repo_of(parsed.repository.as_ref()).map_err(unparsed)?;
-            let repository = parsed.repository.expect("checked by repo_of");
-            Ok(Event::IssueLabeled(IssueLabeled {
-                repo,
-                installation,
-                number: p.issue.number,
-                title: p.issue.title,
-                body: p.issue.body.unwrap_or_default(),
-                label: label.name,
-                default_branch: default_branch(Some(&repository)),
-                sender: parsed.sender.map(|s| s.login).unwrap_or_default(),
-            }))
-        }
-        WebhookEventPayload::Installation(p) => match (p.action, installation) {
-            (InstallationWebhookEventAction::Created, Some(id)) => Ok(Event::InstallationCreated {
-                id,
-                account: match parsed.installation {
-                    Some(EventInstallation::Full(full)) => full.account.login,
-                    _ => String::new(),
-                },
-            }),
-            (InstallationWebhookEventAction::Deleted, Some(id)) => {
-                Ok(Event::InstallationDeleted { id })
-            }
-            (action, _) => Ok(Event::NotActionable(format!(
-                "installation.{action:?} is not acted on"
-            ))),
-        },
-        WebhookEventPayload::IssueComment(p)
-            if p.action != IssueCommentWebhookEventAction::Deleted =>
-        {
-            let edited = p.action == IssueCommentWebhookEventAction::Edited;
-            Ok(Event::Comment(CommentEvent {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                number: p.issue.number,
-                is_pull_request: p.issue.pull_request.is_some(),
-                comment_id: p.comment.id.0,
-                author_is_bot: p.comment.user.r#type == "Bot"
-                    || p.comment.user.login.ends_with("[bot]"),
-                author: p.comment.user.login,
-                body: p.comment.body.unwrap_or_default(),
-                old_body: if edited {
-                    p.changes.map(|c| c.body.from)
-                } else {
-                    None
-                },
-                thread: None,
-                issue_title: p.issue.title,
-                issue_body: p.issue.body.unwrap_or_default(),
-                default_branch: default_branch(parsed.repository.as_ref()),
-                private: is_private(parsed.repository.as_ref()),
-            }))
-        }
-        WebhookEventPayload::PullRequestReviewComment(p)
-            if p.action != PullRequestReviewCommentWebhookEventAction::Deleted =>
-        {
-            let edited = p.action == PullRequestReviewCommentWebhookEventAction::Edited;
-            let user = p.comment.user.as_ref();
-            let login = user.map(|u| u.login.clone()).unwrap_or_default();
-            Ok(Event::Comment(CommentEvent {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                number: p.pull_request.number,
-                is_pull_request: true,
-                comment_id: p.comment.id.0,
-                author_is_bot: user.is_some_and(|u| u.r#type == "Bot") || login.ends_with("[bot]"),
-                author: login,
-                body: p.comment.body.clone(),
-                old_body: if edited {
-                    p.changes.and_then(|c| c.body).map(|b| b.from)
-                } else {
-                    None
-                },
-                thread: Some(p.comment.in_reply_to_id.unwrap_or(p.comment.id).0),
-                issue_title: p.pull_request.title.clone().unwrap_or_default(),
-                issue_body: p.pull_request.body.clone().unwrap_or_default(),
-                default_branch: default_branch(parsed.repository.as_ref()),
-                private: is_private(parsed.repository.as_ref()),
-            }))
-        }
-        WebhookEventPayload::Push(p) => {
-            let sender = parsed.sender.as_ref();
-            let login = sender.map(|s| s.login.clone()).unwrap_or_default();
-            Ok(Event::Pushed(PushEvent {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                branch: p.r#ref.strip_prefix("refs/heads/").map(str::to_owned),
-                after: p.after.clone(),
-                deleted: p.deleted,
-                sender_is_bot: sender.is_some_and(|s| s.r#type == "Bot")
-                    || login.ends_with("[bot]"),
-                sender: login,
-            }))
-        }
-        WebhookEventPayload::PullRequestReview(p)
-            if p.action == PullRequestReviewWebhookEventAction::Submitted =>
-        {
-            Ok(Event::ReviewSubmitted(ReviewEvent {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                number: p.pull_request.number,
-                review_id: p.review.id.0,
-                author: p.review.user.map(|u| u.login).unwrap_or_default(),
-                state: serde_json::to_value(p.review.state)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_lowercase))
-                    .unwrap_or_default(),
-                body: p.review.body.clone(),
-                commit: p.review.commit_id,
-                head_branch: p.pull_request.head.ref_field.clone(),
-            }))
-        }
-        WebhookEventPayload::CheckRun(p)
-            if p.action == CheckRunWebhookEventAction::RequestedAction =>
-        {
-            let run = &p.check_run;
-            Ok(Event::ButtonPressed(ButtonEvent {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                check_run_id: run.get("id").and_then(|v| v.as_u64()).unwrap_or_default(),
-                external_id: run
-                    .get("external_id")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_owned(),
-                identifier: body_identifier(body).unwrap_or_default(),
-                author: parsed.sender.map(|s| s.login).unwrap_or_default(),
-            }))
-        }
-        WebhookEventPayload::CheckRun(p) if p.action == CheckRunWebhookEventAction::Rerequested => {
-            let run = &p.check_run;
-            let text = |k: &str| {
-                run.get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            Ok(Event::ChecksRerequested(ChecksRerequested {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                head_sha: text("head_sha"),
-                check_run: Some((text("name"), text("external_id"))),
-                head_branch: run
-                    .pointer("/check_suite/head_branch")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_owned),
-            }))
-        }
-        WebhookEventPayload::CheckRun(p) if p.action == CheckRunWebhookEventAction::Completed => {
-            let run = &p.check_run;
-            let text = |k: &str| run.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-            Ok(Event::CheckCompleted(CheckCompleted {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                name: text("name").unwrap_or_default(),
-                head_sha: text("head_sha").unwrap_or_default(),
-                branches: run
-                    .pointer("/check_suite/head_branch")
-                    .and_then(|v| v.as_str())
-                    .map(|b| vec![b.to_owned()])
-                    .unwrap_or_default(),
-            }))
-        }
-        WebhookEventPayload::Status(p) => {
-            if p.state == StatusState::Pending {
-                return Ok(Event::NotActionable("status is pending".into()));
-            }
-            Ok(Event::CheckCompleted(CheckCompleted {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                name: p.context.clone(),
-                head_sha: p.sha.clone(),
-                branches: p
-                    .branches
-                    .iter()
-                    .filter_map(|b| b.get("name")?.as_str().map(str::to_owned))
-                    .collect(),
-            }))
-        }
-        WebhookEventPayload::PullRequest(p)
-            if p.action == PullRequestWebhookEventAction::Closed =>
-        {
-            Ok(Event::TicketChanged {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                number: p.number,
-                is_pull_request: true,
-            })
-        }
-        WebhookEventPayload::PullRequest(p)
-            if p.action == PullRequestWebhookEventAction::Dequeued =>
-        {
-            let repo = repo_of(parsed.repository.as_ref()).map_err(unparsed)?;
-            let sender = parsed.sender.map(|s| s.login).unwrap_or_default();
-            Ok(queue::dequeued(&p, repo, installation, sender))
-        }
-        WebhookEventPayload::MergeGroup(p) => {
-            let repo = repo_of(parsed.repository.as_ref()).map_err(unparsed)?;
-            queue::merge_group(&p, repo, installation).map_err(unparsed)
-        }
-        WebhookEventPayload::CheckSuite(p)
-            if p.action == CheckSuiteWebhookEventAction::Rerequested =>
-        {
-            let suite = &p.check_suite;
-            let text = |k: &str| suite.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-            Ok(Event::ChecksRerequested(ChecksRerequested {
-                repo: repo_of(parsed.repository.as_ref()).map_err(unparsed)?,
-                installation,
-                head_sha: text("head_sha").unwrap_or_default(),
-                check_run: None,
-                head_branch: text("head_branch"),
-            }))
-        }
-        _ => Ok(Event::NotActionable(format!(
-            "{event} events of this kind are not acted on"
-        ))),
-    }
-}
-
-/// `requested_action.identifier` of a `check_run.requested_action` payload (octocrab keeps only
-/// the check run).
-fn body_identifier(body: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Action {
-        identifier: String,
-    }
-    #[derive(Deserialize)]
-    struct Body {
-        requested_action: Action,
-    }
-    serde_json::from_slice::<Body>(body)
-        .ok()
-        .map(|b| b.requested_action.identifier)
-}
-
-/// `owner/name` of a payload's repository.
-fn repo_of(repository: Option<&octocrab::models::Repository>) -> Result<RepoName, String> {
-    let r = repository.ok_or("no repository")?;
-    let full = match (&r.full_name, &r.owner) {
-        (Some(full), _) => full.clone(),
-        (None, Some(owner)) => format!("{}/{}", owner.login, r.name),
-        (None, None) => return Err("repository without a full name".into()),
+    let from = parse::From {
+        repository: parsed.repository.as_ref(),
+        sender: parsed.sender.as_ref(),
+        installation,
     };
-    RepoName::parse(&full).map_err(|e| e.to_string())
-}
-
-/// A payload repository's default branch (`main` when the payload does not say).
-/// Whether the repository is private; a payload that does not say is taken as public (the
-/// stricter defaults apply).
-fn is_private(repository: Option<&octocrab::models::Repository>) -> bool {
-    repository.and_then(|r| r.private).unwrap_or(false)
-}
-
-fn default_branch(repository: Option<&octocrab::models::Repository>) -> String {
-    repository
-        .and_then(|r| r.default_branch.clone())
-        .unwrap_or_else(|| "main".into())
+    let account = match &parsed.installation {
+        Some(EventInstallation::Full(full)) => full.account.login.clone(),
+        _ => String::new(),
+    };
+    let not_acted_on =
+        || Event::NotActionable(format!("{event} events of this kind are not acted on"));
+    match parsed.specific {
+        WebhookEventPayload::Ping(_) => Ok(Some(Event::Ping)),
+        WebhookEventPayload::Issues(p) => parse::issues(*p, &from),
+        WebhookEventPayload::Installation(p) => {
+            Ok(Some(parse::installation(&p.action, installation, account)))
+        }
+        WebhookEventPayload::IssueComment(p) => parse::issue_comment(*p, &from),
+        WebhookEventPayload::PullRequestReviewComment(p) => parse::review_comment(*p, &from),
+        WebhookEventPayload::Push(p) => parse::push(&p, &from),
+        WebhookEventPayload::PullRequestReview(p) => parse::review(*p, &from),
+        WebhookEventPayload::CheckRun(p) => parse::check_run(&p, body, &from),
+        WebhookEventPayload::Status(p) => parse::status(&p, &from),
+        WebhookEventPayload::PullRequest(p) => parse::pull_request(&p, &from),
+        WebhookEventPayload::CheckSuite(p) => parse::check_suite(&p, &from),
+        WebhookEventPayload::MergeGroup(p) => from
+            .repo()
+            .and_then(|repo| queue::merge_group(&p, repo, installation))
+            .map(Some),
+        _ => Ok(None),
+    }
+    .map(|e| e.unwrap_or_else(not_acted_on))
+    .map_err(unparsed)
 }
 
 #[cfg(test)]
