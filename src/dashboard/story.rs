@@ -165,7 +165,9 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
         "checkpoint" if d["next"] == d["node"] && d["failed"].is_null() => None,
         // A landing GitHub held back (it waits, or rebases again) merged nothing.
         "checkpoint"
-            if d["node"] == "merge" && d["next"] != "snapshot" && d["failed"].is_null() =>
+            if d["node"] == "merge"
+                && !(d["next"] == "snapshot" || d["next"] == "queue")
+                && d["failed"].is_null() =>
         {
             None
         }
@@ -186,6 +188,23 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
             ),
             (None, other) => plain(format!("{}…", cap(&other.replace('_', " "))), Tone::Step),
         },
+        "llm_usage" | "thinking" | "tool_start" | "iteration_start" | "stage_exit" => None,
+        _ => {
+            let (text, tone) = said_agents(kind, d)
+                .or_else(|| said_environment(kind, d))
+                .or_else(|| said_people(kind, d))
+                .unwrap_or_else(|| (cap(&kind.replace('_', " ")), Tone::Quiet));
+            plain(text, tone)
+        }
+    }
+}
+
+/// What the agents, the repository's CI and the rebase said: `None` for another kind.
+fn said_agents(kind: &str, d: &Value) -> Option<(String, Tone)> {
+    let s = |k: &str| d[k].as_str().unwrap_or_default();
+    let n = |k: &str| d[k].as_u64().unwrap_or(0);
+    let plain = |text: String, tone: Tone| Some((text, tone));
+    match kind {
         "result" => {
             let files = list(&d["files"], 5);
             let wrote = if files.is_empty() {
@@ -215,18 +234,6 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
                 }
                 _ => plain(what, Tone::Quiet),
             }
-        }
-        "gate" => {
-            let status = s("status").to_ascii_lowercase();
-            let tone = match status.as_str() {
-                "passed" => Tone::Good,
-                "skipped" => Tone::Quiet,
-                _ => Tone::Bad,
-            };
-            plain(
-                format!("Gate {}: {}", s("gate"), short(s("result"), 200)),
-                tone,
-            )
         }
         "instructions" => {
             let files: Vec<&str> = d["files"]
@@ -269,27 +276,37 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
             ),
             Tone::Step,
         ),
-        "signal" => plain(
-            format!("@{} sent {}.", s("author"), s("kind").replace('_', " ")),
-            Tone::Step,
-        ),
-        "signal_unreadable" => plain(
+        "step_interrupted" => plain(
             format!(
-                "A command from @{} could not be read: {}",
-                s("author"),
+                "{} stopped attempt {}: {}",
+                cap(&role(d)),
+                n("attempt"),
                 short(s("why"), 160)
             ),
-            Tone::Bad,
-        ),
-        "intervention" => plain(
-            format!(
-                "@{} sent {} from the dashboard: {}.",
-                s("author"),
-                short(s("command"), 120),
-                s("outcome")
-            ),
             Tone::Step,
         ),
+        _ => None,
+    }
+}
+
+/// What the environment, a gate and the plan's checks said: `None` for another kind.
+fn said_environment(kind: &str, d: &Value) -> Option<(String, Tone)> {
+    let s = |k: &str| d[k].as_str().unwrap_or_default();
+    let n = |k: &str| d[k].as_u64().unwrap_or(0);
+    let plain = |text: String, tone: Tone| Some((text, tone));
+    match kind {
+        "gate" => {
+            let status = s("status").to_ascii_lowercase();
+            let tone = match status.as_str() {
+                "passed" => Tone::Good,
+                "skipped" => Tone::Quiet,
+                _ => Tone::Bad,
+            };
+            plain(
+                format!("Gate {}: {}", s("gate"), short(s("result"), 200)),
+                tone,
+            )
+        }
         "image" => plain(format!("Sandbox image: {}.", s("said")), Tone::Step),
         "toolchain" => plain(s("said").to_owned(), Tone::Step),
         "baseline" => plain(
@@ -328,12 +345,34 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
             format!("The Architect's constraints: {}.", list(&d["notes"], 3)),
             Tone::Step,
         ),
-        "step_interrupted" => plain(
+        _ => None,
+    }
+}
+
+/// What people sent, and what it did: `None` for another kind.
+fn said_people(kind: &str, d: &Value) -> Option<(String, Tone)> {
+    let s = |k: &str| d[k].as_str().unwrap_or_default();
+    let n = |k: &str| d[k].as_u64().unwrap_or(0);
+    let plain = |text: String, tone: Tone| Some((text, tone));
+    match kind {
+        "signal" => plain(
+            format!("@{} sent {}.", s("author"), s("kind").replace('_', " ")),
+            Tone::Step,
+        ),
+        "signal_unreadable" => plain(
             format!(
-                "{} stopped attempt {}: {}",
-                cap(&role(d)),
-                n("attempt"),
+                "A command from @{} could not be read: {}",
+                s("author"),
                 short(s("why"), 160)
+            ),
+            Tone::Bad,
+        ),
+        "intervention" => plain(
+            format!(
+                "@{} sent {} from the dashboard: {}.",
+                s("author"),
+                short(s("command"), 120),
+                s("outcome")
             ),
             Tone::Step,
         ),
@@ -363,8 +402,7 @@ pub fn tell(kind: &str, d: &Value) -> Option<Sentence> {
             ),
             Tone::Bad,
         ),
-        "llm_usage" | "thinking" | "tool_start" | "iteration_start" | "stage_exit" => None,
-        other => plain(cap(&other.replace('_', " ")), Tone::Quiet),
+        _ => None,
     }
 }
 
