@@ -16,6 +16,7 @@ pub mod coverage;
 pub mod detect;
 pub mod devcontainer;
 pub mod fetch;
+mod fill;
 pub mod hints;
 pub mod how;
 pub mod image;

@@ -4,6 +4,7 @@
 
 use super::detect::{self, Files, Found};
 use super::devcontainer::{self, Devcontainer};
+use super::fill;
 use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
 
 /// The image for a repository of several ecosystems (`--ecosystem all`).
@@ -98,193 +99,21 @@ pub fn resolve(yaml: HiveConfig, files: &dyn Files) -> Resolved {
 fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) -> Resolved {
     let found = detect::detect(files);
     let mut problems = Vec::new();
-    let paths: &[&str] = if read_devcontainer {
-        &devcontainer::PATHS
-    } else {
-        &[]
-    };
-    let devcontainer = paths.iter().find_map(|p| {
-        let text = files.read(p)?;
-        match devcontainer::parse(p, &text) {
-            Ok(d) => Some(d),
-            Err(e) => {
-                problems.push(e);
-                None
-            }
-        }
-    });
-    if let Some(d) = &devcontainer {
-        problems.extend(d.unsupported.iter().cloned());
-    }
+    let devcontainer = read_devcontainer
+        .then(|| devcontainer_of(files, &mut problems))
+        .flatten();
     let mut config = yaml;
-    let mut origins = Vec::new();
-    let detected = |f: &[&Found]| {
-        let names: Vec<String> = f.iter().map(|f| f.manifest.clone()).collect();
-        format!("detected: {}", names.join(", "))
-    };
-    let yaml_from = || CONFIG_PATH.to_owned();
-
-    // image
-    let mut image_build = None;
-    let from = if config.is_set("image") {
-        yaml_from()
-    } else if let Some(image) = devcontainer.as_ref().and_then(|d| d.image.clone()) {
-        config.image = image;
-        devcontainer
-            .as_ref()
-            .map(|d| d.path.clone())
-            .unwrap_or_default()
-    } else if let Some((d, b)) = devcontainer.as_ref().and_then(|d| {
-        let b = super::image::ImageBuild::of(d.build.as_ref()?, files)?;
-        Some((d, b))
-    }) {
-        config.image = b.tag.clone();
-        image_build = Some(b);
-        d.path.clone()
-    } else if found.len() == 1 {
-        config.image = found[0].ecosystem.image();
-        detected(&[&found[0]])
-    } else if found.len() > 1 {
-        config.image = POLYGLOT_IMAGE.into();
-        detected(&found.iter().collect::<Vec<_>>())
-    } else {
-        "default".into()
-    };
-    origins.push(Origin {
-        key: "image",
-        value: Some(config.image.clone()),
-        from,
-    });
-
-    // setup
-    let setup_detected = !config.is_set("setup")
-        && devcontainer
-            .as_ref()
-            .and_then(|d| d.setup.as_ref())
-            .is_none();
-    let from = if config.is_set("setup") {
-        yaml_from()
-    } else if let Some(setup) = devcontainer.as_ref().and_then(|d| d.setup.clone()) {
-        config.setup = Some(setup);
-        devcontainer
-            .as_ref()
-            .map(|d| d.path.clone())
-            .unwrap_or_default()
-    } else {
-        // Measuring coverage may need a tool in the environment (coverage.py).
-        let coverage = config.acceptance.coverage.is_on();
-        let pick = |f: &Found| {
-            let setup = f.setup.clone()?;
-            Some(match f.coverage_setup.as_deref().filter(|_| coverage) {
-                Some(more) => format!("{setup} && {more}"),
-                None => setup,
-            })
-        };
-        fill(&mut config.setup, &found, pick, detected)
-    };
-    origins.push(Origin {
-        key: "setup",
-        value: config.setup.clone(),
-        from,
-    });
-
-    // prepare: with a detected setup only (it builds on what that setup installs)
-    let from = if config.is_set("prepare") {
-        yaml_from()
-    } else if setup_detected {
-        fill(&mut config.prepare, &found, |f| f.prepare.clone(), detected)
-    } else {
-        "not detected with a setup of the repository's own".into()
-    };
-    origins.push(Origin {
-        key: "prepare",
-        value: config.prepare.clone(),
-        from,
-    });
-
-    // the gates' commands
-    type Pick = fn(&Found) -> Option<String>;
-    let gates: [(&'static str, Pick); 4] = [
-        ("gates.test", |f| f.test.clone()),
-        ("gates.lint", |f| f.lint.clone()),
-        ("gates.typecheck", |f| f.typecheck.clone()),
-        ("gates.build", |f| f.build.clone()),
+    let dc = devcontainer.as_ref();
+    let (image, image_build) = fill::image(&mut config, &found, dc, files);
+    let (setup, setup_detected) = fill::setup(&mut config, &found, dc);
+    let mut origins = vec![
+        image,
+        setup,
+        fill::prepare(&mut config, &found, setup_detected),
     ];
-    for (key, pick) in gates {
-        let set = config.is_set(key);
-        let slot = match key {
-            "gates.test" => &mut config.gates.test,
-            "gates.lint" => &mut config.gates.lint,
-            "gates.typecheck" => &mut config.gates.typecheck,
-            _ => &mut config.gates.build,
-        };
-        let gate = key.trim_start_matches("gates.");
-        let from = if set {
-            yaml_from()
-        } else {
-            let mut from = fill(slot, &found, pick, detected);
-            let own = found
-                .iter()
-                .flat_map(|f| &f.sources)
-                .filter(|(g, _)| g == gate);
-            for (_, source) in own {
-                from.push_str(&format!("; the command from {source}"));
-            }
-            from
-        };
-        if !set && slot.is_none() {
-            let why = found
-                .iter()
-                .flat_map(|f| f.left_out.iter())
-                .find(|(g, _)| g == gate);
-            if let Some((g, why)) = why {
-                config.gates.left_out.insert(g.clone(), why.clone());
-            }
-        }
-        origins.push(Origin {
-            key,
-            value: slot.clone(),
-            from,
-        });
-    }
-
-    // the coverage command, when coverage is measured
-    if config.acceptance.coverage.is_on() {
-        let key = "acceptance.coverage.command";
-        let slot = &mut config.acceptance.coverage.command;
-        let from = if slot.is_some() {
-            yaml_from()
-        } else {
-            fill(slot, &found, |f| f.coverage.clone(), detected)
-        };
-        origins.push(Origin {
-            key,
-            value: slot.clone(),
-            from,
-        });
-    }
-
-    // where tests live
-    let from = if config.is_set("policy.test_paths") {
-        yaml_from()
-    } else if found.is_empty() {
-        "default".into()
-    } else {
-        let mut paths: Vec<String> = Vec::new();
-        for p in found.iter().flat_map(|f| f.test_paths.iter()) {
-            if !paths.contains(p) {
-                paths.push(p.clone());
-            }
-        }
-        config.policy.test_paths = paths;
-        detected(&found.iter().collect::<Vec<_>>())
-    };
-    origins.push(Origin {
-        key: "policy.test_paths",
-        value: Some(config.policy.test_paths.join(", ")),
-        from,
-    });
-
+    origins.extend(fill::gate_commands(&mut config, &found));
+    origins.extend(fill::coverage(&mut config, &found));
+    origins.push(fill::test_paths(&mut config, &found));
     let mut inputs: Vec<String> = Vec::new();
     for i in found.iter().flat_map(|f| f.inputs.iter()) {
         if !inputs.contains(i) {
@@ -294,14 +123,7 @@ fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) ->
     if let Some(d) = &devcontainer {
         inputs.push(d.path.clone());
     }
-    let mut env: Vec<(String, String)> = found.iter().flat_map(|f| f.env.clone()).collect();
-    let mut path: Vec<String> = found.iter().flat_map(|f| f.path.clone()).collect();
-    path.push(SYSTEM_PATH.into());
-    env.push(("PATH".into(), path.join(":")));
-    if let Some(d) = &devcontainer {
-        env.extend(d.env.iter().cloned());
-    }
-    naming_tests(&mut env);
+    let env = env_of(&found, dc);
     let links = found.iter().flat_map(|f| f.links.clone()).collect();
     let base_inputs = inputs
         .iter()
@@ -326,6 +148,37 @@ fn resolve_with(yaml: HiveConfig, files: &dyn Files, read_devcontainer: bool) ->
     }
 }
 
+/// The repository's devcontainer, if it has one this bot reads; what it cannot honour goes to
+/// `problems`.
+fn devcontainer_of(files: &dyn Files, problems: &mut Vec<String>) -> Option<Devcontainer> {
+    let d = devcontainer::PATHS.iter().find_map(|p| {
+        let text = files.read(p)?;
+        match devcontainer::parse(p, &text) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                problems.push(e);
+                None
+            }
+        }
+    })?;
+    problems.extend(d.unsupported.iter().cloned());
+    Some(d)
+}
+
+/// The sandbox's environment variables: the ecosystems', `PATH` with their directories first,
+/// the devcontainer's, and what makes runners name their tests.
+fn env_of(found: &[Found], devcontainer: Option<&Devcontainer>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = found.iter().flat_map(|f| f.env.clone()).collect();
+    let mut path: Vec<String> = found.iter().flat_map(|f| f.path.clone()).collect();
+    path.push(SYSTEM_PATH.into());
+    env.push(("PATH".into(), path.join(":")));
+    if let Some(d) = devcontainer {
+        env.extend(d.env.iter().cloned());
+    }
+    naming_tests(&mut env);
+    env
+}
+
 /// pytest names every test it ran, with its outcome, only in its `-rA` summary: whatever runs
 /// it (a pinned `gates.test`, a Makefile, tox) prints that summary, so the gates can judge the
 /// tests by name ([`crate::gates::results`]). Added to the options the environment already
@@ -340,36 +193,6 @@ fn naming_tests(env: &mut Vec<(String, String)>) {
         Some(_) => {}
         None => env.push((key.into(), option.into())),
     }
-}
-
-/// Sets `slot` from the ecosystems that give a value (several are joined with `&&`); says where
-/// it came from.
-fn fill(
-    slot: &mut Option<String>,
-    found: &[Found],
-    pick: impl Fn(&Found) -> Option<String>,
-    detected: impl Fn(&[&Found]) -> String,
-) -> String {
-    let giving: Vec<(&Found, String)> = found.iter().filter_map(|f| Some((f, pick(f)?))).collect();
-    if giving.is_empty() {
-        return if slot.is_some() {
-            "default"
-        } else {
-            "nothing detected gives one"
-        }
-        .into();
-    }
-    let commands: Vec<&str> = giving.iter().map(|(_, c)| c.as_str()).collect();
-    *slot = Some(if commands.len() == 1 {
-        commands[0].to_owned()
-    } else {
-        commands
-            .iter()
-            .map(|c| format!("({c})"))
-            .collect::<Vec<_>>()
-            .join(" && ")
-    });
-    detected(&giving.iter().map(|(f, _)| *f).collect::<Vec<_>>())
 }
 
 impl Resolved {
