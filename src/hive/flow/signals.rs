@@ -118,6 +118,26 @@ async fn apply_one(
     signal: &Signal,
     author: &str,
 ) -> Result<Effect, JobError> {
+    match signal {
+        Signal::Abort { .. } | Signal::Landed { .. } | Signal::Recheck => {
+            ending(cx, signal, author)
+        }
+        Signal::Base { .. }
+        | Signal::Feedback { .. }
+        | Signal::Plan
+        | Signal::Build
+        | Signal::Approve => planning(cx, signal, author).await,
+        Signal::Group { .. } | Signal::Dequeued { .. } => queueing(cx, signal, author),
+        Signal::Review { .. }
+        | Signal::Rebase
+        | Signal::Push { .. }
+        | Signal::EditRefused { .. }
+        | Signal::Retry { .. } => steering(cx, signal, author).await,
+    }
+}
+
+/// Signals that end the ticket or its wait: an abort, a landing on GitHub, a recheck.
+fn ending(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result<Effect, JobError> {
     Ok(match signal {
         // GitHub closed the issue because the change landed: that is no stop.
         Signal::Abort { .. } if cx.flow.merged.is_some() && author == "github" => Effect::NOTHING,
@@ -151,6 +171,13 @@ async fn apply_one(
             resume: cx.flow.waiting.is_some(),
             ends: None,
         },
+        _ => Effect::NOTHING,
+    })
+}
+
+/// Signals about the plan: another base, feedback, plan again, build, approve.
+async fn planning(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result<Effect, JobError> {
+    Ok(match signal {
         Signal::Base { branch } if !super::base::before_code(cx) => {
             let why = "its code is being written already";
             let data = serde_json::json!({ "branch": branch, "refused": why });
@@ -175,21 +202,6 @@ async fn apply_one(
                 Effect::RESUME
             } else {
                 Effect::NOTHING
-            }
-        }
-        // Held for the Builder's next attempt: the one that starts now, if the change waits
-        // for review or landing, else the next one the flow makes.
-        Signal::Review {
-            findings, threads, ..
-        } => {
-            cx.flow.review_findings.extend(findings.iter().cloned());
-            cx.flow.review_threads.extend(threads.iter().cloned());
-            match review_starts_attempt(&mut cx.flow) {
-                Some(true) => Effect::RESUME,
-                Some(false) => {
-                    Effect::ends(TaskState::HumanNeeded, NO_ATTEMPT_FOR_REVIEW.to_owned())
-                }
-                None => Effect::NOTHING,
             }
         }
         Signal::Plan => {
@@ -223,18 +235,13 @@ async fn apply_one(
             }
             Effect::RESUME
         }
-        Signal::Rebase if cx.flow.pr.is_some() => {
-            cx.flow.next = Node::Rebase;
-            cx.flow.rebased = None;
-            // Its push takes the pull request out of the queue, if it is in one.
-            cx.flow.queue = None;
-            Effect::RESUME
-        }
-        Signal::Rebase => Effect::NOTHING,
-        Signal::Push { sha } => {
-            pushed(cx, sha, author).await;
-            Effect::NOTHING
-        }
+        _ => Effect::NOTHING,
+    })
+}
+
+/// The base's merge queue: a group to gate, the pull request out of the queue.
+fn queueing(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result<Effect, JobError> {
+    Ok(match signal {
         Signal::Group { head, base } => Effect {
             resume: super::queue::group_asked(&mut cx.flow, head, base.as_ref()),
             ends: None,
@@ -267,6 +274,40 @@ async fn apply_one(
                 }
             }
         }
+        _ => Effect::NOTHING,
+    })
+}
+
+/// People steering the change: a review's findings, a rebase, a push, a refused edit, a retry.
+async fn steering(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result<Effect, JobError> {
+    Ok(match signal {
+        // Held for the Builder's next attempt: the one that starts now, if the change waits
+        // for review or landing, else the next one the flow makes.
+        Signal::Review {
+            findings, threads, ..
+        } => {
+            cx.flow.review_findings.extend(findings.iter().cloned());
+            cx.flow.review_threads.extend(threads.iter().cloned());
+            match review_starts_attempt(&mut cx.flow) {
+                Some(true) => Effect::RESUME,
+                Some(false) => {
+                    Effect::ends(TaskState::HumanNeeded, NO_ATTEMPT_FOR_REVIEW.to_owned())
+                }
+                None => Effect::NOTHING,
+            }
+        }
+        Signal::Rebase if cx.flow.pr.is_some() => {
+            cx.flow.next = Node::Rebase;
+            cx.flow.rebased = None;
+            // Its push takes the pull request out of the queue, if it is in one.
+            cx.flow.queue = None;
+            Effect::RESUME
+        }
+        Signal::Rebase => Effect::NOTHING,
+        Signal::Push { sha } => {
+            pushed(cx, sha, author).await;
+            Effect::NOTHING
+        }
         // Said in the status until the text is taken (`/hive plan`, or a new label).
         Signal::EditRefused { by } => {
             cx.flow.edit_refused = Some(by.clone());
@@ -283,6 +324,7 @@ async fn apply_one(
             );
             Effect::RESUME
         }
+        _ => Effect::NOTHING,
     })
 }
 
