@@ -16,7 +16,7 @@ use crate::config::tools::{
 };
 use crate::eval::results::{self, DiffSize, Outcome, RoleSpend, TaskResult, TestVerdict};
 use crate::eval::task::{self, Task};
-use crate::eval::testbed::Testbed;
+use crate::eval::testbed::{TestRun, Testbed};
 use crate::eval::{mine, report};
 use crate::sandbox::Backend;
 
@@ -244,6 +244,41 @@ async fn run_one(
         std::fs::remove_dir_all(&dir)?;
     }
     std::fs::create_dir_all(&dir)?;
+    let (work, base) = checkout_base(args, t, &dir)?;
+    let run = run_hive(args, t, &dir, &work).await?;
+    let mut result = TaskResult::error(&t.instance_id, "", started.elapsed().as_secs_f64());
+    result.timeline_path = Some(format!("{rel}/timeline.txt"));
+    if !read_run(&run, &mut result) {
+        return Ok(result);
+    }
+    let (Some(head), Some(bare)) = (run["head"].as_str(), run["bare"].as_str()) else {
+        result.detail = "the run ended without a change".into();
+        return Ok(result);
+    };
+    let head = git2::Oid::from_str(head)?;
+    let bare = PathBuf::from(bare);
+    result.diff = Some(write_diff(&bare, base, head, &dir.join("diff.patch"))?);
+    result.diff_path = Some(format!("{rel}/diff.patch"));
+    let timeout = Duration::from_secs(args.timeout_minutes.max(1) * 60);
+    let grading = Instant::now();
+    let graded = bed
+        .run(&bare, head, Some(&t.test_patch), base, true, timeout)
+        .await;
+    result.grade_seconds = grading.elapsed().as_secs_f64();
+    match graded {
+        Ok(tests) => grade(t, &tests, &mut result),
+        Err(e) => {
+            result.outcome = Outcome::TestsFail;
+            result.detail = format!("the hidden tests could not run: {e}");
+        }
+    }
+    result.seconds = started.elapsed().as_secs_f64();
+    Ok(result)
+}
+
+/// A clone of the task's repository in `dir/repo`, checked out at its base commit on the
+/// branch `eval-base`.
+fn checkout_base(args: &EvalRunArgs, t: &Task, dir: &Path) -> anyhow::Result<(PathBuf, git2::Oid)> {
     let src = args.repos_dir.join(t.repo_dir_name());
     if !src.join(".git").exists() && !src.join("HEAD").exists() {
         bail!(
@@ -255,16 +290,25 @@ async fn run_one(
     }
     let work = dir.join("repo");
     let base = git2::Oid::from_str(&t.base_commit)?;
-    {
-        let git = git2::Repository::clone(&src.to_string_lossy(), &work)
-            .with_context(|| format!("cannot clone {}", src.display()))?;
-        let commit = git
-            .find_commit(base)
-            .with_context(|| format!("base_commit {} is not in {}", t.base_commit, t.repo))?;
-        git.branch("eval-base", &commit, true)?;
-        git.set_head("refs/heads/eval-base")?;
-        git.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
-    }
+    let git = git2::Repository::clone(&src.to_string_lossy(), &work)
+        .with_context(|| format!("cannot clone {}", src.display()))?;
+    let commit = git
+        .find_commit(base)
+        .with_context(|| format!("base_commit {} is not in {}", t.base_commit, t.repo))?;
+    git.branch("eval-base", &commit, true)?;
+    git.set_head("refs/heads/eval-base")?;
+    git.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
+    Ok((work, base))
+}
+
+/// `vibeloop run` on the task's goal in a process of its own, within the time limit; its
+/// JSON report.
+async fn run_hive(
+    args: &EvalRunArgs,
+    t: &Task,
+    dir: &Path,
+    work: &Path,
+) -> anyhow::Result<serde_json::Value> {
     let goal = dir.join("goal.md");
     std::fs::write(&goal, t.goal())?;
     let report_path = dir.join("run.json");
@@ -274,7 +318,7 @@ async fn run_one(
     let mut cmd = tokio::process::Command::new(exe);
     cmd.arg("run")
         .args(["--approve", "--base", "eval-base", "--repo"])
-        .arg(&work)
+        .arg(work)
         .arg("--goal-file")
         .arg(&goal)
         .arg("--data-dir")
@@ -300,7 +344,6 @@ async fn run_one(
             limit.as_secs() / 60
         ),
     };
-    let seconds = || started.elapsed().as_secs_f64();
     let Ok(text) = std::fs::read_to_string(&report_path) else {
         let tail = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
         let tail: Vec<&str> = tail.lines().rev().take(5).collect();
@@ -309,9 +352,12 @@ async fn run_one(
             tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
         );
     };
-    let run: serde_json::Value = serde_json::from_str(&text)?;
-    let mut result = TaskResult::error(&t.instance_id, "", seconds());
-    result.timeline_path = Some(format!("{rel}/timeline.txt"));
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// What the run's report says into `result`: its spend, and how it ended. `false` when it
+/// ended without a change to grade (a person needed, questions, an error).
+fn read_run(run: &serde_json::Value, result: &mut TaskResult) -> bool {
     result.attempts = run["attempts"].as_u64().unwrap_or(0) as u32;
     result.run_seconds = run["seconds"].as_f64().unwrap_or(0.0);
     result.model_seconds = run["model_seconds"].as_f64().unwrap_or(0.0);
@@ -328,11 +374,10 @@ async fn run_one(
     }
     let detail = run["detail"].as_str().unwrap_or_default().trim().to_owned();
     match run["ending"].as_str().unwrap_or_default() {
-        "completed" | "waiting" => {}
+        "completed" | "waiting" => return true,
         "human_needed" => {
             result.outcome = Outcome::HumanNeeded;
             result.detail = first_line(&detail);
-            return Ok(result);
         }
         "blocked" => {
             result.outcome = Outcome::Blocked;
@@ -341,36 +386,14 @@ async fn run_one(
                 .map(|q| q.iter().filter_map(|q| q.as_str()).collect())
                 .unwrap_or_default();
             result.detail = questions.first().map(|q| first_line(q)).unwrap_or(detail);
-            return Ok(result);
         }
-        other => {
-            result.detail = format!("the run ended {other}: {}", first_line(&detail));
-            return Ok(result);
-        }
+        other => result.detail = format!("the run ended {other}: {}", first_line(&detail)),
     }
-    let (Some(head), Some(bare)) = (run["head"].as_str(), run["bare"].as_str()) else {
-        result.detail = "the run ended without a change".into();
-        return Ok(result);
-    };
-    let head = git2::Oid::from_str(head)?;
-    let bare = PathBuf::from(bare);
-    result.diff = Some(write_diff(&bare, base, head, &dir.join("diff.patch"))?);
-    result.diff_path = Some(format!("{rel}/diff.patch"));
-    let timeout = Duration::from_secs(args.timeout_minutes.max(1) * 60);
-    let grading = Instant::now();
-    let graded = bed
-        .run(&bare, head, Some(&t.test_patch), base, true, timeout)
-        .await;
-    result.grade_seconds = grading.elapsed().as_secs_f64();
-    let tests = match graded {
-        Ok(run) => run,
-        Err(e) => {
-            result.outcome = Outcome::TestsFail;
-            result.detail = format!("the hidden tests could not run: {e}");
-            result.seconds = seconds();
-            return Ok(result);
-        }
-    };
+    false
+}
+
+/// The hidden tests' verdicts into `result`: resolved when every one passes.
+fn grade(t: &Task, tests: &TestRun, result: &mut TaskResult) {
     let verdicts = |names: &[String]| -> Vec<TestVerdict> {
         names
             .iter()
@@ -404,8 +427,6 @@ async fn run_one(
             shown.join(", ")
         );
     }
-    result.seconds = seconds();
-    Ok(result)
 }
 
 /// `[######--------------] 6/20`: a bar 20 wide of `done` tasks out of `total`.
