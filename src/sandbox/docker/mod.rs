@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, ResourcesUlimits};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
 };
@@ -144,63 +144,8 @@ impl DockerBackend {
     pub async fn start(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
         let name = self.container_name(spec);
         self.remove(&name).await;
-        let meta = std::fs::symlink_metadata(&spec.worktree)?;
-        if !meta.is_dir() {
-            return Err(SandboxError::BadMount {
-                path: spec.worktree.display().to_string(),
-                why: "not a directory".into(),
-            });
-        }
-        if let Some(uid) = self.chown_to {
-            chown_tree(&spec.worktree, uid)?;
-            // The worktree's link to the bot's mirror stays the bot's: git's owner check
-            // refuses a repository whose `.git` someone else owns.
-            let dot_git = spec.worktree.join(".git");
-            if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
-                // SAFETY: geteuid has no preconditions.
-                let me = unsafe { libc::geteuid() };
-                std::os::unix::fs::lchown(&dot_git, Some(me), Some(me))?;
-            }
-        }
-        let mut mounts = vec![bind(&spec.worktree, super::WORK_MOUNT, false)];
-        // git's link from the worktree to the bot's mirror: read-only, so nothing in the
-        // container can point the bot's git elsewhere (the bot checks it too, for the local
-        // backend).
-        let dot_git = spec.worktree.join(".git");
-        if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
-            mounts.push(bind(&dot_git, &format!("{}/.git", super::WORK_MOUNT), true));
-        }
-        let mut layer = None;
-        if let Some(cache) = &spec.cache {
-            if spec.cache_writable {
-                if let Some(uid) = self.chown_to {
-                    std::os::unix::fs::chown(cache, Some(uid), Some(uid))?;
-                }
-                mounts.push(bind(cache, super::CACHE_MOUNT, false));
-            } else {
-                // On the worktree's own disk when it has one: what the sandbox writes over
-                // the environment counts against the same room.
-                let parent =
-                    super::disk::layers_of(&spec.worktree).unwrap_or_else(|| self.layers.clone());
-                let l = Layer::new(&parent, self.chown_to)?;
-                mounts.push(l.mount(cache)?);
-                layer = Some(l);
-            }
-        }
-        if let Some(ca) = &spec.ca_bundle {
-            mounts.push(bind(ca, super::CA_MOUNT, true));
-        }
-        for rel in &spec.read_only {
-            if let Some(path) = contained_path(&spec.worktree, rel)? {
-                mounts.push(bind(
-                    &path,
-                    &format!("{}/{}", super::WORK_MOUNT, rel.trim_end_matches('/')),
-                    true,
-                ));
-            }
-        }
-        let memory = (spec.memory_mb * 1024 * 1024) as i64;
-        let file_limit = spec.disk_mb.saturating_mul(1 << 20).min(i64::MAX as u64) as i64;
+        self.hand_over(spec)?;
+        let (mounts, layer) = self.mounts_of(spec)?;
         let labels = HashMap::from([
             (LABEL_MANAGED.to_owned(), "true".to_owned()),
             (LABEL_INSTANCE.to_owned(), self.instance.clone()),
@@ -227,32 +172,7 @@ impl DockerBackend {
             ),
             labels: Some(labels),
             network_disabled: Some(!spec.network),
-            host_config: Some(HostConfig {
-                mounts: Some(mounts.clone()),
-                network_mode: Some(self.network_of(spec)),
-                memory: Some(memory),
-                memory_swap: Some(memory),
-                nano_cpus: Some((spec.cpus * 1e9) as i64),
-                pids_limit: Some(spec.pids as i64),
-                // Only the worktree (and the environment) and a /tmp in memory can be written
-                // (exec allowed: test runners such as `go test` run binaries they build there),
-                // and no file can grow
-                // past the disk limit; the disk guard watches what the worktree takes.
-                readonly_rootfs: Some(true),
-                tmpfs: Some(HashMap::from([(
-                    "/tmp".to_owned(),
-                    format!("rw,exec,nosuid,nodev,size={}m,mode=1777", spec.memory_mb),
-                )])),
-                ulimits: Some(vec![ResourcesUlimits {
-                    name: Some("fsize".into()),
-                    soft: Some(file_limit),
-                    hard: Some(file_limit),
-                }]),
-                cap_drop: Some(vec!["ALL".into()]),
-                security_opt: Some(vec!["no-new-privileges".into()]),
-                init: Some(true),
-                ..Default::default()
-            }),
+            host_config: Some(self.host_config(spec, mounts.clone())),
             ..Default::default()
         };
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
@@ -291,6 +211,106 @@ impl DockerBackend {
         // A new container's cgroup has killed nothing yet: `oom_kills` starts at 0, with no
         // command run to read it.
         Ok(sandbox)
+    }
+
+    /// The worktree, checked to be a directory, given to the commands' user.
+    fn hand_over(&self, spec: &SandboxSpec) -> Result<(), SandboxError> {
+        let meta = std::fs::symlink_metadata(&spec.worktree)?;
+        if !meta.is_dir() {
+            return Err(SandboxError::BadMount {
+                path: spec.worktree.display().to_string(),
+                why: "not a directory".into(),
+            });
+        }
+        if let Some(uid) = self.chown_to {
+            chown_tree(&spec.worktree, uid)?;
+            // The worktree's link to the bot's mirror stays the bot's: git's owner check
+            // refuses a repository whose `.git` someone else owns.
+            let dot_git = spec.worktree.join(".git");
+            if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
+                // SAFETY: geteuid has no preconditions.
+                let me = unsafe { libc::geteuid() };
+                std::os::unix::fs::lchown(&dot_git, Some(me), Some(me))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What the container mounts — the worktree, its `.git` link read-only, the environment
+    /// (writable, or under a layer of the sandbox's own), the CA bundle, the read-only paths —
+    /// and the layer, kept while the sandbox lives.
+    fn mounts_of(&self, spec: &SandboxSpec) -> Result<(Vec<Mount>, Option<Layer>), SandboxError> {
+        let mut mounts = vec![bind(&spec.worktree, super::WORK_MOUNT, false)];
+        // git's link from the worktree to the bot's mirror: read-only, so nothing in the
+        // container can point the bot's git elsewhere (the bot checks it too, for the local
+        // backend).
+        let dot_git = spec.worktree.join(".git");
+        if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
+            mounts.push(bind(&dot_git, &format!("{}/.git", super::WORK_MOUNT), true));
+        }
+        let mut layer = None;
+        if let Some(cache) = &spec.cache {
+            if spec.cache_writable {
+                if let Some(uid) = self.chown_to {
+                    std::os::unix::fs::chown(cache, Some(uid), Some(uid))?;
+                }
+                mounts.push(bind(cache, super::CACHE_MOUNT, false));
+            } else {
+                // On the worktree's own disk when it has one: what the sandbox writes over
+                // the environment counts against the same room.
+                let parent =
+                    super::disk::layers_of(&spec.worktree).unwrap_or_else(|| self.layers.clone());
+                let l = Layer::new(&parent, self.chown_to)?;
+                mounts.push(l.mount(cache)?);
+                layer = Some(l);
+            }
+        }
+        if let Some(ca) = &spec.ca_bundle {
+            mounts.push(bind(ca, super::CA_MOUNT, true));
+        }
+        for rel in &spec.read_only {
+            if let Some(path) = contained_path(&spec.worktree, rel)? {
+                mounts.push(bind(
+                    &path,
+                    &format!("{}/{}", super::WORK_MOUNT, rel.trim_end_matches('/')),
+                    true,
+                ));
+            }
+        }
+        Ok((mounts, layer))
+    }
+
+    /// The container's limits and isolation: memory without swap, CPUs, processes, a
+    /// read-only root with `/tmp` in memory, no file past the disk limit, no capability.
+    fn host_config(&self, spec: &SandboxSpec, mounts: Vec<Mount>) -> HostConfig {
+        let memory = (spec.memory_mb * 1024 * 1024) as i64;
+        let file_limit = spec.disk_mb.saturating_mul(1 << 20).min(i64::MAX as u64) as i64;
+        HostConfig {
+            mounts: Some(mounts),
+            network_mode: Some(self.network_of(spec)),
+            memory: Some(memory),
+            memory_swap: Some(memory),
+            nano_cpus: Some((spec.cpus * 1e9) as i64),
+            pids_limit: Some(spec.pids as i64),
+            // Only the worktree (and the environment) and a /tmp in memory can be written
+            // (exec allowed: test runners such as `go test` run binaries they build there),
+            // and no file can grow
+            // past the disk limit; the disk guard watches what the worktree takes.
+            readonly_rootfs: Some(true),
+            tmpfs: Some(HashMap::from([(
+                "/tmp".to_owned(),
+                format!("rw,exec,nosuid,nodev,size={}m,mode=1777", spec.memory_mb),
+            )])),
+            ulimits: Some(vec![ResourcesUlimits {
+                name: Some("fsize".into()),
+                soft: Some(file_limit),
+                hard: Some(file_limit),
+            }]),
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            init: Some(true),
+            ..Default::default()
+        }
     }
 
     async fn remove(&self, name: &str) {
