@@ -88,20 +88,7 @@ pub async fn process(hive: &Arc<Hive>, job_id: i64, delivery_id: &str) -> Result
                 number,
                 is_pull_request,
                 ..
-            }) => {
-                let ticket = if is_pull_request {
-                    hive.store.ticket_by_pr(&repo, number).await?
-                } else {
-                    hive.store.ticket_for_issue(&repo, number).await?
-                };
-                match ticket.filter(|t| !t.state.is_final()) {
-                    Some(t) => match super::reconcile::reconcile(hive, &t).await? {
-                        Some(what) => ("processed", format!("{}: {what}", t.id)),
-                        None => ("ignored", format!("{} goes on", t.id)),
-                    },
-                    None => ("ignored", "no open ticket here".into()),
-                }
-            }
+            }) => ticket_changed(hive, &repo, number, is_pull_request).await?,
             Ok(Event::GroupChecks(g)) => group_checks(hive, &g).await?,
             Ok(Event::Dequeued(d)) => dequeued(hive, &d).await?,
             Ok(Event::Ping) => ("processed", "ping".into()),
@@ -365,6 +352,28 @@ async fn check_completed(
         "processed",
         format!("{} completed: {id} tries to merge again", c.name),
     ))
+}
+
+/// An issue or a pull request closed, or a label removed: the ticket on it is reconciled with
+/// GitHub (it may stop or complete).
+async fn ticket_changed(
+    hive: &Hive,
+    repo: &RepoName,
+    number: u64,
+    is_pull_request: bool,
+) -> Result<(&'static str, String), JobError> {
+    let ticket = if is_pull_request {
+        hive.store.ticket_by_pr(repo, number).await?
+    } else {
+        hive.store.ticket_for_issue(repo, number).await?
+    };
+    Ok(match ticket.filter(|t| !t.state.is_final()) {
+        Some(t) => match super::reconcile::reconcile(hive, &t).await? {
+            Some(what) => ("processed", format!("{}: {what}", t.id)),
+            None => ("ignored", format!("{} goes on", t.id)),
+        },
+        None => ("ignored", "no open ticket here".into()),
+    })
 }
 
 /// The merge queue asks checks of a group for a ticket's pull request: the ticket gates it.

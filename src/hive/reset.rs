@@ -44,33 +44,7 @@ pub(super) async fn reset(
         signoff,
         ..hive.author.clone()
     };
-    let token = client.token().await?;
-    let (ws, repo, tag_name, base2) = (
-        hive.workspace.clone(),
-        c.repo.clone(),
-        tag.to_owned(),
-        base.clone(),
-    );
-    // The tag's commit and tree, and the base's tip and its tree, as the mirror has them.
-    let found = blocking(move || {
-        let git = ws.sync_mirror(&repo, &token)?;
-        let Ok(target) = git
-            .find_reference(&format!("refs/tags/{tag_name}"))
-            .and_then(|r| r.peel_to_commit())
-        else {
-            return Ok(None);
-        };
-        let tip = ws.remote_head(&git, &base2)?;
-        let same = git.find_commit(tip.oid())?.tree_id() == target.tree_id();
-        Ok(Some((
-            CommitSha::from(target.id()),
-            target.tree_id(),
-            tip,
-            same,
-        )))
-    })
-    .await?;
-    let Some((target, tree, tip, same)) = found else {
+    let Some((target, tree, tip, same)) = find_tag(hive, &client, c.repo, tag, &base).await? else {
         return Ok((
             "confused",
             format!("there is no tag `{tag}`. Snapshots are named `auto-vX.Y.Z`."),
@@ -109,20 +83,7 @@ pub(super) async fn reset(
             "refused by GitHub".into(),
         ));
     }
-    let mut stopped = Vec::new();
-    for t in hive
-        .store
-        .tickets()
-        .await?
-        .into_iter()
-        .filter(|t| &t.repo == c.repo && !t.state.is_final())
-    {
-        let abort = Signal::Abort {
-            why: Some(format!("reset to {tag}")),
-        };
-        super::signal::send(hive, &t, &abort, c.author).await?;
-        stopped.push(t.id.to_string());
-    }
+    let stopped = stop_open_tickets(hive, c, tag).await?;
     let how = if force {
         "force-pushed"
     } else {
@@ -138,4 +99,63 @@ pub(super) async fn reset(
         }
     );
     Ok(("+1", reply, format!("reset to {tag}")))
+}
+
+/// The tag's commit and tree, the base's tip, and whether the tip has the tag's tree, as the
+/// mirror has them; `None` when there is no such tag.
+async fn find_tag(
+    hive: &Hive,
+    client: &crate::github::RepoClient,
+    repo: &RepoName,
+    tag: &str,
+    base: &str,
+) -> Result<Option<(CommitSha, git2::Oid, CommitSha, bool)>, JobError> {
+    let token = client.token().await?;
+    let (ws, repo, tag_name, base) = (
+        hive.workspace.clone(),
+        repo.clone(),
+        tag.to_owned(),
+        base.to_owned(),
+    );
+    blocking(move || {
+        let git = ws.sync_mirror(&repo, &token)?;
+        let Ok(target) = git
+            .find_reference(&format!("refs/tags/{tag_name}"))
+            .and_then(|r| r.peel_to_commit())
+        else {
+            return Ok(None);
+        };
+        let tip = ws.remote_head(&git, &base)?;
+        let same = git.find_commit(tip.oid())?.tree_id() == target.tree_id();
+        Ok(Some((
+            CommitSha::from(target.id()),
+            target.tree_id(),
+            tip,
+            same,
+        )))
+    })
+    .await
+}
+
+/// Stops every open ticket of the repository, saying why; their ids.
+async fn stop_open_tickets(
+    hive: &Hive,
+    c: &Requester<'_>,
+    tag: &str,
+) -> Result<Vec<String>, JobError> {
+    let mut stopped = Vec::new();
+    for t in hive
+        .store
+        .tickets()
+        .await?
+        .into_iter()
+        .filter(|t| &t.repo == c.repo && !t.state.is_final())
+    {
+        let abort = Signal::Abort {
+            why: Some(format!("reset to {tag}")),
+        };
+        super::signal::send(hive, &t, &abort, c.author).await?;
+        stopped.push(t.id.to_string());
+    }
+    Ok(stopped)
 }
