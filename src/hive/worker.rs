@@ -57,38 +57,8 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
     if let Some(from) = &job.taken_from {
         warn!(job = job.id, kind, key = %job.key.key(), from = %from, "resumed a job whose lease ran out");
     }
-    // The heartbeat renews the lease every third of it. When it cannot — another worker holds
-    // the job now, or the database does not answer in time — it says so before the lease can run
-    // out, and the job stops: two workers never run one job (they would share its worktrees).
-    let (lost_tx, mut lost) = tokio::sync::oneshot::channel::<&'static str>();
-    let heartbeat = {
-        let store = hive.store.clone();
-        let owner = hive.owner.clone();
-        let id = job.id;
-        let lease = hive.lease;
-        let lease_ms = hive.lease_ms();
-        tokio::spawn(async move {
-            let tick = lease / 3;
-            let mut valid_until = Instant::now() + lease;
-            loop {
-                tokio::time::sleep(tick).await;
-                let asked = Instant::now();
-                match tokio::time::timeout(tick, store.renew_lease(id, &owner, lease_ms)).await {
-                    Ok(Ok(true)) => valid_until = asked + lease,
-                    Ok(Ok(false)) => {
-                        let _ = lost_tx.send("another worker holds it now");
-                        return;
-                    }
-                    Ok(Err(e)) => warn!(job = id, error = %e, "cannot renew lease"),
-                    Err(_) => warn!(job = id, "renewing the lease timed out"),
-                }
-                if Instant::now() + tick >= valid_until {
-                    let _ = lost_tx.send("it could not be renewed in time");
-                    return;
-                }
-            }
-        })
-    };
+    // Two workers never run one job: when the lease is lost, the job stops.
+    let (heartbeat, mut lost) = heartbeat(hive, job.id);
     // A ticket's run that gets further before it fails starts its count of attempts afresh:
     // only failures without progress use them up.
     let progress = |store: Store, job: Job| async move {
@@ -170,34 +140,81 @@ async fn run_job(hive: &Arc<Hive>, job: Job) {
         Err(e) => {
             let msg = e.to_string();
             error!(job = job.id, kind, error = %msg, "job failed for good");
-            match &job.key {
-                JobKey::Ticket(key) => super::run::fail_ticket(hive, *key, &msg).await,
-                JobKey::Delivery(id) => {
-                    let _ = store.finish_delivery(id, "failed", Some(&msg)).await;
-                }
-                // The re-run's check runs say what happened, if it got that far.
-                JobKey::Gates { .. } => {}
-                // Queue the next one, or the sweep would stop for good.
-                JobKey::Sweep => {
-                    let every = hive.sweep_every.as_millis() as i64;
-                    let _ = store.enqueue_after(&JobKey::Sweep, every).await;
-                }
-                // The asker hears why there is no answer.
-                JobKey::Question(source) => super::ask::failed(hive, source, &msg).await,
-                // The page shows why it was not carried out.
-                JobKey::Intervention(source) => {
-                    if let Ok(Some(c)) = store.command_by_source(source).await {
-                        let reply = format!("Not carried out: {msg}");
-                        let _ = store
-                            .finish_command(source, &c.command, "failed", &reply)
-                            .await;
-                    }
-                }
-            }
+            failed_for_good(hive, &job.key, &msg).await;
             store.fail_job(job.id, &hive.owner, &msg).await
         }
     };
     if let Err(e) = outcome {
         warn!(job = job.id, error = %e, "cannot record the job's outcome; its lease will run out and it will run again");
+    }
+}
+
+/// The job's heartbeat: it renews the lease every third of it. When it cannot — another worker
+/// holds the job now, or the database does not answer in time — it says so on the receiver
+/// before the lease can run out, and the job stops: two workers never run one job (they
+/// would share its worktrees).
+fn heartbeat(
+    hive: &Hive,
+    id: i64,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::oneshot::Receiver<&'static str>,
+) {
+    let (lost_tx, lost) = tokio::sync::oneshot::channel::<&'static str>();
+    let store = hive.store.clone();
+    let owner = hive.owner.clone();
+    let lease = hive.lease;
+    let lease_ms = hive.lease_ms();
+    let beat = tokio::spawn(async move {
+        let tick = lease / 3;
+        let mut valid_until = Instant::now() + lease;
+        loop {
+            tokio::time::sleep(tick).await;
+            let asked = Instant::now();
+            match tokio::time::timeout(tick, store.renew_lease(id, &owner, lease_ms)).await {
+                Ok(Ok(true)) => valid_until = asked + lease,
+                Ok(Ok(false)) => {
+                    let _ = lost_tx.send("another worker holds it now");
+                    return;
+                }
+                Ok(Err(e)) => warn!(job = id, error = %e, "cannot renew lease"),
+                Err(_) => warn!(job = id, "renewing the lease timed out"),
+            }
+            if Instant::now() + tick >= valid_until {
+                let _ = lost_tx.send("it could not be renewed in time");
+                return;
+            }
+        }
+    });
+    (beat, lost)
+}
+
+/// What a job that failed for good leaves behind, by kind: a failed ticket, a failed
+/// delivery, the next sweep, the asker told, the intervention's page told.
+async fn failed_for_good(hive: &Arc<Hive>, key: &JobKey, msg: &str) {
+    let store = &hive.store;
+    match key {
+        JobKey::Ticket(key) => super::run::fail_ticket(hive, *key, msg).await,
+        JobKey::Delivery(id) => {
+            let _ = store.finish_delivery(id, "failed", Some(msg)).await;
+        }
+        // The re-run's check runs say what happened, if it got that far.
+        JobKey::Gates { .. } => {}
+        // Queue the next one, or the sweep would stop for good.
+        JobKey::Sweep => {
+            let every = hive.sweep_every.as_millis() as i64;
+            let _ = store.enqueue_after(&JobKey::Sweep, every).await;
+        }
+        // The asker hears why there is no answer.
+        JobKey::Question(source) => super::ask::failed(hive, source, msg).await,
+        // The page shows why it was not carried out.
+        JobKey::Intervention(source) => {
+            if let Ok(Some(c)) = store.command_by_source(source).await {
+                let reply = format!("Not carried out: {msg}");
+                let _ = store
+                    .finish_command(source, &c.command, "failed", &reply)
+                    .await;
+            }
+        }
     }
 }
