@@ -114,35 +114,7 @@ impl Session<'_> {
                 role: role.clone(),
                 iteration,
             });
-            let started = Instant::now();
-            let completion = self
-                .llm
-                .complete(Request {
-                    step_retry: self.step_retry,
-                    require_tool: self.act_first && iteration == 1,
-                    ..Request::new(&messages, &specs)
-                })
-                .await?;
-            let elapsed = started.elapsed();
-            let cost = self.prices.cost(&self.llm.route().model, completion.usage);
-            self.ledger
-                .record_call(&role, completion.usage, cost, elapsed);
-            usage.prompt_tokens += completion.usage.prompt_tokens;
-            usage.completion_tokens += completion.usage.completion_tokens;
-            crate::metrics::model_call(
-                &role,
-                completion.usage.prompt_tokens,
-                completion.usage.completion_tokens,
-                cost,
-            );
-            self.events.emit(AgentEvent::LlmUsage {
-                role: role.clone(),
-                model: self.llm.route().model.clone(),
-                prompt_tokens: completion.usage.prompt_tokens,
-                completion_tokens: completion.usage.completion_tokens,
-                cost_usd: cost,
-                millis: elapsed.as_millis() as u64,
-            });
+            let completion = self.ask(&messages, &specs, iteration, &mut usage).await?;
             let calls = completion.message.tool_calls.clone();
             let text = completion.message.content.clone().unwrap_or_default();
             messages.push(completion.message);
@@ -155,53 +127,9 @@ impl Session<'_> {
                     text: summarize(&text, 400),
                 });
             }
-            let mut stop = None;
-            for call in calls {
-                // Every call gets an answer, even after a stop, so the conversation stays valid.
-                if stop.is_some() {
-                    messages.push(Message::tool_result(
-                        &call.id,
-                        r#"{"error":"stopped","message":"the run stopped before this call"}"#,
-                    ));
-                    continue;
-                }
-                let args = summarize_args(&call.function.arguments, 160);
-                self.events.emit(AgentEvent::ToolStart {
-                    role: role.clone(),
-                    name: call.function.name.clone(),
-                    args: args.clone(),
-                });
-                let started = Instant::now();
-                let result = toolbox
-                    .call(&call.function.name, &call.function.arguments)
-                    .await;
-                let elapsed = started.elapsed();
-                self.ledger.record_time(&role, elapsed);
-                self.events.emit(AgentEvent::ToolComplete {
-                    role: role.clone(),
-                    name: call.function.name.clone(),
-                    args,
-                    millis: elapsed.as_millis() as u64,
-                    ok: result.is_ok(),
-                    error: result.as_ref().err().map(|e| e.kind.to_owned()),
-                    outcome: result
-                        .as_ref()
-                        .ok()
-                        .filter(|_| matches!(call.function.name.as_str(), "shell" | "run_command"))
-                        .and_then(|t| t.lines().next())
-                        .map(|l| summarize(l, 200)),
-                });
-                stop = tracker.record(
-                    &call.function.name,
-                    &call.function.arguments,
-                    result.is_ok(),
-                );
-                let reply = match result {
-                    Ok(text) => text,
-                    Err(e) => e.to_json(),
-                };
-                messages.push(Message::tool_result(&call.id, reply));
-            }
+            let stop = self
+                .call_tools(calls, toolbox, &mut tracker, &mut messages)
+                .await;
             if let Some(stop) = stop {
                 return done(stop, text, iteration, usage, messages);
             }
@@ -215,5 +143,106 @@ impl Session<'_> {
             usage,
             messages,
         )
+    }
+
+    /// One model call on the conversation so far, its spend recorded and told.
+    async fn ask(
+        &self,
+        messages: &[Message],
+        specs: &[crate::llm::ToolSpec],
+        iteration: u32,
+        usage: &mut Usage,
+    ) -> Result<crate::llm::Completion, LlmError> {
+        let role = self.role;
+        let started = Instant::now();
+        let completion = self
+            .llm
+            .complete(Request {
+                step_retry: self.step_retry,
+                require_tool: self.act_first && iteration == 1,
+                ..Request::new(messages, specs)
+            })
+            .await?;
+        let elapsed = started.elapsed();
+        let cost = self.prices.cost(&self.llm.route().model, completion.usage);
+        self.ledger
+            .record_call(role, completion.usage, cost, elapsed);
+        usage.prompt_tokens += completion.usage.prompt_tokens;
+        usage.completion_tokens += completion.usage.completion_tokens;
+        crate::metrics::model_call(
+            role,
+            completion.usage.prompt_tokens,
+            completion.usage.completion_tokens,
+            cost,
+        );
+        self.events.emit(AgentEvent::LlmUsage {
+            role: role.to_owned(),
+            model: self.llm.route().model.clone(),
+            prompt_tokens: completion.usage.prompt_tokens,
+            completion_tokens: completion.usage.completion_tokens,
+            cost_usd: cost,
+            millis: elapsed.as_millis() as u64,
+        });
+        Ok(completion)
+    }
+
+    /// Runs the model's tool calls in order, each answered in `messages` (after a stop too, so
+    /// the conversation stays valid); why the run stops, if a call made it stop.
+    async fn call_tools(
+        &self,
+        calls: Vec<crate::llm::ToolCall>,
+        toolbox: &mut Toolbox,
+        tracker: &mut Tracker,
+        messages: &mut Vec<Message>,
+    ) -> Option<StopReason> {
+        let role = self.role.to_owned();
+        let mut stop = None;
+        for call in calls {
+            // Every call gets an answer, even after a stop, so the conversation stays valid.
+            if stop.is_some() {
+                messages.push(Message::tool_result(
+                    &call.id,
+                    r#"{"error":"stopped","message":"the run stopped before this call"}"#,
+                ));
+                continue;
+            }
+            let args = summarize_args(&call.function.arguments, 160);
+            self.events.emit(AgentEvent::ToolStart {
+                role: role.clone(),
+                name: call.function.name.clone(),
+                args: args.clone(),
+            });
+            let started = Instant::now();
+            let result = toolbox
+                .call(&call.function.name, &call.function.arguments)
+                .await;
+            let elapsed = started.elapsed();
+            self.ledger.record_time(&role, elapsed);
+            self.events.emit(AgentEvent::ToolComplete {
+                role: role.clone(),
+                name: call.function.name.clone(),
+                args,
+                millis: elapsed.as_millis() as u64,
+                ok: result.is_ok(),
+                error: result.as_ref().err().map(|e| e.kind.to_owned()),
+                outcome: result
+                    .as_ref()
+                    .ok()
+                    .filter(|_| matches!(call.function.name.as_str(), "shell" | "run_command"))
+                    .and_then(|t| t.lines().next())
+                    .map(|l| summarize(l, 200)),
+            });
+            stop = tracker.record(
+                &call.function.name,
+                &call.function.arguments,
+                result.is_ok(),
+            );
+            let reply = match result {
+                Ok(text) => text,
+                Err(e) => e.to_json(),
+            };
+            messages.push(Message::tool_result(&call.id, reply));
+        }
+        stop
     }
 }
