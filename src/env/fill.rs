@@ -5,8 +5,18 @@
 use super::detect::{Files, Found};
 use super::devcontainer::Devcontainer;
 use super::image::ImageBuild;
-use super::resolve::{Origin, POLYGLOT_IMAGE};
 use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
+
+/// The image for a repository of several ecosystems (`--ecosystem all`).
+pub const POLYGLOT_IMAGE: &str = "vibeloop-runner:all";
+
+/// One key of the effective config, and where its value came from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Origin {
+    pub key: &'static str,
+    pub value: Option<String>,
+    pub from: String,
+}
 
 /// "detected: Cargo.toml, pyproject.toml".
 fn detected(f: &[&Found]) -> String {

@@ -7,8 +7,7 @@ use super::devcontainer::{self, Devcontainer};
 use super::fill;
 use crate::config::repo::{HiveConfig, PATH as CONFIG_PATH};
 
-/// The image for a repository of several ecosystems (`--ecosystem all`).
-pub const POLYGLOT_IMAGE: &str = "vibeloop-runner:all";
+pub use super::fill::{Origin, POLYGLOT_IMAGE};
 
 /// `PATH` inside a sandbox, before the ecosystems' own directories.
 const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -49,14 +48,6 @@ pub struct Resolved {
     /// The base commit these were read from, when the caller knows it: the base's
     /// environment is set up from a clean checkout of it.
     pub base_commit: Option<crate::ids::CommitSha>,
-}
-
-/// One key of the effective config.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Origin {
-    pub key: &'static str,
-    pub value: Option<String>,
-    pub from: String,
 }
 
 impl Resolved {

@@ -26,6 +26,7 @@ mod ci_report;
 mod code;
 mod critic;
 mod ctx;
+mod encounter;
 mod git;
 mod knowledge;
 mod land;
@@ -82,7 +83,7 @@ pub(in crate::hive) async fn drive(
             Node::AwaitPlanApproval => plan::await_approval(&mut cx).await?,
             Node::Code => code::code(&mut cx).await?,
             Node::RedProof => proof::red_proof(&mut cx).await?,
-            Node::Encounter => proof::encounter(&mut cx).await?,
+            Node::Encounter => encounter::encounter(&mut cx).await?,
             Node::OpenPr => review::open_pr(&mut cx).await?,
             Node::Critic => critic::critic(&mut cx).await?,
             Node::AwaitApproval => review::await_approval(&mut cx).await?,
