@@ -134,17 +134,8 @@ pub(super) async fn run_role(
         .models
         .client(role)
         .map_err(|e| JobError::permanent(format!("model of the {role}: {e}")))?;
-    let (events, mut rx) = EventSink::new();
-    let store = run.hive.store.clone();
     let key = run.ticket.key;
-    let recorder = tokio::spawn(async move {
-        while let Some(e) = rx.recv().await {
-            let data = serde_json::to_value(&e).unwrap_or_default();
-            if let Err(err) = store.add_event(key, e.kind(), &data).await {
-                tracing::warn!(error = %err, "cannot record an agent event");
-            }
-        }
-    });
+    let (events, recorder) = record_events(run);
     let session = Session {
         role,
         llm: &llm,
@@ -162,42 +153,13 @@ pub(super) async fn run_role(
         drop(session);
         let _ = recorder.await;
         stop_sandbox(a.sandbox).await;
-        let outcome = Outcome {
-            stop: crate::agent::StopReason::Budget {
-                message: e.to_string(),
-            },
-            summary: String::new(),
-            iterations: 0,
-            usage: Default::default(),
-            messages: vec![],
-        };
-        return Ok(RoleRun {
-            outcome,
-            written: vec![],
-            instructions: vec![],
-        });
+        return Ok(out_of_budget(e.to_string()));
     }
     let cx = session
-        .phase("load_context", async {
-            // What earlier tickets made Canonical, the most relevant to this ticket's files
-            // (the plan's, and those its issue names) first, within the memory's share of the
-            // prompt.
-            let t = &run.ticket;
-            let focus = Focus::new(a.context_refs, &format!("{}\n{}", t.title, t.body));
-            let chosen = run
-                .hive
-                .store
-                .relevant_memory(&t.repo, &focus, context::MEMORY_BYTES)
-                .await;
-            let memory = match chosen {
-                Ok(m) => m.into_iter().map(|e| e.text).collect(),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read the repository's memory");
-                    vec![]
-                }
-            };
-            context::build(&worktree.path, a.context_refs, &memory)
-        })
+        .phase(
+            "load_context",
+            project_context(run, worktree, a.context_refs),
+        )
         .await;
     let (guide, instructions) = Guide::start(a.instructions.clone(), a.focus);
     let messages = session
@@ -207,15 +169,7 @@ pub(super) async fn run_role(
                 m.push(Message::user(a.task.clone()));
                 return m;
             }
-            let addition = repo_prompt(run, config, role).await;
-            let system = run
-                .hive
-                .prompts
-                .system(role, &instructions, addition.as_deref());
-            vec![
-                Message::system(system),
-                Message::user(format!("{}\n\n{}", a.task, cx.render())),
-            ]
+            first_messages(run, config, role, &instructions, &a.task, &cx).await
         })
         .await;
     let mut toolbox = a
@@ -265,6 +219,85 @@ pub(super) async fn run_role(
         written,
         instructions: given,
     })
+}
+
+/// The role's events, recorded on the ticket's timeline as they come; the recorder ends once
+/// the sink is dropped.
+fn record_events(run: &TicketRun<'_>) -> (EventSink, tokio::task::JoinHandle<()>) {
+    let (events, mut rx) = EventSink::new();
+    let store = run.hive.store.clone();
+    let key = run.ticket.key;
+    let recorder = tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            let data = serde_json::to_value(&e).unwrap_or_default();
+            if let Err(err) = store.add_event(key, e.kind(), &data).await {
+                tracing::warn!(error = %err, "cannot record an agent event");
+            }
+        }
+    });
+    (events, recorder)
+}
+
+/// A role that may not start: the budget is spent (`message`).
+fn out_of_budget(message: String) -> RoleRun {
+    let outcome = Outcome {
+        stop: crate::agent::StopReason::Budget { message },
+        summary: String::new(),
+        iterations: 0,
+        usage: Default::default(),
+        messages: vec![],
+    };
+    RoleRun {
+        outcome,
+        written: vec![],
+        instructions: vec![],
+    }
+}
+
+/// The project's context for a role: its files around `context_refs`, and what earlier
+/// tickets made Canonical, the most relevant to this ticket's files (the plan's, and those its
+/// issue names) first, within the memory's share of the prompt.
+async fn project_context(
+    run: &TicketRun<'_>,
+    worktree: &Worktree,
+    context_refs: &[String],
+) -> context::ProjectContext {
+    let t = &run.ticket;
+    let focus = Focus::new(context_refs, &format!("{}\n{}", t.title, t.body));
+    let chosen = run
+        .hive
+        .store
+        .relevant_memory(&t.repo, &focus, context::MEMORY_BYTES)
+        .await;
+    let memory = match chosen {
+        Ok(m) => m.into_iter().map(|e| e.text).collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the repository's memory");
+            vec![]
+        }
+    };
+    context::build(&worktree.path, context_refs, &memory)
+}
+
+/// A role's first messages: the system prompt (the role's, the instructions, the repository's
+/// addition) and the task with the project's context.
+async fn first_messages(
+    run: &TicketRun<'_>,
+    config: &HiveConfig,
+    role: &str,
+    instructions: &str,
+    task: &str,
+    cx: &context::ProjectContext,
+) -> Vec<Message> {
+    let addition = repo_prompt(run, config, role).await;
+    let system = run
+        .hive
+        .prompts
+        .system(role, instructions, addition.as_deref());
+    vec![
+        Message::system(system),
+        Message::user(format!("{task}\n\n{}", cx.render())),
+    ]
 }
 
 /// Stops a role's sandbox unless someone else still holds it.
