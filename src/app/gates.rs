@@ -67,18 +67,7 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
     if let Some(why) = fallback {
         eprintln!("note: running gates as local processes: no Docker engine answered ({why})");
     }
-    let registry = crate::env::image::Registry::from_env();
-    let mut pulling = |line: &str| eprintln!("image: {line}");
-    let had = crate::env::image::ensure(&backend, &mut env, registry.as_ref(), &mut pulling).await;
-    if let Some(said) = had.describe() {
-        eprintln!("image: {said}");
-    }
-    for p in &env.problems {
-        eprintln!("warning: {p}");
-    }
-    for said in crate::env::toolchain::check(&backend, &env.config.image, &env.toolchains).await {
-        eprintln!("toolchain: {said}");
-    }
+    ready_image(&backend, &mut env).await;
     let config = env.config.clone();
     let role = format!("gates-{}", std::process::id());
     let mut spec = SandboxSpec::from_config(
@@ -94,41 +83,8 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
         envs: crate::env::Envs::new(env_dir(args)?),
         ..crate::env::Settings::new(scratch.path())
     };
-    match settings.maker(&backend).prepare(&env, &spec).await {
-        Ok(Some(ready)) => {
-            if ready.reused {
-                eprintln!("setup: environment {} reused (setup skipped)", ready.key);
-            } else {
-                eprintln!(
-                    "setup: environment {} made in {:.1}s",
-                    ready.key, ready.setup_seconds
-                );
-            }
-            ready.apply(&mut spec);
-        }
-        Ok(None) => {}
-        Err(crate::env::SetupError::Failed { command, output }) => {
-            let fix = crate::env::hints::setup_hint(&output.output, &settings.network)
-                .unwrap_or_else(|| format!("Fix the command (`setup:` in {CONFIG_PATH}) or the dependency manifests; `vibeloop gates --explain` shows where it comes from."));
-            if args.json {
-                let said = serde_json::json!({
-                    "error": "setup failed",
-                    "command": command,
-                    "ended": output.describe(),
-                    "output": output.tail(30),
-                    "fix": fix,
-                });
-                println!("{}", serde_json::to_string_pretty(&said)?);
-            } else {
-                eprintln!(
-                    "error: setup failed ({}): `{command}`\n{}\n{fix}",
-                    output.describe(),
-                    output.tail(30)
-                );
-            }
-            return Ok(1);
-        }
-        Err(e) => return Err(e.into()),
+    if !set_up(args, &settings, &backend, &env, &mut spec).await? {
+        return Ok(1);
     }
     let sandbox = backend.start(&spec).await?;
     let inputs = Inputs {
@@ -172,6 +128,70 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
     } else {
         1
     })
+}
+
+/// The sandbox image there, its problems and toolchains said.
+async fn ready_image(backend: &Backend, env: &mut crate::env::Resolved) {
+    let registry = crate::env::image::Registry::from_env();
+    let mut pulling = |line: &str| eprintln!("image: {line}");
+    let had = crate::env::image::ensure(backend, env, registry.as_ref(), &mut pulling).await;
+    if let Some(said) = had.describe() {
+        eprintln!("image: {said}");
+    }
+    for p in &env.problems {
+        eprintln!("warning: {p}");
+    }
+    for said in crate::env::toolchain::check(backend, &env.config.image, &env.toolchains).await {
+        eprintln!("toolchain: {said}");
+    }
+}
+
+/// The environment made (or reused) for `spec`; `false` when setup failed, as said (in JSON
+/// with `--json`).
+async fn set_up(
+    args: &GatesArgs,
+    settings: &crate::env::Settings,
+    backend: &Backend,
+    env: &crate::env::Resolved,
+    spec: &mut SandboxSpec,
+) -> anyhow::Result<bool> {
+    match settings.maker(backend).prepare(env, spec).await {
+        Ok(Some(ready)) => {
+            if ready.reused {
+                eprintln!("setup: environment {} reused (setup skipped)", ready.key);
+            } else {
+                eprintln!(
+                    "setup: environment {} made in {:.1}s",
+                    ready.key, ready.setup_seconds
+                );
+            }
+            ready.apply(spec);
+        }
+        Ok(None) => {}
+        Err(crate::env::SetupError::Failed { command, output }) => {
+            let fix = crate::env::hints::setup_hint(&output.output, &settings.network)
+                .unwrap_or_else(|| format!("Fix the command (`setup:` in {CONFIG_PATH}) or the dependency manifests; `vibeloop gates --explain` shows where it comes from."));
+            if args.json {
+                let said = serde_json::json!({
+                    "error": "setup failed",
+                    "command": command,
+                    "ended": output.describe(),
+                    "output": output.tail(30),
+                    "fix": fix,
+                });
+                println!("{}", serde_json::to_string_pretty(&said)?);
+            } else {
+                eprintln!(
+                    "error: setup failed ({}): `{command}`\n{}\n{fix}",
+                    output.describe(),
+                    output.tail(30)
+                );
+            }
+            return Ok(false);
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(true)
 }
 
 /// `--env-dir`, else [`default_env_dir`].
