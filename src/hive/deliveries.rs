@@ -176,7 +176,10 @@ async fn issue_labeled(hive: &Hive, l: &IssueLabeled) -> Result<(&'static str, S
     // The hive's label on a plan-only ticket builds its plan.
     if opened == Opened::AlreadyOpen
         && start == Start::Build
-        && super::flow::load(&hive.store, ticket.key).await?.plan_only
+        && super::flow::load(&hive.store, ticket.key)
+            .await?
+            .plan
+            .plan_only
     {
         super::signal::send(hive, &ticket, &Signal::Build, &l.sender).await?;
         return Ok((
@@ -340,7 +343,7 @@ async fn check_completed(
     let flow = super::flow::load(&hive.store, t.key).await?;
     // The head the landing is about: whether it waits already, or is about to hear the CI
     // (a completion between its look and its wait must not be lost), it looks again.
-    let waits = flow.rebased.as_ref().map(CommitSha::as_str) == Some(c.head_sha.as_str());
+    let waits = flow.land.rebased.as_ref().map(CommitSha::as_str) == Some(c.head_sha.as_str());
     if t.state.is_final() || !waits {
         return Ok((
             "ignored",

@@ -11,7 +11,7 @@ use crate::ticket::Signal;
 /// Compares one open ticket with GitHub and signals what changed; what it did, if anything.
 pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static str>, JobError> {
     let flow = super::flow::load(&hive.store, t.key).await?;
-    if flow.merged.is_some() {
+    if flow.land.merged.is_some() {
         // Landed, and the bot knows: GitHub closes the issue and the pull request on its own.
         return Ok(None);
     }
@@ -51,7 +51,7 @@ pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static
             stop(hive, t, &why).await?;
             return Ok(Some("pull request closed"));
         }
-        if flow.waiting.is_some() && issue.state != "closed" {
+        if flow.land.waiting.is_some() && issue.state != "closed" {
             // A review or a check event may have been missed: the landing tries again.
             super::signal::send(hive, t, &Signal::Recheck, "github").await?;
         }
@@ -67,7 +67,7 @@ pub(super) async fn reconcile(hive: &Hive, t: &Ticket) -> Result<Option<&'static
         .labels
         .iter()
         .any(|l| l.name == label || l.name == plan_label);
-    if !labelled && !flow.unlabelled {
+    if !labelled && !flow.plan.unlabelled {
         let why = format!("the `{label}` label was removed from the issue");
         stop(hive, t, &why).await?;
         return Ok(Some("label removed"));

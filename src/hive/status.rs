@@ -62,7 +62,7 @@ pub fn render(t: &Ticket, extras: &Extras<'_>) -> String {
     // One row for the pull request: its address when known, else its number.
     let pr_url = extras
         .pr_url
-        .or_else(|| extras.flow.and_then(|f| f.pr_url.as_deref()));
+        .or_else(|| extras.flow.and_then(|f| f.review.pr_url.as_deref()));
     match (t.pr_number, pr_url) {
         (_, Some(url)) => s.push_str(&format!("| Pull request | {url} |\n")),
         (Some(n), None) => s.push_str(&format!("| Pull request | #{n} |\n")),
@@ -74,13 +74,18 @@ pub fn render(t: &Ticket, extras: &Extras<'_>) -> String {
     if let Some(spent) = extras.spent {
         s.push_str(&format!("| Budget spent | {} |\n", spent.describe()));
     }
-    if let Some(by) = extras.flow.and_then(|f| f.edit_refused.as_deref()) {
+    if let Some(by) = extras.flow.and_then(|f| f.plan.edit_refused.as_deref()) {
         s.push_str(&format!(
             "| Issue text | as labelled: edited by @{by} after labelling. Re-label the issue or comment `/hive plan` to take the edit. |\n"
         ));
     }
-    if let Some(f) = extras.flow.filter(|f| !f.instructions.is_empty()) {
-        let files: Vec<String> = f.instructions.iter().map(|p| format!("`{p}`")).collect();
+    if let Some(f) = extras.flow.filter(|f| !f.plan.instructions.is_empty()) {
+        let files: Vec<String> = f
+            .plan
+            .instructions
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect();
         s.push_str(&format!("| Instructions read | {} |\n", files.join(", ")));
     }
     for g in extras.gates.unwrap_or_default().iter().filter(|g| !g.ok()) {
@@ -136,8 +141,8 @@ fn next_step(state: TaskState) -> &'static str {
 /// The plan checklist and the attempts table, for the status comment.
 pub fn status_section(f: &Flow) -> String {
     let mut s = String::new();
-    if let Some(bp) = &f.blueprint {
-        let done = f.attempts.last().is_some_and(|a| a.passed());
+    if let Some(bp) = &f.plan.blueprint {
+        let done = f.code.attempts.last().is_some_and(|a| a.passed());
         s.push_str(&format!(
             "\n**Plan: {}**\n\n",
             bp.plan.title.replace('\n', " ")
@@ -151,18 +156,22 @@ pub fn status_section(f: &Flow) -> String {
             ));
         }
     }
-    if let Some(v) = &f.red_proof {
+    if let Some(v) = &f.tests.red_proof {
         let mark = if v.holds() { "✓" } else { "✗" };
         s.push_str(&format!("\n{mark} Red proof: {}.\n", v.describe()));
     }
-    if !f.attempts.is_empty() {
-        let gates: Vec<String> = f.attempts[0].gates.iter().map(|g| g.gate.clone()).collect();
+    if !f.code.attempts.is_empty() {
+        let gates: Vec<String> = f.code.attempts[0]
+            .gates
+            .iter()
+            .map(|g| g.gate.clone())
+            .collect();
         s.push_str(&format!(
             "\n| attempt | commit | {} |\n|---|---|{}\n",
             gates.join(" | "),
             "---|".repeat(gates.len())
         ));
-        for a in &f.attempts {
+        for a in &f.code.attempts {
             let cells: Vec<&str> = a
                 .gates
                 .iter()
@@ -184,12 +193,13 @@ pub fn status_section(f: &Flow) -> String {
                 cells.join(" | ")
             ));
         }
-        if let Some(env) = f.attempts.last().and_then(|a| a.environment.as_ref()) {
+        if let Some(env) = f.code.attempts.last().and_then(|a| a.environment.as_ref()) {
             s.push_str(&format!("\nDependencies: {env}.\n"));
         }
     }
-    if !f.people.is_empty() {
+    if !f.code.people.is_empty() {
         let who: Vec<String> = f
+            .code
             .people
             .iter()
             .map(|p| {
@@ -205,8 +215,8 @@ pub fn status_section(f: &Flow) -> String {
             who.join(", ")
         ));
     }
-    s.push_str(&people_tests(&f.people_tests));
-    if let Some(r) = &f.critic {
+    s.push_str(&people_tests(&f.tests.people_tests));
+    if let Some(r) = &f.review.critic {
         let verdict = if r.approve {
             "approves"
         } else {
@@ -217,10 +227,10 @@ pub fn status_section(f: &Flow) -> String {
             r.comments
         ));
     }
-    if let Some(c) = &f.conflict {
-        s.push_str(&merge_conflict(c, f.merged.is_some()));
+    if let Some(c) = &f.land.conflict {
+        s.push_str(&merge_conflict(c, f.land.merged.is_some()));
     }
-    if let Some(tag) = &f.tag {
+    if let Some(tag) = &f.land.tag {
         s.push_str(&format!("\nSnapshot: `{tag}`.\n"));
     }
     s
@@ -288,6 +298,7 @@ pub fn people_tests(changes: &[crate::hive::flow::state::PeopleTests]) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hive::flow::state::Landing;
     use crate::ids::CommitSha;
 
     #[test]
@@ -304,7 +315,10 @@ mod tests {
             check_run_url: Some("https://github.test/run/7".into()),
         };
         let mut flow = Flow {
-            conflict: Some(c.clone()),
+            land: Landing {
+                conflict: Some(c.clone()),
+                ..Default::default()
+            },
             ..Flow::default()
         };
         let s = status_section(&flow);
@@ -312,7 +326,7 @@ mod tests {
             s.contains("**Merge failed.** Rebase onto `main` (`bbbbbbb`) conflicted in `calc.py`, `x y.py`: `feat/T-2` was marked failed ([`hive/merge`](https://github.test/run/7)). Requeued (1 of 3) behind the repository's other queued tickets"),
             "{s}"
         );
-        flow.conflict = Some(MergeConflict {
+        flow.land.conflict = Some(MergeConflict {
             requeue: 4,
             model_refused: true,
             check_run_url: None,
@@ -323,7 +337,7 @@ mod tests {
             s.contains("`x y.py` (a model's merge was refused): `feat/T-2` was marked failed (`hive/merge`), after 3 requeues: none is left, a person decides."),
             "{s}"
         );
-        flow.merged = flow.conflict.as_ref().map(|c| c.onto.clone());
+        flow.land.merged = flow.land.conflict.as_ref().map(|c| c.onto.clone());
         let s = status_section(&flow);
         assert!(
             !s.contains("Merge failed")

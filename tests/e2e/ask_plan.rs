@@ -366,7 +366,7 @@ async fn plan_on_an_issue_without_a_ticket_plans_only_and_approve_builds() {
     assert!(w.gh.labels(REPO, w.issue).is_empty());
     let store = w.bot.store().await;
     let flow = vibeloop::hive::flow::load(&store, t.key).await.unwrap();
-    assert!(flow.plan_only && flow.unlabelled);
+    assert!(flow.plan.plan_only && flow.plan.unlabelled);
     store.close().await;
 
     let id = w.say("/hive approve").await;

@@ -101,7 +101,7 @@ impl Report {
             spent.add(s);
         }
         let (repo_path, bare, data_dir) = paths;
-        let diffstat = match (&flow.base_sha, &flow.builder) {
+        let diffstat = match (&flow.plan.base_sha, &flow.code.builder) {
             (Some(base), Some(w)) => diffstat(&bare, base, &w.sha),
             _ => None,
         };
@@ -147,11 +147,11 @@ impl Report {
             "state": t.state.to_string(),
             "ending": ending,
             "detail": t.detail,
-            "questions": flow.questions,
-            "base": flow.base_sha.as_ref().map(|s| s.to_string()),
-            "head": flow.builder.as_ref().map(|w| w.sha.to_string()),
-            "merged": flow.merged.as_ref().map(|s| s.to_string()),
-            "attempts": flow.attempts.len(),
+            "questions": flow.plan.questions,
+            "base": flow.plan.base_sha.as_ref().map(|s| s.to_string()),
+            "head": flow.code.builder.as_ref().map(|w| w.sha.to_string()),
+            "merged": flow.land.merged.as_ref().map(|s| s.to_string()),
+            "attempts": flow.code.attempts.len(),
             "diff": self.diffstat.map(|(files, added, removed)| serde_json::json!({ "files": files, "added": added, "removed": removed })),
             "roles": roles,
             "seconds": self.took.as_secs_f64(),
@@ -189,16 +189,26 @@ impl Report {
                 format!("{} waits for the plan's approval", t.id),
                 Some("run again without --plan-only, with --approve, to build it"),
             ),
-            Ending::Waiting(_) if self.flow.attempts.last().and_then(|a| a.held()).is_some() => (
-                format!(
-                    "{} waits for a person: its gates passed, but {}",
-                    t.id,
-                    crate::gates::HELD
-                ),
-                Some(
-                    "read them (listed under the gates); run again with --approve if they are right",
-                ),
-            ),
+            Ending::Waiting(_)
+                if self
+                    .flow
+                    .code
+                    .attempts
+                    .last()
+                    .and_then(|a| a.held())
+                    .is_some() =>
+            {
+                (
+                    format!(
+                        "{} waits for a person: its gates passed, but {}",
+                        t.id,
+                        crate::gates::HELD
+                    ),
+                    Some(
+                        "read them (listed under the gates); run again with --approve if they are right",
+                    ),
+                )
+            }
             Ending::Waiting(_) => (
                 format!("{} is ready and waits for approval", t.id),
                 Some("run again with --approve to also merge it into the scratch copy and tag it"),
@@ -264,10 +274,10 @@ impl fmt::Display for Report {
                 writeln!(f, "  {line}")?;
             }
         }
-        for q in &flow.questions {
+        for q in &flow.plan.questions {
             writeln!(f, "  ? {}", clean(q, 160))?;
         }
-        if let Some(b) = &flow.blueprint {
+        if let Some(b) = &flow.plan.blueprint {
             writeln!(f, "plan:     {}", clean(&b.plan.title, 100))?;
             for (i, step) in b.plan.steps.iter().enumerate() {
                 writeln!(f, "          {}. {}", i + 1, clean(&step.output, 100))?;
@@ -286,7 +296,7 @@ impl fmt::Display for Report {
             };
             format!("{}{more}", shown.join(", "))
         };
-        if let Some(w) = &flow.breaker {
+        if let Some(w) = &flow.tests.breaker {
             writeln!(
                 f,
                 "tests:    {} at {} ({})",
@@ -295,10 +305,10 @@ impl fmt::Display for Report {
                 files(&w.files)
             )?;
         }
-        if let Some(v) = &flow.red_proof {
+        if let Some(v) = &flow.tests.red_proof {
             writeln!(f, "proof:    {}", clean(&v.describe(), 140))?;
         }
-        if let Some(w) = &flow.builder {
+        if let Some(w) = &flow.code.builder {
             let stat = self
                 .diffstat
                 .map(|(n, add, del)| format!(": {n} file(s), +{add} -{del}"))
@@ -312,7 +322,7 @@ impl fmt::Display for Report {
                 files(&w.files)
             )?;
         }
-        if let Some(a) = flow.attempts.last() {
+        if let Some(a) = flow.code.attempts.last() {
             let gates: Vec<String> = a
                 .gates
                 .iter()
@@ -330,7 +340,7 @@ impl fmt::Display for Report {
                 writeln!(f, "held:     {}", clean(why, 300))?;
             }
         }
-        if let Some(r) = &flow.critic {
+        if let Some(r) = &flow.review.critic {
             let verdict = if r.approve {
                 "approved"
             } else {
@@ -343,11 +353,12 @@ impl fmt::Display for Report {
                 r.comments
             )?;
         }
-        if let Some(pr) = flow.pr {
+        if let Some(pr) = flow.review.pr {
             writeln!(f, "pull:     #{pr} on the scratch copy")?;
         }
-        if let Some(sha) = &flow.merged {
+        if let Some(sha) = &flow.land.merged {
             let tag = flow
+                .land
                 .tag
                 .as_deref()
                 .map(|t| format!(", tagged {t}"))
@@ -363,8 +374,8 @@ impl fmt::Display for Report {
         writeln!(f)?;
         let repo = self.repo_path.display();
         writeln!(f, "Nothing was pushed: {repo} is as it was.")?;
-        if flow.builder.is_some() {
-            let branch = match &flow.merged {
+        if flow.code.builder.is_some() {
+            let branch = match &flow.land.merged {
                 Some(_) => t.base_branch.clone(),
                 None => t.id.feat_branch(),
             };

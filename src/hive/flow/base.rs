@@ -13,8 +13,8 @@ pub(super) fn before_code(cx: &Ctx<'_, '_>) -> bool {
     matches!(
         cx.flow.next,
         Node::Plan | Node::PlanCheck | Node::AwaitPlanApproval
-    ) && cx.flow.breaker.is_none()
-        && cx.flow.builder.is_none()
+    ) && cx.flow.tests.breaker.is_none()
+        && cx.flow.code.builder.is_none()
 }
 
 /// Makes `branch` the ticket's base for good: `Ok(Err(why))` when its `.github/hive.yml`
@@ -37,8 +37,8 @@ pub(super) async fn move_to(
         .await?;
     cx.run.ticket.chosen_base = Some(branch.to_owned());
     cx.env = crate::env::Resolved::plain(config);
-    cx.flow.base_sha = None;
-    cx.flow.baseline = None;
+    cx.flow.plan.base_sha = None;
+    cx.flow.plan.baseline = None;
     resolve_env(cx).await?;
     Ok(Ok(()))
 }

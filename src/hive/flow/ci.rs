@@ -85,6 +85,7 @@ pub(super) async fn ci(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     let sha = cx
         .flow
+        .land
         .rebased
         .clone()
         .ok_or_else(|| JobError::permanent("ci without a rebased commit"))?;
@@ -104,8 +105,8 @@ pub(super) async fn ci(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     for name in &look.flaky {
         let key = (sha.clone(), name.clone());
-        if !cx.flow.ci.flaky.contains(&key) {
-            cx.flow.ci.flaky.push(key);
+        if !cx.flow.land.ci.flaky.contains(&key) {
+            cx.flow.land.ci.flaky.push(key);
             let said = format!(
                 "`{name}` failed on `{}`, then passed when run again: flaky, not charged to the Builder.",
                 sha.short()
@@ -144,7 +145,7 @@ async fn expected(
             BTreeSet::new()
         }
     };
-    let before = cx.flow.builder.as_ref().map(|w| w.sha.clone());
+    let before = cx.flow.code.builder.as_ref().map(|w| w.sha.clone());
     if watch == Watch::All
         && let Some(before) = before.filter(|b| b != sha)
     {
@@ -176,7 +177,13 @@ async fn rerun_flaky_suspects(
                 .iter()
                 .filter(|r| r.name == f.name && r.state == CiState::Failed)
                 .count();
-            failures == 1 && !cx.flow.ci.reruns.contains(&(sha.clone(), f.name.clone()))
+            failures == 1
+                && !cx
+                    .flow
+                    .land
+                    .ci
+                    .reruns
+                    .contains(&(sha.clone(), f.name.clone()))
         })
         .collect();
     if suspects.is_empty() {
@@ -191,7 +198,7 @@ async fn rerun_flaky_suspects(
     for f in suspects {
         let Some(id) = f.id else { continue };
         let accepted = cx.run.client.rerun_job(id).await?;
-        cx.flow.ci.reruns.push((sha.clone(), f.name.clone()));
+        cx.flow.land.ci.reruns.push((sha.clone(), f.name.clone()));
         if accepted {
             rerun.push(f.describe());
         }
@@ -215,14 +222,19 @@ async fn rerun_flaky_suspects(
 
 /// The ticket waits for the CI: a completed check (or the sweep) wakes it.
 async fn wait(cx: &mut Ctx<'_, '_>, sha: &CommitSha, said: String) -> Result<Step, JobError> {
-    cx.flow.waiting = Some(Wait::Checks);
+    cx.flow.land.waiting = Some(Wait::Checks);
     cx.checkpoint(
         Node::Ci,
         serde_json::json!({ "sha": sha.as_str() }),
         serde_json::json!({ "waiting": said }),
     )
     .await?;
-    let pr = cx.flow.pr.map(|n| format!(" (#{n})")).unwrap_or_default();
+    let pr = cx
+        .flow
+        .review
+        .pr
+        .map(|n| format!(" (#{n})"))
+        .unwrap_or_default();
     let detail = format!(
         "The repository's CI on `{}`{pr} {said}. The bot lands it once they pass.",
         sha.short()
@@ -232,7 +244,7 @@ async fn wait(cx: &mut Ctx<'_, '_>, sha: &CommitSha, said: String) -> Result<Ste
 }
 
 async fn passed(cx: &mut Ctx<'_, '_>, sha: &CommitSha, look: &Look) -> Result<Step, JobError> {
-    cx.flow.waiting = None;
+    cx.flow.land.waiting = None;
     cx.flow.next = Node::Merge;
     cx.checkpoint(
         Node::Ci,
@@ -260,17 +272,17 @@ async fn failed(
     }
     let named: Vec<String> = failing.iter().map(linked).collect();
     let why = format!("{} failed", named.join(", "));
-    cx.flow.ci.charged += 1;
+    cx.flow.land.ci.charged += 1;
     let max = cx.env.config.ci.max_attempts;
     let said = format!("The repository's CI on `{}`: {why}.", sha.short());
     cx.run
         .event(
             "ci",
-            serde_json::json!({ "verdict": "failed", "said": said, "charged": cx.flow.ci.charged }),
+            serde_json::json!({ "verdict": "failed", "said": said, "charged": cx.flow.land.ci.charged }),
         )
         .await;
-    cx.flow.findings = findings;
-    cx.flow.waiting = None;
+    cx.flow.code.findings = findings;
+    cx.flow.land.waiting = None;
     super::memory::attempt_failed(cx).await?;
     cx.checkpoint_failed(
         Node::Ci,
@@ -280,11 +292,11 @@ async fn failed(
     )
     .await?;
     // The Builder starts from the head the CI judged.
-    cx.flow.builder = cx.flow.builder.take().map(|w| super::state::Work {
+    cx.flow.code.builder = cx.flow.code.builder.take().map(|w| super::state::Work {
         sha: sha.clone(),
         ..w
     });
-    if cx.flow.ci.charged > max {
+    if cx.flow.land.ci.charged > max {
         let branch = cx.run.ticket.id.feat_branch();
         let report = format!(
             "{said}\n\nIt sent the Builder back {max} time(s) (`ci.max_attempts`), and fails still. \
@@ -293,14 +305,14 @@ async fn failed(
         );
         return cx.needs_human(&report).await;
     }
-    cx.flow.attempt += 1;
-    cx.flow.attempt_limit = cx.flow.attempt_limit.max(cx.flow.attempt);
-    cx.flow.approved_by = None;
-    cx.flow.rebased = None;
+    cx.flow.code.attempt += 1;
+    cx.flow.code.attempt_limit = cx.flow.code.attempt_limit.max(cx.flow.code.attempt);
+    cx.flow.review.approved_by = None;
+    cx.flow.land.rebased = None;
     cx.flow.next = Node::Code;
     cx.note(format!(
         "{said} The Builder tries again with what it said (CI attempt {} of {max}).",
-        cx.flow.ci.charged
+        cx.flow.land.ci.charged
     ))
     .await?;
     cx.publish().await?;

@@ -84,6 +84,7 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let head = super::review::head_sha(cx)?;
     let pr = cx
         .flow
+        .review
         .pr
         .ok_or_else(|| JobError::permanent("no pull request to review"))?;
     let (b, h) = (base.oid(), head.oid());
@@ -115,9 +116,9 @@ pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
             body: c.body.clone(),
         })
         .collect();
-    cx.flow.critic_rounds += 1;
+    cx.flow.review.critic_rounds += 1;
     let check_run = publish(cx, pr, &head, &verdict, &comments).await?;
-    cx.flow.critic = Some(Review {
+    cx.flow.review.critic = Some(Review {
         approve,
         summary: verdict.summary.clone(),
         comments: comments.len(),
@@ -140,7 +141,7 @@ fn task(cx: &Ctx<'_, '_>, diff: &str, steering: &[crate::gates::steering::Steer]
         super::ctx::issue_fenced(cx),
         crate::fence::frame("DIFF", "", diff)
     );
-    if let Some(a) = cx.flow.attempts.last() {
+    if let Some(a) = cx.flow.code.attempts.last() {
         task.push_str(&format!(
             "\nThe gates on {}: {}\n",
             a.sha.short(),
@@ -199,7 +200,10 @@ async fn ask(
                 return Err(e);
             }
         };
-        cx.flow.instructions.extend(r.instructions.iter().cloned());
+        cx.flow
+            .plan
+            .instructions
+            .extend(r.instructions.iter().cloned());
         if let crate::agent::StopReason::Budget { message } = &r.outcome.stop {
             break Err(message.clone());
         }
@@ -235,7 +239,7 @@ async fn publish(
     comments: &[ReviewComment],
 ) -> Result<u64, JobError> {
     let approve = verdict.verdict == "approve";
-    let round = cx.flow.critic_rounds;
+    let round = cx.flow.review.critic_rounds;
     let marker = format!(
         "<!-- vibeloop:review {} round {round} -->",
         cx.run.ticket.id
@@ -306,10 +310,11 @@ async fn way_on(
     check_run: u64,
 ) -> Result<Step, JobError> {
     let approve = verdict.verdict == "approve";
-    let round = cx.flow.critic_rounds;
+    let round = cx.flow.review.critic_rounds;
     let waits_for_people = approve && cx.env.config.review.require_human_approval;
     let exhausted = !approve
-        && (round > cx.env.config.retry.max_retries || cx.flow.attempt >= cx.flow.attempt_limit);
+        && (round > cx.env.config.retry.max_retries
+            || cx.flow.code.attempt >= cx.flow.code.attempt_limit);
     if waits_for_people || exhausted {
         let button = if approve { APPROVE } else { RETRY };
         cx.run.client.offer_actions(check_run, &[button]).await?;
@@ -334,7 +339,7 @@ async fn way_on(
             .await?;
         return cx.needs_human(&format!("The Critic still vetoes after {round} review(s): {}\n\nDecide on the pull request, or `/hive retry`.", verdict.summary.trim())).await;
     }
-    cx.flow.findings = verdict
+    cx.flow.code.findings = verdict
         .comments
         .iter()
         .map(|c| Finding {
@@ -347,7 +352,7 @@ async fn way_on(
             verdict.summary.clone(),
         )))
         .collect();
-    cx.flow.attempt += 1;
+    cx.flow.code.attempt += 1;
     cx.flow.next = Node::Code;
     cx.checkpoint_failed(Node::Critic, inputs, outputs, failed)
         .await?;

@@ -98,13 +98,13 @@ impl Ctx<'_, '_> {
             .checkpoint(
                 self.run.ticket.run_of(),
                 node.as_str(),
-                self.flow.attempt,
+                self.flow.code.attempt,
                 &inputs,
                 &outputs,
                 &flow,
             )
             .await?;
-        let mut data = serde_json::json!({ "node": node.as_str(), "attempt": self.flow.attempt, "next": self.flow.next.as_str() });
+        let mut data = serde_json::json!({ "node": node.as_str(), "attempt": self.flow.code.attempt, "next": self.flow.next.as_str() });
         if let Some(why) = failed {
             data["failed"] = why.into();
         }
@@ -146,7 +146,7 @@ impl Ctx<'_, '_> {
 
     /// The memory step of the Builder's attempt in progress: what its Encounter produced.
     pub(super) fn attempt_step(&self) -> String {
-        format!("attempt-{}", self.flow.attempt)
+        format!("attempt-{}", self.flow.code.attempt)
     }
 
     /// Says, on the ticket, where it stands (kept, and shown in the status comment).
@@ -223,7 +223,7 @@ pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
     let token = cx.run.client.token().await?;
     let base = cx.base_branch();
     let tip = git::fetch(&cx.run.hive.workspace, &cx.run.ticket.repo, token, &base).await?;
-    Ok(cx.flow.base_sha.get_or_insert(tip).clone())
+    Ok(cx.flow.plan.base_sha.get_or_insert(tip).clone())
 }
 
 /// Resolves the effective config on the base commit: `.github/hive.yml` (as read) with the keys
@@ -236,7 +236,7 @@ pub(super) async fn resolve_env(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
             Ok(crate::env::tree::Tree::of_commit(repo, oid)?)
         }
     };
-    let known = match cx.flow.base_sha.clone() {
+    let known = match cx.flow.plan.base_sha.clone() {
         Some(base) => git(cx, tree_at(base.clone())).await.ok().map(|t| (t, base)),
         None => None,
     };
@@ -291,7 +291,7 @@ pub(super) async fn resolve_env(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
 /// (read-only paths added, a lower timeout, the linter it names, a complexity limit; see
 /// [`crate::config::repo::HiveConfig::with_ticket`]). What changed, in words.
 pub(super) fn narrow_by_ticket(cx: &mut Ctx<'_, '_>) -> Vec<String> {
-    let Some(bp) = &cx.flow.blueprint else {
+    let Some(bp) = &cx.flow.plan.blueprint else {
         return Vec::new();
     };
     let (config, notes) = cx.env.config.with_ticket(&bp.ticket);

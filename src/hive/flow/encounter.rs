@@ -20,7 +20,7 @@ use crate::workspace::{Merged, Worktree};
 pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     let base = sync(cx).await?;
-    let (breaker, builder) = match (cx.flow.breaker.clone(), cx.flow.builder.clone()) {
+    let (breaker, builder) = match (cx.flow.tests.breaker.clone(), cx.flow.code.builder.clone()) {
         (Some(b), Some(c)) => (b, c),
         _ => {
             return Err(JobError::permanent(
@@ -48,7 +48,10 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         base: &base,
         head: &head,
         gates: None,
-        run_id: format!("vibeloop:{}:attempt-{}", cx.run.ticket.id, cx.flow.attempt),
+        run_id: format!(
+            "vibeloop:{}:attempt-{}",
+            cx.run.ticket.id, cx.flow.code.attempt
+        ),
         role: "builder",
         tests: Some(&breaker.sha),
         known_failures: &cx.flow.known_failures(),
@@ -57,13 +60,13 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let gates = run_gates(cx.run, &cx.env, verification).await?;
     let h = head.oid();
     let tree = git(cx, move |ws, g| ws.tree_of(g, h)).await?;
-    let attempt = Attempt::from_gates(cx.flow.attempt, &head, &tree, &gates);
+    let attempt = Attempt::from_gates(cx.flow.code.attempt, &head, &tree, &gates);
     // An approval given before this attempt was seen does not cover the steering files it
     // holds for a person: they approve again once they have read them.
     if let Some(why) = attempt.held()
-        && let Some(by) = cx.flow.approved_by.take()
+        && let Some(by) = cx.flow.review.approved_by.take()
     {
-        cx.flow.approval_withdrawn = Some(format!(
+        cx.flow.review.approval_withdrawn = Some(format!(
             "@{by} approved before this attempt, and {why}: approve again once you have read them."
         ));
     }
@@ -78,12 +81,12 @@ pub(super) async fn encounter(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     super::memory::gates_passed(cx, &gates).await?;
     super::people::answer_threads(cx, &head).await?;
-    cx.flow.attempts.push(attempt);
-    cx.flow.builder = Some(Work {
+    cx.flow.code.attempts.push(attempt);
+    cx.flow.code.builder = Some(Work {
         sha: head.clone(),
         ..builder
     });
-    cx.flow.next = if cx.flow.pr.is_some() {
+    cx.flow.next = if cx.flow.review.pr.is_some() {
         Node::Critic
     } else {
         Node::OpenPr
@@ -115,7 +118,7 @@ async fn meet(
     adopted: Option<CommitSha>,
 ) -> Result<Met, JobError> {
     let id = cx.run.ticket.id;
-    let lease = adopted.clone().or_else(|| cx.flow.pushed.clone());
+    let lease = adopted.clone().or_else(|| cx.flow.code.pushed.clone());
     let (repo, branch, from) = (
         cx.run.ticket.repo.clone(),
         id.feat_branch(),
@@ -151,7 +154,7 @@ async fn meet(
             return Ok(Met::Done(step));
         }
     };
-    cx.flow.pushed = Some(head.clone());
+    cx.flow.code.pushed = Some(head.clone());
     Ok(Met::Head(wt, head))
 }
 
@@ -196,7 +199,7 @@ async fn failed(
 ) -> Result<Step, JobError> {
     super::memory::attempt_failed(cx).await?;
     let attempt = attempt.first().cloned().unwrap_or_else(|| Attempt {
-        n: cx.flow.attempt,
+        n: cx.flow.code.attempt,
         sha: sha.clone(),
         gates: Vec::new(),
         signature: crate::agent::heal::report(&findings),
@@ -204,7 +207,7 @@ async fn failed(
         verdicts: vec![],
         environment: None,
     });
-    let stalled = cx.flow.attempts.last().filter(|prev| {
+    let stalled = cx.flow.code.attempts.last().filter(|prev| {
         prev.signature == attempt.signature
             || (!attempt.tree.is_empty() && prev.tree == attempt.tree)
     });
@@ -229,19 +232,19 @@ async fn failed(
             .to_owned(),
         false => failed_gates.join("; "),
     };
-    cx.flow.attempts.push(attempt);
-    cx.flow.findings = findings;
-    let out = serde_json::json!({ "passed": false, "findings": cx.flow.findings.len() });
+    cx.flow.code.attempts.push(attempt);
+    cx.flow.code.findings = findings;
+    let out = serde_json::json!({ "passed": false, "findings": cx.flow.code.findings.len() });
     let inputs = serde_json::json!({ "head": sha.as_str() });
     if let Some(why) =
-        stall.or((cx.flow.attempt >= cx.flow.attempt_limit).then_some("no attempts left"))
+        stall.or((cx.flow.code.attempt >= cx.flow.code.attempt_limit).then_some("no attempts left"))
     {
         cx.checkpoint_failed(Node::Encounter, inputs, out, &failed)
             .await?;
         offer_retry(cx, sha).await;
         return cx.needs_human(&human_report(cx, why)).await;
     }
-    cx.flow.attempt += 1;
+    cx.flow.code.attempt += 1;
     cx.flow.next = Node::Code;
     cx.checkpoint_failed(Node::Encounter, inputs, out, &failed)
         .await?;
@@ -252,7 +255,7 @@ async fn failed(
 /// Puts a "Retry" button on the failing gates' check runs of this attempt (best effort: the
 /// comment's `/hive retry` does the same).
 async fn offer_retry(cx: &Ctx<'_, '_>, sha: &CommitSha) {
-    let Some(attempt) = cx.flow.attempts.last() else {
+    let Some(attempt) = cx.flow.code.attempts.last() else {
         return;
     };
     let run_id = format!("vibeloop:{}:attempt-{}", cx.run.ticket.id, attempt.n);
@@ -271,9 +274,9 @@ async fn offer_retry(cx: &Ctx<'_, '_>, sha: &CommitSha) {
 fn human_report(cx: &Ctx<'_, '_>, why: &str) -> String {
     let mut s = format!(
         "The Builder stopped after {} attempt(s): {why}.\n\n**Last findings**\n\n",
-        cx.flow.attempts.len()
+        cx.flow.code.attempts.len()
     );
-    for f in cx.flow.findings.iter().take(8) {
+    for f in cx.flow.code.findings.iter().take(8) {
         s.push_str(&report_line(&f.code, &f.message));
     }
     s.push_str(

@@ -22,7 +22,7 @@ pub(super) struct Missing {
 /// The libraries and services the plan needs and the base does not declare; empty when nothing
 /// is missing (or the plan names nothing).
 pub(super) async fn missing(cx: &mut Ctx<'_, '_>) -> Result<Missing, JobError> {
-    let needs = match &cx.flow.blueprint {
+    let needs = match &cx.flow.plan.blueprint {
         Some(bp) if !bp.plan.requires.is_empty() => bp.plan.requires.clone(),
         _ => return Ok(Missing::default()),
     };
@@ -102,7 +102,7 @@ pub(super) async fn dependency_ticket(
         .client
         .ensure_issue(&marker, &title, &body, &[label.as_str()])
         .await?;
-    cx.flow.waits_for = Some(n);
+    cx.flow.plan.waits_for = Some(n);
     cx.flow.next = Node::PlanCheck;
     let data = serde_json::json!({ "issue": n, "missing": missing.names });
     cx.checkpoint(Node::PlanCheck, serde_json::json!({}), data)
@@ -125,7 +125,7 @@ pub(super) async fn wake_dependents(cx: &Ctx<'_, '_>) -> Result<(), JobError> {
             continue;
         }
         let flow = super::state::load(store, t.key).await?;
-        if flow.waits_for != Some(issue) {
+        if flow.plan.waits_for != Some(issue) {
             continue;
         }
         store

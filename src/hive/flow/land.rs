@@ -30,6 +30,7 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     let sha = cx
         .flow
+        .land
         .rebased
         .clone()
         .ok_or_else(|| JobError::permanent("merge without a rebased commit"))?;
@@ -47,6 +48,7 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     if rule.as_ref().is_some_and(|r| r.merge_queue) {
         let pr = cx
             .flow
+            .review
             .pr
             .ok_or_else(|| JobError::permanent("merge without a pull request"))?;
         return match super::queue::enqueue(cx, pr, &sha).await? {
@@ -59,6 +61,7 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         configured => {
             let pr = cx
                 .flow
+                .review
                 .pr
                 .ok_or_else(|| JobError::permanent("merge without a pull request"))?;
             let (method, why) = method_under(rule.as_ref(), configured);
@@ -77,8 +80,8 @@ pub(super) async fn merge(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     };
     match landed {
         Ok(on_base) => {
-            cx.flow.merged = Some(on_base.clone());
-            cx.flow.waiting = None;
+            cx.flow.land.merged = Some(on_base.clone());
+            cx.flow.land.waiting = None;
             cx.flow.next = Node::Snapshot;
             cx.checkpoint(
                 Node::Merge,
@@ -126,7 +129,7 @@ async fn refused(
     rule: Option<&BranchRule>,
 ) -> Result<Step, JobError> {
     let base = base_branch(cx);
-    let pr = cx.flow.pr.unwrap_or_default();
+    let pr = cx.flow.review.pr.unwrap_or_default();
     let said = refusal.message().trim().to_owned();
     let inputs = serde_json::json!({ "sha": sha.as_str() });
     let outputs = serde_json::json!({ "refused": said });
@@ -156,27 +159,27 @@ async fn refused(
         }
     };
     let Some(wait) = wait else {
-        cx.flow.relands += 1;
-        if cx.flow.relands > MAX_RELANDS {
+        cx.flow.land.relands += 1;
+        if cx.flow.land.relands > MAX_RELANDS {
             cx.checkpoint(Node::Merge, inputs, outputs).await?;
             let report = format!(
                 "GitHub refused to merge #{pr} after {MAX_RELANDS} rebases: {said}\n\nThe base `{base}` keeps moving. Merge the pull request yourself, or `/hive retry` when it settles."
             );
             return cx.needs_human(&report).await;
         }
-        cx.flow.waiting = None;
-        cx.flow.rebased = None;
+        cx.flow.land.waiting = None;
+        cx.flow.land.rebased = None;
         cx.flow.next = Node::Rebase;
         cx.checkpoint(Node::Merge, inputs, outputs).await?;
         cx.note(format!(
             "GitHub did not merge #{pr}: {said} Rebasing onto `{base}` again ({} of {MAX_RELANDS}).",
-            cx.flow.relands
+            cx.flow.land.relands
         ))
         .await?;
         cx.publish().await?;
         return Ok(Step::Next);
     };
-    cx.flow.waiting = Some(wait);
+    cx.flow.land.waiting = Some(wait);
     if wait == Wait::Checks {
         // The checks are heard again before the next try: one that fails goes to the Builder.
         cx.flow.next = Node::Ci;
@@ -228,7 +231,7 @@ fn method_under(
 /// True when the base branch moved past the commit the change was rebased onto.
 async fn base_moved(cx: &mut Ctx<'_, '_>, base: &str) -> Result<bool, JobError> {
     let tip = cx.run.client.get_ref(&format!("heads/{base}")).await?;
-    Ok(tip.is_some() && tip.as_deref() != cx.flow.base_sha.as_ref().map(CommitSha::as_str))
+    Ok(tip.is_some() && tip.as_deref() != cx.flow.plan.base_sha.as_ref().map(CommitSha::as_str))
 }
 
 /// The names of a base's snapshots: the prefix of its tags and its stable tag.
@@ -282,11 +285,12 @@ pub(super) fn next_version(prefix: &str, tags: &[(String, String)]) -> String {
 pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let sha = cx
         .flow
+        .land
         .merged
         .clone()
         .ok_or_else(|| JobError::permanent("snapshot without a merge"))?;
     let series = Series::of(cx);
-    if cx.flow.tag.is_none() {
+    if cx.flow.land.tag.is_none() {
         sync(cx).await?;
         let tags = git(cx, |ws, g| ws.tags(g)).await?;
         let prefix = series.prefix.as_str();
@@ -318,7 +322,7 @@ pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                 tag
             }
         };
-        cx.flow.tag = Some(tag);
+        cx.flow.land.tag = Some(tag);
     }
     let stable = format!("tags/{}", series.stable);
     if !cx.run.client.create_ref(&stable, &sha).await? {
@@ -327,15 +331,15 @@ pub(super) async fn snapshot(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     // Merged: what the gates verified becomes Canonical, for later tickets.
     cx.promote_memory(MemoryStability::Canonical).await?;
     cx.flow.next = Node::Done;
-    let tag = cx.flow.tag.clone().unwrap_or_default();
+    let tag = cx.flow.land.tag.clone().unwrap_or_default();
     cx.checkpoint(
         Node::Snapshot,
         serde_json::json!({ "sha": sha.as_str() }),
         serde_json::json!({ "tag": tag }),
     )
     .await?;
-    let detail = match (&cx.flow.merged_by, cx.flow.pr) {
-        (_, Some(pr)) if cx.flow.queue.is_some() => format!(
+    let detail = match (&cx.flow.land.merged_by, cx.flow.review.pr) {
+        (_, Some(pr)) if cx.flow.land.queue.is_some() => format!(
             "Pull request #{pr} was merged by `{}`'s merge queue as `{}`, tagged `{tag}`.",
             cx.base_branch(),
             sha.short()

@@ -50,7 +50,7 @@ pub(super) async fn remember_tests(
     };
     // About the test files, and the files the plan said the change is about: what they test.
     let mut paths = files;
-    if let Some(bp) = &cx.flow.blueprint {
+    if let Some(bp) = &cx.flow.plan.blueprint {
         let refs = bp.ticket.context_refs.iter().take(MAX_FILES);
         paths.extend(
             refs.filter(|r| !paths.contains(r))

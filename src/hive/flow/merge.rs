@@ -43,6 +43,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let from = sync(cx).await?;
     let head = cx
         .flow
+        .code
         .builder
         .as_ref()
         .map(|w| w.sha.clone())
@@ -68,7 +69,7 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     }
     let message = format!(
         "{id}: {title}\n\nCloses #{issue}.{}",
-        co_authors(&cx.flow.people)
+        co_authors(&cx.flow.code.people)
     );
     let (author, bb) = (cx.author().await?, base_branch.clone());
     let (f, h) = (from.oid(), head.oid());
@@ -82,9 +83,10 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     // `feat/T-n`'s head on GitHub as the bot knows it: the lease of the push below.
     let expected = lease.or_else(|| {
         cx.flow
+            .code
             .pushed
             .clone()
-            .or_else(|| cx.flow.builder.as_ref().map(|w| w.sha.clone()))
+            .or_else(|| cx.flow.code.builder.as_ref().map(|w| w.sha.clone()))
     });
     // The files a model merged (strategy B), said on the merge once it is on GitHub.
     let mut by_model = None;
@@ -117,15 +119,15 @@ pub(super) async fn rebase(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     if let Some(files) = by_model {
         model_merged(cx, &rebased, &tip, &files).await?;
     }
-    cx.flow.pushed = Some(rebased.clone());
-    cx.flow.rebased = Some(rebased.clone());
+    cx.flow.code.pushed = Some(rebased.clone());
+    cx.flow.land.rebased = Some(rebased.clone());
     // The change now sits on `tip`: a later rebase replays it from there (replaying the old
     // head from the new base would undo what the base gained in between).
-    cx.flow.builder = cx.flow.builder.take().map(|w| super::state::Work {
+    cx.flow.code.builder = cx.flow.code.builder.take().map(|w| super::state::Work {
         sha: rebased.clone(),
         ..w
     });
-    cx.flow.base_sha = Some(tip.clone());
+    cx.flow.plan.base_sha = Some(tip.clone());
     cx.flow.next = Node::Regate;
     let out = serde_json::json!({ "onto": tip.as_str(), "sha": rebased.as_str() });
     cx.checkpoint(
@@ -252,24 +254,24 @@ async fn requeue(
             serde_json::json!({ "strategy": "C", "files": files }),
         )
         .await;
-    cx.flow.requeues += 1;
+    cx.flow.land.requeues += 1;
     let conflict = MergeConflict {
         branch: cx.run.ticket.id.feat_branch(),
         head: head.clone(),
         base: cx.base_branch(),
         onto: tip.clone(),
         files: files.iter().map(|f| (*f).to_owned()).collect(),
-        requeue: cx.flow.requeues,
+        requeue: cx.flow.land.requeues,
         max_requeues: MAX_REQUEUES,
         model_refused: cx.env.config.merge.resolve_with_model,
         check_run_url: None,
     };
     let check_run_url = mark_failed(cx, &conflict).await?;
-    cx.flow.conflict = Some(MergeConflict {
+    cx.flow.land.conflict = Some(MergeConflict {
         check_run_url,
         ..conflict
     });
-    if cx.flow.requeues > MAX_REQUEUES {
+    if cx.flow.land.requeues > MAX_REQUEUES {
         let report = format!(
             "The change conflicts with `{}` in {} after {MAX_REQUEUES} tries. Resolve the conflict on `{}`, or `/hive retry` once the base settles.",
             cx.base_branch(),
@@ -279,12 +281,12 @@ async fn requeue(
         cx.checkpoint(
             Node::Rebase,
             serde_json::json!({}),
-            serde_json::json!({ "conflicts": files, "requeued": cx.flow.requeues }),
+            serde_json::json!({ "conflicts": files, "requeued": cx.flow.land.requeues }),
         )
         .await?;
         return cx.needs_human(&report).await;
     }
-    cx.flow.findings = conflicts
+    cx.flow.code.findings = conflicts
         .iter()
         .map(|c| Finding {
             code: "conflict".into(),
@@ -295,23 +297,23 @@ async fn requeue(
             path: Some(c.path.clone()),
         })
         .collect();
-    cx.flow.base_sha = Some(tip.clone());
-    cx.flow.builder = None;
-    cx.flow.rebased = None;
-    cx.flow.approved_by = None;
-    cx.flow.attempt += 1;
-    cx.flow.attempt_limit = cx.flow.attempt_limit.max(cx.flow.attempt);
+    cx.flow.plan.base_sha = Some(tip.clone());
+    cx.flow.code.builder = None;
+    cx.flow.land.rebased = None;
+    cx.flow.review.approved_by = None;
+    cx.flow.code.attempt += 1;
+    cx.flow.code.attempt_limit = cx.flow.code.attempt_limit.max(cx.flow.code.attempt);
     cx.flow.next = Node::Code;
     cx.note(format!(
         "Rebase {} conflicted in {}: requeued behind the other work; the Builder redoes the change on the current base.",
-        cx.flow.requeues,
+        cx.flow.land.requeues,
         files.join(", ")
     ))
     .await?;
     cx.checkpoint(
         Node::Rebase,
         serde_json::json!({}),
-        serde_json::json!({ "conflicts": files, "requeued": cx.flow.requeues }),
+        serde_json::json!({ "conflicts": files, "requeued": cx.flow.land.requeues }),
     )
     .await?;
     cx.publish().await?;

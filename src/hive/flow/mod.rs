@@ -76,7 +76,7 @@ pub(in crate::hive) async fn drive(
             return Ok(());
         }
         let node = cx.flow.next;
-        info!(node = node.as_str(), attempt = cx.flow.attempt, "node");
+        info!(node = node.as_str(), attempt = cx.flow.code.attempt, "node");
         let step = match node {
             Node::Plan => plan::plan(&mut cx).await?,
             Node::PlanCheck => plan::check(&mut cx).await?,

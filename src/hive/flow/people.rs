@@ -32,14 +32,14 @@ pub(super) async fn adopt_people(
     };
     let data = serde_json::json!({ "head": theirs.as_str(), "commits": people.len() });
     cx.run.event("people_commits", data).await;
-    let known = cx.flow.people.len();
+    let known = cx.flow.code.people.len();
     for p in people {
-        if !cx.flow.people.iter().any(|q| q.sha == p.sha) {
-            cx.flow.people.push(p);
+        if !cx.flow.code.people.iter().any(|q| q.sha == p.sha) {
+            cx.flow.code.people.push(p);
         }
     }
     let tests = adopt_tests(cx, &theirs).await?;
-    if cx.flow.people.len() > known || tests {
+    if cx.flow.code.people.len() > known || tests {
         super::review::refresh_body(cx, &theirs).await?;
     }
     Ok(Some(theirs))
@@ -49,7 +49,7 @@ pub(super) async fn adopt_people(
 /// (signed commits).
 fn bot_emails(cx: &Ctx<'_, '_>) -> Vec<String> {
     let mut emails = vec![cx.run.hive.author.email.clone()];
-    emails.extend(cx.flow.signed.clone().filter(|e| !e.is_empty()));
+    emails.extend(cx.flow.code.signed.clone().filter(|e| !e.is_empty()));
     emails
 }
 
@@ -58,11 +58,12 @@ fn bot_emails(cx: &Ctx<'_, '_>) -> Vec<String> {
 /// red proof is cleared so that it runs again on them. True when that happened now; false
 /// when no person changed a test or their versions are already the Breaker's.
 async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, JobError> {
-    let Some(breaker) = cx.flow.breaker.clone() else {
+    let Some(breaker) = cx.flow.tests.breaker.clone() else {
         return Ok(false);
     };
     let people: Vec<(git2::Oid, String)> = cx
         .flow
+        .code
         .people
         .iter()
         .map(|p| (p.sha.oid(), p.name.clone()))
@@ -138,17 +139,17 @@ async fn adopt_tests(cx: &mut Ctx<'_, '_>, theirs: &CommitSha) -> Result<bool, J
     cx.run.event("people_changed_tests", data).await;
     let mut files = breaker.files.clone();
     files.extend(paths.iter().filter(|p| !breaker.files.contains(p)).cloned());
-    cx.flow.people_tests.push(super::state::PeopleTests {
+    cx.flow.tests.people_tests.push(super::state::PeopleTests {
         by,
         paths,
         tests: tests.clone(),
     });
-    cx.flow.breaker = Some(super::state::Work {
+    cx.flow.tests.breaker = Some(super::state::Work {
         sha: tests,
         files,
         ..breaker
     });
-    cx.flow.red_proof = None;
+    cx.flow.tests.red_proof = None;
     Ok(true)
 }
 
@@ -187,7 +188,7 @@ async fn push_leased(
     let branch = cx.run.ticket.id.feat_branch();
     let mut expected = expected.map(CommitSha::oid);
     for _ in 0..3 {
-        let found = if cx.flow.signed.is_some() {
+        let found = if cx.flow.code.signed.is_some() {
             let lease = expected.map(CommitSha::from);
             match super::signed::push(cx, &branch, sha, Some(lease.as_ref())).await? {
                 Ok(head) => return Ok(Ok(head)),
@@ -243,10 +244,10 @@ async fn push_leased(
 /// not from the model's account. Once per comment and commit (a marker finds a reply made
 /// before a crash).
 pub(super) async fn answer_threads(cx: &mut Ctx<'_, '_>, head: &CommitSha) -> Result<(), JobError> {
-    let Some(pr) = cx.flow.pr else {
+    let Some(pr) = cx.flow.review.pr else {
         return Ok(());
     };
-    for t in cx.flow.answering.clone() {
+    for t in cx.flow.code.answering.clone() {
         let (from, to, path) = (t.commit.oid(), head.oid(), t.path.clone());
         let lines = git(cx, move |ws, g| ws.changed_lines(g, from, to, &path)).await?;
         let short = head.short();
@@ -291,6 +292,6 @@ pub(super) async fn answer_threads(cx: &mut Ctx<'_, '_>, head: &CommitSha) -> Re
             }
         }
     }
-    cx.flow.answering.clear();
+    cx.flow.code.answering.clear();
     Ok(())
 }

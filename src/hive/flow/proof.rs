@@ -20,6 +20,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let base = sync(cx).await?;
     let breaker = cx
         .flow
+        .tests
         .breaker
         .clone()
         .ok_or_else(|| JobError::permanent("red proof without the Breaker's tests"))?;
@@ -33,7 +34,7 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         cx.run.ticket.id, breaker.attempt
     );
     crate::hive::checks::red_proof(&cx.run.client, &sha, &external_id, &verdict, &output).await?;
-    cx.flow.red_proof = Some(verdict.clone());
+    cx.flow.tests.red_proof = Some(verdict.clone());
     let outputs = serde_json::to_value(&verdict).unwrap_or_default();
     if let Some(m) = missing {
         let why = format!("the tests need `{}`, which the environment lacks", m.name);
@@ -90,7 +91,7 @@ async fn run_on_base(
         .event("stage_enter", serde_json::json!({ "stage": "red_proof" }))
         .await;
     let sandbox = cx.run.hive.sandbox.start(&spec).await?;
-    let plan = serde_json::to_string(&cx.flow.blueprint).unwrap_or_default();
+    let plan = serde_json::to_string(&cx.flow.plan.blueprint).unwrap_or_default();
     let known = cx.flow.known_failures();
     let report = cx.env.config.gates.test_report.clone();
     let proving = redproof::Proving {
@@ -132,7 +133,7 @@ async fn proof_holds(
     let inputs = serde_json::json!({ "tests": breaker.sha });
     if super::reflect::tests_go_back(cx, base).await? {
         cx.flow.next = Node::Code;
-        let n = cx.flow.breaker_findings.len();
+        let n = cx.flow.tests.breaker_findings.len();
         let out = serde_json::json!({ "reflector": n });
         let why = format!("the Reflector sends the tests back ({n} finding(s))");
         cx.checkpoint_failed(Node::RedProof, inputs, out, &why)
@@ -155,10 +156,10 @@ async fn send_the_breaker_back(
 ) -> Result<Step, JobError> {
     // What they left in memory is not to be trusted.
     cx.demote_memory(super::memory::TESTS_STEP).await?;
-    cx.flow.breaker_attempts += 1;
+    cx.flow.tests.breaker_attempts += 1;
     let failed = verdict.describe();
-    if cx.flow.breaker_attempts > cx.env.config.retry.max_retries {
-        let report = red_proof_report(verdict, cx.flow.breaker_attempts);
+    if cx.flow.tests.breaker_attempts > cx.env.config.retry.max_retries {
+        let report = red_proof_report(verdict, cx.flow.tests.breaker_attempts);
         cx.checkpoint_failed(Node::RedProof, serde_json::json!({}), outputs, &failed)
             .await?;
         return cx.needs_human(&report).await;
@@ -167,11 +168,11 @@ async fn send_the_breaker_back(
         Verdict::Green => "the tests pass on the base: they do not capture the issue".to_owned(),
         other => other.describe(),
     };
-    cx.flow.breaker_findings = vec![Finding::new(
+    cx.flow.tests.breaker_findings = vec![Finding::new(
         "red_proof",
         format!("{why}\n\nLast lines:\n{}", output.tail(20)),
     )];
-    cx.flow.breaker = None;
+    cx.flow.tests.breaker = None;
     cx.flow.next = Node::Code;
     cx.checkpoint_failed(Node::RedProof, serde_json::json!({}), outputs, &failed)
         .await?;
@@ -225,11 +226,11 @@ fn red_proof_report(verdict: &Verdict, attempts: u32) -> String {
 /// People changed the Breaker's tests (adopted as its own, the red proof cleared): they are
 /// proved red again before they meet the code. True when the flow goes to the red proof.
 pub(super) async fn retake_red_proof(cx: &mut Ctx<'_, '_>, node: Node) -> Result<bool, JobError> {
-    if cx.flow.red_proof.is_some() || cx.flow.breaker.is_none() {
+    if cx.flow.tests.red_proof.is_some() || cx.flow.tests.breaker.is_none() {
         return Ok(false);
     }
     cx.flow.next = Node::RedProof;
-    let tests = cx.flow.breaker.as_ref().map(|b| b.sha.to_string());
+    let tests = cx.flow.tests.breaker.as_ref().map(|b| b.sha.to_string());
     cx.checkpoint(
         node,
         serde_json::json!({ "tests": tests }),

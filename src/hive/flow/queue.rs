@@ -25,17 +25,17 @@ pub(super) async fn enqueue(
     pr: u64,
     sha: &CommitSha,
 ) -> Result<Result<Step, MergeRefusal>, JobError> {
-    if cx.flow.queue.as_ref().is_none_or(|q| q.head != *sha)
+    if cx.flow.land.queue.as_ref().is_none_or(|q| q.head != *sha)
         && let Err(e) = cx.run.client.enqueue_pull(pr, sha).await
         && let Some(instead) = not_queued(cx, pr, sha, e).await?
     {
         return Ok(instead);
     }
-    cx.flow.queue = Some(Queued {
+    cx.flow.land.queue = Some(Queued {
         head: sha.clone(),
         group: None,
     });
-    cx.flow.waiting = None;
+    cx.flow.land.waiting = None;
     cx.flow.next = Node::Queue;
     cx.checkpoint(
         Node::Merge,
@@ -80,7 +80,7 @@ async fn not_queued(
 /// queue.
 pub(super) async fn queue(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
-    let Some(queued) = cx.flow.queue.clone() else {
+    let Some(queued) = cx.flow.land.queue.clone() else {
         cx.flow.next = Node::Merge;
         return Ok(Step::Next);
     };
@@ -93,8 +93,8 @@ pub(super) async fn queue(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
 /// Says where the pull request stands in the queue, and stops until GitHub says more.
 async fn waiting(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let base = cx.base_branch();
-    let pr = cx.flow.pr.unwrap_or_default();
-    let Some(q) = cx.flow.queue.as_ref() else {
+    let pr = cx.flow.review.pr.unwrap_or_default();
+    let Some(q) = cx.flow.land.queue.as_ref() else {
         return Ok(Step::Stop);
     };
     let detail = match &q.group {
@@ -130,7 +130,7 @@ async fn gate_group(cx: &mut Ctx<'_, '_>, group: &Group) -> Result<Step, JobErro
         None => run_on_group(cx, group, run_id).await?,
     };
     if failed.is_empty() {
-        if let Some(g) = cx.flow.queue.as_mut().and_then(|q| q.group.as_mut()) {
+        if let Some(g) = cx.flow.land.queue.as_mut().and_then(|q| q.group.as_mut()) {
             g.passed = Some(true);
         }
         let outputs = serde_json::json!({ "passed": true });
@@ -142,7 +142,7 @@ async fn gate_group(cx: &mut Ctx<'_, '_>, group: &Group) -> Result<Step, JobErro
     cx.checkpoint_failed(Node::Queue, inputs, outputs, &failed)
         .await?;
     let base = cx.base_branch();
-    let pr = cx.flow.pr.unwrap_or_default();
+    let pr = cx.flow.review.pr.unwrap_or_default();
     // Out of the queue before anything else: GitHub must not merge what the gates fail.
     if let Err(e) = cx.run.client.dequeue_pull(pr).await {
         if e.is_transient() {
@@ -163,7 +163,7 @@ async fn run_on_group(
     group: &Group,
     run_id: String,
 ) -> Result<Vec<String>, JobError> {
-    let tests = cx.flow.breaker.as_ref().map(|b| b.sha.clone());
+    let tests = cx.flow.tests.breaker.as_ref().map(|b| b.sha.clone());
     let wt = scratch(cx, "group", Some(&group.head)).await?;
     let base = match group.base.clone() {
         Some(base) => base,
@@ -204,22 +204,22 @@ async fn run_on_group(
 /// re-landings), else a person.
 async fn rebase_again(cx: &mut Ctx<'_, '_>, why: &str) -> Result<Step, JobError> {
     let base = cx.base_branch();
-    let pr = cx.flow.pr.unwrap_or_default();
-    cx.flow.queue = None;
-    cx.flow.relands += 1;
-    if cx.flow.relands > MAX_RELANDS {
+    let pr = cx.flow.review.pr.unwrap_or_default();
+    cx.flow.land.queue = None;
+    cx.flow.land.relands += 1;
+    if cx.flow.land.relands > MAX_RELANDS {
         cx.flow.next = Node::Merge;
         let report = format!(
             "{why}\n\n#{pr} left `{base}`'s merge queue after {MAX_RELANDS} rebases. Look at its merge group's checks, then `/hive retry` to queue it again."
         );
         return cx.needs_human(&report).await;
     }
-    cx.flow.rebased = None;
-    cx.flow.waiting = None;
+    cx.flow.land.rebased = None;
+    cx.flow.land.waiting = None;
     cx.flow.next = Node::Rebase;
     cx.note(format!(
         "{why} #{pr} is out of the queue; rebasing onto `{base}` to check it there ({} of {MAX_RELANDS}).",
-        cx.flow.relands
+        cx.flow.land.relands
     ))
     .await?;
     cx.publish().await?;
@@ -230,33 +230,33 @@ async fn rebase_again(cx: &mut Ctx<'_, '_>, why: &str) -> Result<Step, JobError>
 /// queue (a person added it) is taken up once the change is past its attempts. `true`: the
 /// flow goes on to gate it.
 pub(super) fn group_asked(flow: &mut Flow, head: &CommitSha, base: Option<&CommitSha>) -> bool {
-    if flow.merged.is_some() || flow.pr.is_none() {
+    if flow.land.merged.is_some() || flow.review.pr.is_none() {
         return false;
     }
-    if flow.queue.is_none() {
+    if flow.land.queue.is_none() {
         let past_attempts = matches!(
             flow.next,
             Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Ci | Node::Merge
         );
-        let Some(pushed) = flow.rebased.clone().or(flow.pushed.clone()) else {
+        let Some(pushed) = flow.land.rebased.clone().or(flow.code.pushed.clone()) else {
             return false;
         };
         if !past_attempts {
             return false;
         }
-        flow.queue = Some(Queued {
+        flow.land.queue = Some(Queued {
             head: pushed,
             group: None,
         });
     }
-    if let Some(q) = flow.queue.as_mut() {
+    if let Some(q) = flow.land.queue.as_mut() {
         q.group = Some(Group {
             head: head.clone(),
             base: base.cloned(),
             passed: None,
         });
     }
-    flow.waiting = None;
+    flow.land.waiting = None;
     flow.next = Node::Queue;
     true
 }
@@ -275,14 +275,14 @@ pub(super) enum Left {
 /// `Signal::Dequeued`: the pull request, with head `head`, left the queue for `reason`
 /// (`by` sent it).
 pub(super) fn dequeued(flow: &mut Flow, reason: &str, head: Option<&CommitSha>, by: &str) -> Left {
-    let Some(q) = flow.queue.as_ref() else {
+    let Some(q) = flow.land.queue.as_ref() else {
         return Left::Nothing;
     };
     let code = reason.trim().to_ascii_uppercase();
     if head.is_some_and(|h| *h != q.head) || code == "ALREADY_MERGED" {
         return Left::Nothing;
     }
-    flow.queue = None;
+    flow.land.queue = None;
     if code.contains("CONFLICT") {
         return Left::Rebase;
     }
@@ -317,6 +317,7 @@ fn reason_words(code: &str, by: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hive::flow::state::{Coding, Landing, Reviewing};
 
     fn sha(c: char) -> CommitSha {
         CommitSha::parse(&c.to_string().repeat(40)).unwrap()
@@ -326,20 +327,26 @@ mod tests {
     fn a_group_is_gated_once_the_change_is_past_its_attempts() {
         let mut f = Flow {
             next: Node::Code,
-            pr: Some(3),
-            pushed: Some(sha('a')),
+            review: Reviewing {
+                pr: Some(3),
+                ..Default::default()
+            },
+            code: Coding {
+                pushed: Some(sha('a')),
+                ..Default::default()
+            },
             ..Flow::default()
         };
         assert!(!group_asked(&mut f, &sha('b'), None), "still coding");
-        assert_eq!((f.next, f.queue.is_none()), (Node::Code, true));
+        assert_eq!((f.next, f.land.queue.is_none()), (Node::Code, true));
         // A person queued it while it waited for approval: taken up.
         f.next = Node::AwaitApproval;
         assert!(group_asked(&mut f, &sha('b'), Some(&sha('c'))));
-        let q = f.queue.clone().unwrap();
+        let q = f.land.queue.clone().unwrap();
         assert_eq!((q.head, f.next), (sha('a'), Node::Queue));
         assert_eq!(q.group.unwrap().passed, None);
         // Merged already: nothing.
-        f.merged = Some(sha('d'));
+        f.land.merged = Some(sha('d'));
         f.next = Node::Snapshot;
         assert!(!group_asked(&mut f, &sha('e'), None));
         assert_eq!(f.next, Node::Snapshot);
@@ -349,16 +356,22 @@ mod tests {
     fn leaving_the_queue_rebases_after_a_conflict_and_else_asks_a_person() {
         let queued = || Flow {
             next: Node::Queue,
-            pr: Some(3),
-            queue: Some(Queued {
-                head: sha('a'),
-                group: None,
-            }),
+            review: Reviewing {
+                pr: Some(3),
+                ..Default::default()
+            },
+            land: Landing {
+                queue: Some(Queued {
+                    head: sha('a'),
+                    group: None,
+                }),
+                ..Default::default()
+            },
             ..Flow::default()
         };
         let mut f = queued();
         assert_eq!(dequeued(&mut f, "MERGE_CONFLICT", None, "x"), Left::Rebase);
-        assert!(f.queue.is_none());
+        assert!(f.land.queue.is_none());
         // Once out, a second word changes nothing.
         assert_eq!(dequeued(&mut f, "CI_FAILURE", None, "x"), Left::Nothing);
         let mut f = queued();
@@ -379,7 +392,7 @@ mod tests {
             Left::Nothing
         );
         assert_eq!(dequeued(&mut f, "ALREADY_MERGED", None, "x"), Left::Nothing);
-        assert!(f.queue.is_some());
+        assert!(f.land.queue.is_some());
         // A reason GitHub adds later is said as sent, and only as a plain code.
         let mut f = queued();
         assert_eq!(

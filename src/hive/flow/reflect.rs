@@ -62,6 +62,7 @@ pub(super) async fn tests_go_back(
 ) -> Result<bool, JobError> {
     let Some(breaker) = cx
         .flow
+        .tests
         .breaker
         .clone()
         .filter(|_| cx.env.config.review.reflector)
@@ -71,24 +72,27 @@ pub(super) async fn tests_go_back(
     let (b, t) = (base.oid(), breaker.sha.oid());
     let diff = super::ctx::git(cx, move |ws, g| ws.diff_text(g, b, t, 30_000)).await?;
     let wt = super::ctx::reading_scratch(cx, "reflect", Some(&breaker.sha)).await?;
-    let round = cx.flow.test_reflections.len() as u32;
+    let round = cx.flow.tests.test_reflections.len() as u32;
     let found = reflect(cx, &wt, "tests", &format!("```diff\n{diff}\n```"), round).await;
     super::ctx::drop_scratch(cx, "reflect").await;
     let found = found?;
     let progress = cx
         .flow
+        .tests
         .test_reflections
         .last()
         .is_none_or(|last| found.len() < *last);
-    cx.flow.test_reflections.push(found.len());
-    if found.is_empty() || !progress || cx.flow.breaker_attempts >= cx.env.config.retry.max_retries
+    cx.flow.tests.test_reflections.push(found.len());
+    if found.is_empty()
+        || !progress
+        || cx.flow.tests.breaker_attempts >= cx.env.config.retry.max_retries
     {
         return Ok(false);
     }
-    cx.flow.breaker_findings = found;
-    cx.flow.breaker_attempts += 1;
-    cx.flow.breaker = None;
-    cx.flow.red_proof = None;
+    cx.flow.tests.breaker_findings = found;
+    cx.flow.tests.breaker_attempts += 1;
+    cx.flow.tests.breaker = None;
+    cx.flow.tests.red_proof = None;
     Ok(true)
 }
 

@@ -18,7 +18,7 @@ fn run_id(cx: &Ctx<'_, '_>) -> String {
     format!(
         "vibeloop:{}:regate-{}",
         cx.run.ticket.id,
-        cx.flow.requeues + cx.flow.attempt
+        cx.flow.land.requeues + cx.flow.code.attempt
     )
 }
 
@@ -27,7 +27,7 @@ pub(super) async fn gated_as(
     cx: &mut Ctx<'_, '_>,
     sha: &CommitSha,
 ) -> Result<Option<Attempt>, JobError> {
-    let Some(last) = cx.flow.attempts.last().cloned() else {
+    let Some(last) = cx.flow.code.attempts.last().cloned() else {
         return Ok(None);
     };
     if last.gates.is_empty() || !last.passed() || last.held().is_some() || last.tree.is_empty() {
@@ -106,7 +106,7 @@ pub(super) async fn changed_on_the_base(
     cx: &mut Ctx<'_, '_>,
     base: &crate::ids::CommitSha,
 ) -> Result<Vec<String>, JobError> {
-    let Some(old) = cx.flow.baseline.as_ref().map(|b| b.sha.clone()) else {
+    let Some(old) = cx.flow.plan.baseline.as_ref().map(|b| b.sha.clone()) else {
         return Ok(vec![]);
     };
     if old == *base {
@@ -123,13 +123,14 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let base = sync(cx).await?;
     let sha = cx
         .flow
+        .land
         .rebased
         .clone()
         .ok_or_else(|| JobError::permanent("regate without a rebased commit"))?;
     if let Some(gated) = gated_as(cx, &sha).await? {
         return carry_over(cx, &sha, &gated).await;
     }
-    let tests = cx.flow.breaker.as_ref().map(|b| b.sha.clone());
+    let tests = cx.flow.tests.breaker.as_ref().map(|b| b.sha.clone());
     let excused = changed_on_the_base(cx, &base).await?;
     let expect = cx.flow.expect(excused);
     let wt = super::ctx::scratch(cx, "regate", Some(&sha)).await?;
@@ -150,7 +151,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     // Held with nobody's approval (the rebase brought a file that steers the tests): a person
     // must look first, as at the Encounter.
     if let Some(why) = gates.iter().find_map(|g| g.held.clone()) {
-        let last = cx.flow.attempts.last_mut();
+        let last = cx.flow.code.attempts.last_mut();
         if let Some(line) = last.and_then(|a| a.gates.iter_mut().find(|g| g.gate == "test")) {
             line.held = Some(why);
         }
@@ -173,7 +174,7 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         .await?;
         return Ok(Step::Next);
     }
-    cx.flow.findings = gates
+    cx.flow.code.findings = gates
         .iter()
         .filter(|g| !g.ok())
         .map(|g| {
@@ -196,15 +197,15 @@ pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
         &failed.join("; "),
     )
     .await?;
-    if cx.flow.attempt >= cx.flow.attempt_limit {
+    if cx.flow.code.attempt >= cx.flow.code.attempt_limit {
         return cx.needs_human("The gates fail after rebasing onto the current base, and no attempts are left. Look at the check runs of the pull request, then `/hive retry`.").await;
     }
-    cx.flow.builder = cx.flow.builder.take().map(|w| super::state::Work {
+    cx.flow.code.builder = cx.flow.code.builder.take().map(|w| super::state::Work {
         sha: sha.clone(),
         ..w
     });
-    cx.flow.attempt += 1;
-    cx.flow.approved_by = None;
+    cx.flow.code.attempt += 1;
+    cx.flow.review.approved_by = None;
     cx.flow.next = Node::Code;
     Ok(Step::Next)
 }

@@ -26,7 +26,7 @@ pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let id = cx.run.ticket.id;
     let title = format!("{id}: {}", cx.run.ticket.title);
     let base_branch = cx.base_branch();
-    let pr = match cx.flow.pr {
+    let pr = match cx.flow.review.pr {
         Some(n) => {
             cx.run.client.update_pull(n, &title, &body).await?;
             n
@@ -37,11 +37,11 @@ pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
                 .client
                 .open_pull(&title, &id.feat_branch(), &base_branch, &body, true)
                 .await?;
-            cx.flow.pr_url = pr.html_url.clone();
+            cx.flow.review.pr_url = pr.html_url.clone();
             pr.number
         }
     };
-    cx.flow.pr = Some(pr);
+    cx.flow.review.pr = Some(pr);
     cx.run
         .hive
         .store
@@ -99,7 +99,7 @@ fn pull_body(cx: &Ctx<'_, '_>, head: &CommitSha, files: &[String], steering: &[S
         "Closes #{}.\n\nVibeloop ticket **{}**",
         t.issue_number, t.id
     );
-    if let Some(bp) = &f.blueprint {
+    if let Some(bp) = &f.plan.blueprint {
         s.push_str(&format!(": {}", bp.plan.title.replace('\n', " ")));
     }
     s.push_str(&format!(
@@ -107,31 +107,31 @@ fn pull_body(cx: &Ctx<'_, '_>, head: &CommitSha, files: &[String], steering: &[S
         head.short()
     ));
     s.push_str("| check | result |\n|---|---|\n");
-    if let Some(v) = &f.red_proof {
+    if let Some(v) = &f.tests.red_proof {
         s.push_str(&format!(
             "| red proof (the new tests on the base) | {} |\n",
             v.describe()
         ));
     }
-    if let Some(a) = f.attempts.last() {
+    if let Some(a) = f.code.attempts.last() {
         for g in &a.gates {
             s.push_str(&format!("| `hive/{}` | {} |\n", g.gate, g.result));
         }
     }
-    if let Some(a) = f.attempts.last() {
+    if let Some(a) = f.code.attempts.last() {
         let table = crate::gates::report::verdict_table(&a.verdicts);
         if !table.is_empty() {
             s.push('\n');
             s.push_str(&table);
         }
     }
-    s.push_str(&steering_note(steering, f.approved_by.as_deref()));
-    if let Some(env) = f.attempts.last().and_then(|a| a.environment.as_ref()) {
+    s.push_str(&steering_note(steering, f.review.approved_by.as_deref()));
+    if let Some(env) = f.code.attempts.last().and_then(|a| a.environment.as_ref()) {
         s.push_str(&format!("\n**Dependencies:** {env}.\n"));
     }
     s.push_str(&format!(
         "\nAttempts of the Builder: {}.",
-        f.attempts.len().max(1)
+        f.code.attempts.len().max(1)
     ));
     if let Some(spent) = cx.run.spent {
         s.push_str(&format!(" Budget spent: {}.", spent.describe()));
@@ -143,11 +143,11 @@ fn pull_body(cx: &Ctx<'_, '_>, head: &CommitSha, files: &[String], steering: &[S
     if files.len() > 50 {
         s.push_str(&format!("- … and {} more\n", files.len() - 50));
     }
-    if !f.people.is_empty() {
+    if !f.code.people.is_empty() {
         s.push_str(
             "\nCommits by people, part of this change (credited as co-authors when it lands):\n\n",
         );
-        for p in &f.people {
+        for p in &f.code.people {
             s.push_str(&format!(
                 "- `{}` {} — {}\n",
                 p.sha.short(),
@@ -156,14 +156,14 @@ fn pull_body(cx: &Ctx<'_, '_>, head: &CommitSha, files: &[String], steering: &[S
             ));
         }
     }
-    s.push_str(&crate::hive::status::people_tests(&f.people_tests));
+    s.push_str(&crate::hive::status::people_tests(&f.tests.people_tests));
     s.push_str("\nThe tests came first, from the Breaker; the code from the Builder. This pull request stays a draft until the Critic approves.\n");
     s
 }
 
 /// Writes the pull request's description again (after people's commits joined the change).
 pub(super) async fn refresh_body(cx: &mut Ctx<'_, '_>, head: &CommitSha) -> Result<(), JobError> {
-    let Some(pr) = cx.flow.pr else {
+    let Some(pr) = cx.flow.review.pr else {
         return Ok(());
     };
     let base = sync(cx).await?;
@@ -178,6 +178,7 @@ pub(super) async fn refresh_body(cx: &mut Ctx<'_, '_>, head: &CommitSha) -> Resu
 
 pub(super) fn head_sha(cx: &Ctx<'_, '_>) -> Result<CommitSha, JobError> {
     cx.flow
+        .code
         .builder
         .as_ref()
         .map(|w| w.sha.clone())
@@ -189,15 +190,17 @@ pub(super) fn head_sha(cx: &Ctx<'_, '_>) -> Result<CommitSha, JobError> {
 pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     let held = cx
         .flow
+        .code
         .attempts
         .last()
         .and_then(|a| a.held())
         .map(str::to_owned);
     let needed = cx.env.config.review.require_human_approval || held.is_some();
-    if !needed || cx.flow.approved_by.is_some() {
+    if !needed || cx.flow.review.approved_by.is_some() {
         cx.flow.next = Node::Rebase;
         let by = cx
             .flow
+            .review
             .approved_by
             .clone()
             .unwrap_or_else(|| "the Critic".into());
@@ -219,7 +222,7 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
         let detail = format!(
             "The gates passed, but {why}. Such a file can make any test report pass, so the green does not count yet: read it on the pull request, then someone with write permission comments `/hive approve` to land the change, or `/hive feedback` to have it done without."
         );
-        let detail = match &cx.flow.approval_withdrawn {
+        let detail = match &cx.flow.review.approval_withdrawn {
             Some(withdrawn) => format!("{withdrawn} {detail}"),
             None => detail,
         };
@@ -243,7 +246,7 @@ pub(super) async fn await_approval(cx: &mut Ctx<'_, '_>) -> Result<Step, JobErro
         Some((_, Some(needs))) => format!("The Critic approves. `{base}` needs {needs}. {ASK}"),
         _ => format!("The Critic approves. {ASK}"),
     };
-    let detail = match &cx.flow.approval_withdrawn {
+    let detail = match &cx.flow.review.approval_withdrawn {
         Some(why) => format!("{why} {detail}"),
         None => detail,
     };

@@ -4,18 +4,18 @@
 
 use super::ctx::{Ctx, Step};
 use super::queue::Left;
-use super::state::{Flow, Node, state_of};
+use super::state::{Flow, Node, Planning, state_of};
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::ticket::{Signal, TaskState};
 
 /// Back to the Architect: the plan, its questions and its approval are dropped.
 fn plan_again(flow: &mut Flow) {
-    flow.edit_refused = None;
+    flow.plan.edit_refused = None;
     flow.next = Node::Plan;
-    flow.blueprint = None;
-    flow.questions.clear();
-    flow.plan_approved = false;
+    flow.plan.blueprint = None;
+    flow.plan.questions.clear();
+    flow.plan.plan_approved = false;
 }
 
 /// Applies what people asked since the last node: abort, feedback, plan, approve, retry,
@@ -140,7 +140,9 @@ async fn apply_one(
 fn ending(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result<Effect, JobError> {
     Ok(match signal {
         // GitHub closed the issue because the change landed: that is no stop.
-        Signal::Abort { .. } if cx.flow.merged.is_some() && author == "github" => Effect::NOTHING,
+        Signal::Abort { .. } if cx.flow.land.merged.is_some() && author == "github" => {
+            Effect::NOTHING
+        }
         Signal::Abort { why } => {
             let why = match why.as_deref() {
                 None | Some("") => format!("Aborted by @{author}."),
@@ -151,11 +153,11 @@ fn ending(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result<Effect,
         // The pull request was merged on GitHub: by the bot's own landing (already recorded),
         // or by a person — then the snapshot tags what their merge put on the base (or,
         // without its merge commit, the ticket just completes).
-        Signal::Landed { pr, sha, by } if cx.flow.merged.is_none() => match sha {
+        Signal::Landed { pr, sha, by } if cx.flow.land.merged.is_none() => match sha {
             Some(sha) => {
-                cx.flow.merged = Some(sha.clone());
-                cx.flow.merged_by = by.clone();
-                cx.flow.waiting = None;
+                cx.flow.land.merged = Some(sha.clone());
+                cx.flow.land.merged_by = by.clone();
+                cx.flow.land.waiting = None;
                 cx.flow.next = Node::Snapshot;
                 Effect::RESUME
             }
@@ -168,7 +170,7 @@ fn ending(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result<Effect,
         Signal::Landed { .. } => Effect::NOTHING,
         // A check completed or the sweep looked again: a landing that waits tries again.
         Signal::Recheck => Effect {
-            resume: cx.flow.waiting.is_some(),
+            resume: cx.flow.land.waiting.is_some(),
             ends: None,
         },
         _ => Effect::NOTHING,
@@ -195,7 +197,7 @@ async fn planning(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result
             Err(why) => Effect::ends(TaskState::Failed, why),
         },
         Signal::Feedback { text } => {
-            cx.flow.feedback.push(format!("@{author}: {text}"));
+            cx.flow.plan.feedback.push(format!("@{author}: {text}"));
             // A plan waiting for approval is planned again with the feedback.
             if cx.flow.next == Node::AwaitPlanApproval {
                 plan_again(&mut cx.flow);
@@ -215,9 +217,9 @@ async fn planning(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result
         }
         // The hive's label on a plan-only ticket: its plan, once made, is approved (a ticket
         // that builds already has nothing to do).
-        Signal::Build if cx.flow.plan_only => {
-            cx.flow.plan_only = false;
-            cx.flow.plan_approved = true;
+        Signal::Build if cx.flow.plan.plan_only => {
+            cx.flow.plan.plan_only = false;
+            cx.flow.plan.plan_approved = true;
             Effect::RESUME
         }
         Signal::Build => Effect::NOTHING,
@@ -225,12 +227,12 @@ async fn planning(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result
             match cx.flow.next {
                 // An approved plan-only ticket builds, as with the hive's label.
                 Node::AwaitPlanApproval => {
-                    cx.flow.plan_approved = true;
-                    cx.flow.plan_only = false;
+                    cx.flow.plan.plan_approved = true;
+                    cx.flow.plan.plan_only = false;
                 }
                 _ => {
-                    cx.flow.approved_by = Some(author.to_owned());
-                    cx.flow.approval_withdrawn = None;
+                    cx.flow.review.approved_by = Some(author.to_owned());
+                    cx.flow.review.approval_withdrawn = None;
                 }
             }
             Effect::RESUME
@@ -249,8 +251,8 @@ fn queueing(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result<Effec
         Signal::Dequeued { reason, head } => {
             match super::queue::dequeued(&mut cx.flow, reason, head.as_ref(), author) {
                 Left::Nothing => Effect::NOTHING,
-                Left::Rebase if cx.flow.relands >= super::state::MAX_RELANDS => {
-                    let pr = cx.flow.pr.unwrap_or_default();
+                Left::Rebase if cx.flow.land.relands >= super::state::MAX_RELANDS => {
+                    let pr = cx.flow.review.pr.unwrap_or_default();
                     let base = cx.base_branch();
                     let why = format!(
                         "#{pr} conflicts with what `{base}`'s merge queue put before it, again after {} rebases. `/hive rebase` tries once more; or resolve it on the branch yourself.",
@@ -259,13 +261,13 @@ fn queueing(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result<Effec
                     Effect::ends(TaskState::HumanNeeded, why)
                 }
                 Left::Rebase => {
-                    cx.flow.relands += 1;
-                    cx.flow.rebased = None;
+                    cx.flow.land.relands += 1;
+                    cx.flow.land.rebased = None;
                     cx.flow.next = Node::Rebase;
                     Effect::RESUME
                 }
                 Left::Person(why) => {
-                    let pr = cx.flow.pr.unwrap_or_default();
+                    let pr = cx.flow.review.pr.unwrap_or_default();
                     let base = cx.base_branch();
                     let why = format!(
                         "GitHub took #{pr} out of `{base}`'s merge queue: {why}. `/hive retry` adds it again; `/hive rebase` rebases and checks it first."
@@ -286,8 +288,11 @@ async fn steering(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result
         Signal::Review {
             findings, threads, ..
         } => {
-            cx.flow.review_findings.extend(findings.iter().cloned());
-            cx.flow.review_threads.extend(threads.iter().cloned());
+            cx.flow
+                .code
+                .review_findings
+                .extend(findings.iter().cloned());
+            cx.flow.code.review_threads.extend(threads.iter().cloned());
             match review_starts_attempt(&mut cx.flow) {
                 Some(true) => Effect::RESUME,
                 Some(false) => {
@@ -296,11 +301,11 @@ async fn steering(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result
                 None => Effect::NOTHING,
             }
         }
-        Signal::Rebase if cx.flow.pr.is_some() => {
+        Signal::Rebase if cx.flow.review.pr.is_some() => {
             cx.flow.next = Node::Rebase;
-            cx.flow.rebased = None;
+            cx.flow.land.rebased = None;
             // Its push takes the pull request out of the queue, if it is in one.
-            cx.flow.queue = None;
+            cx.flow.land.queue = None;
             Effect::RESUME
         }
         Signal::Rebase => Effect::NOTHING,
@@ -310,7 +315,7 @@ async fn steering(cx: &mut Ctx<'_, '_>, signal: &Signal, author: &str) -> Result
         }
         // Said in the status until the text is taken (`/hive plan`, or a new label).
         Signal::EditRefused { by } => {
-            cx.flow.edit_refused = Some(by.clone());
+            cx.flow.plan.edit_refused = Some(by.clone());
             Effect::NOTHING
         }
         // After the retry engine gave up on failures in passing, the flow goes on where it
@@ -336,7 +341,7 @@ async fn pushed(cx: &mut Ctx<'_, '_>, sha: &CommitSha, by: &str) {
         let data =
             serde_json::json!({ "approved_by": approver, "pushed_by": by, "sha": sha.as_str() });
         cx.run.event("approval_withdrawn", data).await;
-        cx.flow.approval_withdrawn = Some(format!(
+        cx.flow.review.approval_withdrawn = Some(format!(
             "@{by} pushed {} after @{approver} approved, so the approval no longer holds.",
             sha.short()
         ));
@@ -347,16 +352,16 @@ async fn pushed(cx: &mut Ctx<'_, '_>, sha: &CommitSha, by: &str) {
 /// giver pushed (returned: whose approval), and a landing under way starts again from the
 /// rebase so that it lands the new commit — or waits for an approval again.
 fn after_push(flow: &mut Flow, by: &str) -> Option<String> {
-    let withdrawn = flow.approved_by.take_if(|a| a != by);
+    let withdrawn = flow.review.approved_by.take_if(|a| a != by);
     if matches!(
         flow.next,
         Node::Rebase | Node::Regate | Node::Ci | Node::Merge | Node::Queue
     ) {
         // GitHub takes a pull request out of its merge queue when its head moves.
-        flow.queue = None;
-        flow.rebased = None;
-        flow.waiting = None;
-        flow.next = if flow.approved_by.is_some() {
+        flow.land.queue = None;
+        flow.land.rebased = None;
+        flow.land.waiting = None;
+        flow.next = if flow.review.approved_by.is_some() {
             Node::Rebase
         } else {
             Node::AwaitApproval
@@ -383,18 +388,18 @@ fn stalled(cx: &Ctx<'_, '_>) -> bool {
 pub(super) fn review_starts_attempt(flow: &mut Flow) -> Option<bool> {
     // Past its attempts: the Critic, the approval, the landing.
     let past_attempts = state_of(flow.next) == TaskState::AwaitingVerification;
-    if flow.review_findings.is_empty() || !past_attempts || flow.builder.is_none() {
+    if flow.code.review_findings.is_empty() || !past_attempts || flow.code.builder.is_none() {
         return None;
     }
-    if flow.attempt >= flow.attempt_limit {
+    if flow.code.attempt >= flow.code.attempt_limit {
         return Some(false);
     }
-    flow.attempt += 1;
-    flow.approved_by = None;
-    flow.rebased = None;
-    flow.waiting = None;
+    flow.code.attempt += 1;
+    flow.review.approved_by = None;
+    flow.land.rebased = None;
+    flow.land.waiting = None;
     // The attempt's push takes the pull request out of a merge queue.
-    flow.queue = None;
+    flow.land.queue = None;
     flow.next = Node::Code;
     Some(true)
 }
@@ -407,178 +412,63 @@ fn retry(flow: &mut Flow, role: &str, max_retries: u32) {
     match role {
         "architect" => {
             *flow = Flow {
-                feedback: std::mem::take(&mut flow.feedback),
-                plan_only: flow.plan_only,
-                unlabelled: flow.unlabelled,
+                plan: Planning {
+                    feedback: std::mem::take(&mut flow.plan.feedback),
+                    plan_only: flow.plan.plan_only,
+                    unlabelled: flow.plan.unlabelled,
+                    ..Planning::default()
+                },
                 ..Flow::default()
             };
         }
         "breaker" => {
-            flow.breaker = None;
-            flow.breaker_attempts = 0;
-            flow.red_proof = None;
+            flow.tests.breaker = None;
+            flow.tests.breaker_attempts = 0;
+            flow.tests.red_proof = None;
             flow.next = Node::Code;
         }
-        "critic" if flow.pr.is_some() => {
-            flow.critic = None;
-            flow.critic_rounds = 0;
+        "critic" if flow.review.pr.is_some() => {
+            flow.review.critic = None;
+            flow.review.critic_rounds = 0;
             flow.next = Node::Critic;
         }
         // The repository's CI failed past `ci.max_attempts`: the Builder tries again with
         // what it said, and the CI's attempts are counted again.
         "builder" if flow.next == Node::Ci => {
-            flow.ci.charged = 0;
-            flow.rebased = None;
-            flow.waiting = None;
-            flow.approved_by = None;
+            flow.land.ci.charged = 0;
+            flow.land.rebased = None;
+            flow.land.waiting = None;
+            flow.review.approved_by = None;
             flow.next = Node::Code;
-            flow.attempt += 1;
-            flow.attempt_limit = flow.attempt + max_retries;
-            flow.critic_rounds = 0;
+            flow.code.attempt += 1;
+            flow.code.attempt_limit = flow.code.attempt + max_retries;
+            flow.review.critic_rounds = 0;
         }
         // A landing refused by GitHub or stopped by conflicts, or held by the repository's CI:
         // land it again (the CI is heard again).
         _ if matches!(
             flow.next,
             Node::Rebase | Node::Ci | Node::Merge | Node::Queue
-        ) && flow.pr.is_some() =>
+        ) && flow.review.pr.is_some() =>
         {
-            flow.requeues = 0;
+            flow.land.requeues = 0;
             if flow.next == Node::Rebase {
-                flow.rebased = None;
+                flow.land.rebased = None;
             }
         }
         // The Builder, or the stage the ticket stopped in.
         _ => {
-            if flow.blueprint.is_none() {
+            if flow.plan.blueprint.is_none() {
                 flow.next = Node::Plan;
             } else {
                 flow.next = Node::Code;
-                flow.attempt += 1;
-                flow.attempt_limit = flow.attempt + max_retries;
-                flow.critic_rounds = 0;
+                flow.code.attempt += 1;
+                flow.code.attempt_limit = flow.code.attempt + max_retries;
+                flow.review.critic_rounds = 0;
             }
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::hive::flow::state::Work;
-
-    #[test]
-    fn a_review_starts_an_attempt_only_past_the_attempts_and_within_the_limit() {
-        let work = Work {
-            attempt: 1,
-            sha: CommitSha::parse(&"a".repeat(40)).unwrap(),
-            files: vec![],
-            summary: String::new(),
-        };
-        let mut f = Flow {
-            next: Node::AwaitApproval,
-            attempt: 1,
-            attempt_limit: 2,
-            builder: Some(work),
-            approved_by: Some("maintainer".into()),
-            ..Flow::default()
-        };
-        assert_eq!(
-            review_starts_attempt(&mut f),
-            None,
-            "no review comment waits"
-        );
-        f.review_findings = vec![crate::ticket::Finding::new("review", "say why")];
-        assert_eq!(review_starts_attempt(&mut f), Some(true));
-        assert_eq!(
-            (f.next, f.attempt, f.approved_by.clone()),
-            (Node::Code, 2, None)
-        );
-        // While an attempt runs, comments wait for it to end.
-        assert_eq!(review_starts_attempt(&mut f), None);
-        f.next = Node::Critic;
-        assert_eq!(
-            review_starts_attempt(&mut f),
-            Some(false),
-            "no attempt left"
-        );
-        assert_eq!(f.next, Node::Critic);
-    }
-
-    #[test]
-    fn a_push_withdraws_someone_elses_approval_and_lands_again_from_the_rebase() {
-        let sha = CommitSha::parse(&"c".repeat(40)).unwrap();
-        let mut f = Flow {
-            next: Node::Merge,
-            approved_by: Some("alice".into()),
-            rebased: Some(sha.clone()),
-            ..Flow::default()
-        };
-        // The approver's own push keeps the approval; the landing rebases again.
-        assert_eq!(after_push(&mut f, "alice"), None);
-        assert_eq!((f.next, f.rebased.clone()), (Node::Rebase, None));
-        // Someone else's: the approval is withdrawn and asked for again.
-        f.next = Node::Regate;
-        f.rebased = Some(sha);
-        assert_eq!(after_push(&mut f, "bob").as_deref(), Some("alice"));
-        assert_eq!((f.next, f.approved_by.clone()), (Node::AwaitApproval, None));
-        // Before the landing, only the approval changes.
-        let mut f = Flow {
-            next: Node::Code,
-            approved_by: Some("alice".into()),
-            ..Flow::default()
-        };
-        assert_eq!(after_push(&mut f, "bob").as_deref(), Some("alice"));
-        assert_eq!(f.next, Node::Code);
-        assert_eq!(after_push(&mut f, "bob"), None);
-    }
-
-    #[test]
-    fn retry_of_a_refused_landing_lands_again() {
-        let mut f = Flow {
-            next: Node::Merge,
-            pr: Some(4),
-            attempt: 2,
-            attempt_limit: 4,
-            requeues: 1,
-            ..Flow::default()
-        };
-        retry(&mut f, "", 3);
-        assert_eq!((f.next, f.attempt, f.requeues), (Node::Merge, 2, 0));
-        let mut f = Flow {
-            next: Node::Rebase,
-            pr: Some(4),
-            rebased: Some(CommitSha::parse(&"a".repeat(40)).unwrap()),
-            requeues: 4,
-            ..Flow::default()
-        };
-        retry(&mut f, "", 3);
-        assert_eq!((f.next, f.rebased, f.requeues), (Node::Rebase, None, 0));
-    }
-
-    #[test]
-    fn retry_starts_where_asked() {
-        let work = || Work {
-            attempt: 1,
-            sha: CommitSha::parse(&"b".repeat(40)).unwrap(),
-            files: vec![],
-            summary: String::new(),
-        };
-        let mut f = Flow {
-            next: Node::Done,
-            blueprint: Some(Default::default()),
-            breaker: Some(work()),
-            builder: Some(work()),
-            attempt: 3,
-            attempt_limit: 3,
-            ..Flow::default()
-        };
-        retry(&mut f, "builder", 2);
-        assert_eq!(
-            (f.next, f.attempt, f.attempt_limit, f.breaker.is_some()),
-            (Node::Code, 4, 6, true)
-        );
-        retry(&mut f, "architect", 2);
-        assert_eq!((f.next, f.blueprint.is_none()), (Node::Plan, true));
-    }
-}
+mod tests;

@@ -95,8 +95,8 @@ async fn make_again(cx: &mut Ctx<'_, '_>, head: &CommitSha) -> Result<CommitSha,
         if !commit.verified {
             tracing::warn!(sha = %commit.sha, "GitHub did not sign a commit the App made");
         }
-        if cx.flow.signed.as_deref().is_none_or(str::is_empty) {
-            cx.flow.signed = Some(commit.author_email.clone());
+        if cx.flow.code.signed.as_deref().is_none_or(str::is_empty) {
+            cx.flow.code.signed = Some(commit.author_email.clone());
         }
         made.insert(c.id, commit.sha);
     }
@@ -110,7 +110,7 @@ pub(super) async fn replace(
     branch: &str,
     head: &CommitSha,
 ) -> Result<CommitSha, JobError> {
-    if cx.flow.signed.is_none() {
+    if cx.flow.code.signed.is_none() {
         let token = cx.run.client.token().await?;
         let (repo, b) = (cx.run.ticket.repo.clone(), branch.to_owned());
         match git(cx, move |ws, _| Ok(ws.push(&repo, &b, &token))).await? {
@@ -127,7 +127,7 @@ pub(super) async fn replace(
 /// GitHub refused a push of `branch` for unsigned commits: this ticket's commits go through
 /// its API from now on.
 pub(super) async fn refused(cx: &mut Ctx<'_, '_>, branch: &str) {
-    cx.flow.signed = Some(String::new());
+    cx.flow.code.signed = Some(String::new());
     let data = serde_json::json!({ "branch": branch, "why": "rules require signed commits" });
     cx.run.event("signed_commits", data).await;
 }

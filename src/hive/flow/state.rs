@@ -178,16 +178,30 @@ pub struct Review {
     pub sha: CommitSha,
 }
 
-/// Everything a ticket's run has established so far.
+/// Everything a ticket's run has established so far, grouped by the stage that sets it; each
+/// group is stored flattened, so a stored flow is one object of every field, as before the
+/// groups (`a_stored_flow_reads_and_writes_back_the_same`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Flow {
     pub next: Node,
-    /// The Builder attempt in progress (1-based).
-    pub attempt: u32,
-    /// The last attempt allowed before a person is asked (`retry.max_retries` after the
-    /// first, counted again from a `/hive retry`).
-    pub attempt_limit: u32,
+    #[serde(flatten)]
+    pub plan: Planning,
+    #[serde(flatten)]
+    pub tests: Testing,
+    #[serde(flatten)]
+    pub code: Coding,
+    #[serde(flatten)]
+    pub review: Reviewing,
+    #[serde(flatten)]
+    pub land: Landing,
+}
+
+/// What the work starts from, and its plan: the base and its tests, the Architect's plan, its
+/// questions and approval, what people said. Stored flat in the flow (see [`Flow`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Planning {
     /// The base commit the work started from.
     pub base_sha: Option<CommitSha>,
     /// The tests on the unchanged base, before any model was asked.
@@ -196,6 +210,27 @@ pub struct Flow {
     /// Open questions posted while Blocked.
     pub questions: Vec<String>,
     pub plan_approved: bool,
+    /// Plan only (the plan-only label, `/hive plan` on an issue without a ticket): the plan
+    /// waits for `/hive approve` or the hive's label, which builds it.
+    pub plan_only: bool,
+    /// Started by `/hive plan`, without a label: no label's removal stops it.
+    pub unlabelled: bool,
+    /// `/hive feedback` from people, given to every later agent.
+    pub feedback: Vec<String>,
+    /// The repository's instruction files (`AGENTS.md`…) the agents were given.
+    pub instructions: std::collections::BTreeSet<String>,
+    /// Who edited the issue after it was labelled without the permission to steer the ticket:
+    /// the agents keep the text as labelled.
+    pub edit_refused: Option<String>,
+    /// The issue opened for what the plan needs and the project lacks
+    /// (`knowledge.missing: dependency_ticket`): the ticket plans again once it lands.
+    pub waits_for: Option<u64>,
+}
+
+/// The Breaker's tests and their red proof. Stored flat in the flow (see [`Flow`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Testing {
     pub breaker: Option<Work>,
     pub breaker_attempts: u32,
     /// What the Breaker must fix on its next attempt.
@@ -203,22 +238,58 @@ pub struct Flow {
     /// How many findings the Reflector had on each version of the tests it checked.
     pub test_reflections: Vec<usize>,
     pub red_proof: Option<Verdict>,
+    /// Tests people changed on `feat/T-n`: the test lock and the red proof were taken again
+    /// from them.
+    pub people_tests: Vec<PeopleTests>,
+}
+
+/// The Builder's attempts, what they must fix, and the commits on `feat/T-n`. Stored flat in the flow (see [`Flow`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Coding {
+    /// The Builder attempt in progress (1-based).
+    pub attempt: u32,
+    /// The last attempt allowed before a person is asked (`retry.max_retries` after the
+    /// first, counted again from a `/hive retry`).
+    pub attempt_limit: u32,
     pub builder: Option<Work>,
     /// What the Builder must fix on its next attempt (gate failures, a Critic's veto).
     pub findings: Vec<Finding>,
     pub attempts: Vec<Attempt>,
-    /// `/hive feedback` from people, given to every later agent.
-    pub feedback: Vec<String>,
+    /// People's review comments waiting for the Builder's next attempt.
+    pub review_findings: Vec<Finding>,
+    /// Their threads, until a Builder attempt takes their comments…
+    pub review_threads: Vec<crate::ticket::ReviewThread>,
+    /// …and then, answered once that attempt passes.
+    pub answering: Vec<crate::ticket::ReviewThread>,
+    /// Commits people pushed to `feat/T-n`: part of the change, credited when it lands.
+    pub people: Vec<crate::workspace::PersonCommit>,
+    /// The head the bot last pushed to `feat/T-n` (the lease of its next push).
+    pub pushed: Option<CommitSha>,
+    /// Set once GitHub refused a push for unsigned commits: the ticket's commits are made
+    /// through GitHub's API from then on (`flow/signed.rs`), and this is the email GitHub
+    /// gives the App's commits there (`""` until the first is made).
+    pub signed: Option<String>,
+}
+
+/// The pull request, the Critic's review and people's approval. Stored flat in the flow (see [`Flow`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Reviewing {
     pub pr: Option<u64>,
     pub pr_url: Option<String>,
     pub critic: Option<Review>,
     pub critic_rounds: u32,
     pub approved_by: Option<String>,
-    /// The issue opened for what the plan needs and the project lacks
-    /// (`knowledge.missing: dependency_ticket`): the ticket plans again once it lands.
-    pub waits_for: Option<u64>,
     /// Why an approval was withdrawn (a person pushed after it), until the next one.
     pub approval_withdrawn: Option<String>,
+}
+
+/// The landing: rebases, the repository's CI, GitHub's refusals, the merge queue, the merge
+/// and its tag. Stored flat in the flow (see [`Flow`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Landing {
     /// The Builder's branch after the last rebase.
     pub rebased: Option<CommitSha>,
     /// Times the merge was sent back to the queue's tail (conflict strategy C).
@@ -232,40 +303,13 @@ pub struct Flow {
     pub waiting: Option<Wait>,
     /// The landing through the base's merge queue, while the pull request is in it.
     pub queue: Option<Queued>,
-    /// The head the bot last pushed to `feat/T-n` (the lease of its next push).
-    pub pushed: Option<CommitSha>,
-    /// Set once GitHub refused a push for unsigned commits: the ticket's commits are made
-    /// through GitHub's API from then on (`flow/signed.rs`), and this is the email GitHub
-    /// gives the App's commits there (`""` until the first is made).
-    pub signed: Option<String>,
-    /// People's review comments waiting for the Builder's next attempt.
-    pub review_findings: Vec<Finding>,
-    /// Their threads, until a Builder attempt takes their comments…
-    pub review_threads: Vec<crate::ticket::ReviewThread>,
-    /// …and then, answered once that attempt passes.
-    pub answering: Vec<crate::ticket::ReviewThread>,
-    /// Commits people pushed to `feat/T-n`: part of the change, credited when it lands.
-    pub people: Vec<crate::workspace::PersonCommit>,
-    /// Tests people changed on `feat/T-n`: the test lock and the red proof were taken again
-    /// from them.
-    pub people_tests: Vec<PeopleTests>,
+    /// What the repository's own CI said of the pull request's heads.
+    pub ci: CiWatch,
     /// The commit the landing put on the base.
     pub merged: Option<CommitSha>,
     /// Who merged the pull request, when a person did it on GitHub.
     pub merged_by: Option<String>,
     pub tag: Option<String>,
-    /// Plan only (the plan-only label, `/hive plan` on an issue without a ticket): the plan
-    /// waits for `/hive approve` or the hive's label, which builds it.
-    pub plan_only: bool,
-    /// Started by `/hive plan`, without a label: no label's removal stops it.
-    pub unlabelled: bool,
-    /// The repository's instruction files (`AGENTS.md`…) the agents were given.
-    pub instructions: std::collections::BTreeSet<String>,
-    /// What the repository's own CI said of the pull request's heads.
-    pub ci: CiWatch,
-    /// Who edited the issue after it was labelled without the permission to steer the ticket:
-    /// the agents keep the text as labelled.
-    pub edit_refused: Option<String>,
 }
 
 /// The repository's own CI, as the landing heard it.
@@ -356,6 +400,7 @@ impl Flow {
     /// of `excused` (files the base changed since the baseline).
     pub fn expect(&self, excused: Vec<String>) -> Expect {
         let breaker: Vec<Wanted> = self
+            .tests
             .red_proof
             .as_ref()
             .map(|v| v.wanted().to_vec())
@@ -366,6 +411,7 @@ impl Flow {
             .filter_map(|w| w.unit.as_deref())
             .collect();
         let baseline = self
+            .plan
             .baseline
             .iter()
             .flat_map(|b| b.passing.iter())
@@ -377,8 +423,9 @@ impl Flow {
             baseline,
             excused,
             steering: vec![],
-            steering_approved_by: self.approved_by.clone(),
+            steering_approved_by: self.review.approved_by.clone(),
             known_findings: self
+                .plan
                 .baseline
                 .as_ref()
                 .map(|b| b.known_findings.clone())
@@ -388,7 +435,8 @@ impl Flow {
 
     /// The tests that failed on the base before any change.
     pub fn known_failures(&self) -> Vec<String> {
-        self.baseline
+        self.plan
+            .baseline
             .as_ref()
             .map(|b| b.failing.clone())
             .unwrap_or_default()
@@ -446,20 +494,26 @@ mod tests {
         ))
         .unwrap();
         let flow: Flow = serde_json::from_value(stored.clone()).unwrap();
-        assert_eq!((flow.next, flow.attempt, flow.pr), (Node::Done, 1, Some(2)));
+        assert_eq!(
+            (flow.next, flow.code.attempt, flow.review.pr),
+            (Node::Done, 1, Some(2))
+        );
         assert_eq!(serde_json::to_value(&flow).unwrap(), stored);
     }
 
     #[test]
     fn flows_round_trip_and_default_to_plan() {
         let f: Flow = serde_json::from_value(serde_json::json!({})).unwrap();
-        assert_eq!((f.next, f.attempt), (Node::Plan, 0));
+        assert_eq!((f.next, f.code.attempt), (Node::Plan, 0));
         let mut f = Flow {
             next: Node::Critic,
-            pr: Some(3),
+            review: Reviewing {
+                pr: Some(3),
+                ..Default::default()
+            },
             ..Flow::default()
         };
-        f.feedback.push("x".into());
+        f.plan.feedback.push("x".into());
         let back: Flow = serde_json::from_value(serde_json::to_value(&f).unwrap()).unwrap();
         assert_eq!(back, f);
     }

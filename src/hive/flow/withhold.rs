@@ -121,26 +121,26 @@ pub(super) async fn builder_withheld(
     cx.run.event("push_withheld", data).await;
     cx.demote_memory(&cx.attempt_step()).await?;
     let failed = format!("the push {during} was withheld: it adds what looks like a secret");
-    cx.flow.findings = findings;
+    cx.flow.code.findings = findings;
     if node == Node::Rebase {
         // The change the approval was given to is not the one that will land.
-        cx.flow.rebased = None;
-        cx.flow.approved_by = None;
+        cx.flow.land.rebased = None;
+        cx.flow.review.approved_by = None;
     }
-    let inputs = serde_json::json!({ "attempt": cx.flow.attempt });
-    let out = serde_json::json!({ "withheld": cx.flow.findings.len() });
-    if cx.flow.attempt >= cx.flow.attempt_limit {
+    let inputs = serde_json::json!({ "attempt": cx.flow.code.attempt });
+    let out = serde_json::json!({ "withheld": cx.flow.code.findings.len() });
+    if cx.flow.code.attempt >= cx.flow.code.attempt_limit {
         cx.checkpoint_failed(node, inputs, out, &failed).await?;
         let report = format!(
             "The Builder's change adds what looks like a secret, and no attempts are left; \
              nothing of it was pushed.\n\n{}\n\nRemove it by hand on `{}` and `/hive retry`, \
              or `/hive abort`.",
-            list(&cx.flow.findings),
+            list(&cx.flow.code.findings),
             cx.run.ticket.id.feat_branch()
         );
         return cx.needs_human(&report).await;
     }
-    cx.flow.attempt += 1;
+    cx.flow.code.attempt += 1;
     cx.flow.next = Node::Code;
     cx.checkpoint_failed(node, inputs, out, &failed).await?;
     cx.publish().await?;
@@ -156,10 +156,10 @@ pub(super) async fn breaker_withheld(
     let data = serde_json::json!({ "role": "breaker", "paths": paths(&findings) });
     cx.run.event("push_withheld", data).await;
     cx.demote_memory(super::memory::TESTS_STEP).await?;
-    cx.flow.breaker_attempts += 1;
+    cx.flow.tests.breaker_attempts += 1;
     let failed = "the Breaker's push was withheld: its tests add what looks like a secret";
     let out = serde_json::json!({ "withheld": findings.len() });
-    if cx.flow.breaker_attempts > cx.env.config.retry.max_retries {
+    if cx.flow.tests.breaker_attempts > cx.env.config.retry.max_retries {
         cx.checkpoint_failed(Node::Code, serde_json::json!({}), out, failed)
             .await?;
         let report = format!(
@@ -169,8 +169,8 @@ pub(super) async fn breaker_withheld(
         );
         return cx.needs_human(&report).await;
     }
-    cx.flow.breaker_findings = findings;
-    cx.flow.breaker = None;
+    cx.flow.tests.breaker_findings = findings;
+    cx.flow.tests.breaker = None;
     cx.flow.next = Node::Code;
     cx.checkpoint_failed(Node::Code, serde_json::json!({}), out, failed)
         .await?;
