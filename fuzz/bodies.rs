@@ -69,10 +69,10 @@ pub fn gate_output(data: &[u8]) {
     let gates = ["test", "lint", "typecheck", "build", "security", "other"];
     let gate = gates[*pick as usize % gates.len()];
     let output = String::from_utf8_lossy(rest);
-    for a in vibeloop::gates::parsers::parse(gate, &output, &["/work", "/tmp/x"]) {
+    for a in vibeloop::gates::annotate::parse(gate, &output, &["/work", "/tmp/x"]) {
         assert!(a.start_line <= a.end_line, "{a:?}");
     }
-    use vibeloop::gates::results::TestRun;
+    use vibeloop::gates::test_results::TestRun;
     if let Some(run) = TestRun::read(&output).or_else(|| TestRun::read_junit(&output)) {
         let c = run.counts;
         assert!(c.total() >= c.failed, "{c:?}");

@@ -172,7 +172,7 @@ fn env_of(found: &[Found], devcontainer: Option<&Devcontainer>) -> Vec<(String, 
 
 /// pytest names every test it ran, with its outcome, only in its `-rA` summary: whatever runs
 /// it (a pinned `gates.test`, a Makefile, tox) prints that summary, so the gates can judge the
-/// tests by name ([`crate::gates::results`]). Added to the options the environment already
+/// tests by name ([`crate::gates::test_results`]). Added to the options the environment already
 /// gives pytest, never instead of them.
 fn naming_tests(env: &mut Vec<(String, String)>) {
     let (key, option) = crate::sandbox::NAMING_TESTS;

@@ -1,11 +1,11 @@
-//! Each test's outcome by name, as the gates read it ([`crate::gates::results`]): pytest's
+//! Each test's outcome by name, as the gates read it ([`crate::gates::test_results`]): pytest's
 //! `-rA` summary, libtest's lines, `go test -v` and the other runners the gates know. A name
 //! seen several times (the same libtest name in two test binaries) passed only if it passed
 //! every time.
 
 use std::collections::BTreeMap;
 
-use crate::gates::results::{Outcome as Seen, TestRun};
+use crate::gates::test_results::{Outcome as Seen, TestRun};
 
 /// How a named test went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -120,7 +120,7 @@ impl Testbed {
             Err(SetupError::Io(e)) => return Err(e.into()),
         }
         let sandbox = self.backend.start(&spec).await?;
-        let keep = crate::gates::results::keeps;
+        let keep = crate::gates::test_results::keeps;
         let output = sandbox.exec_keeping(&command, timeout, keep).await;
         sandbox.stop().await;
         let output = output?;

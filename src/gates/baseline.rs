@@ -2,11 +2,11 @@
 //! tests ran (some may already fail: they are recorded, and later judgements leave them out), or
 //! they could not run — a command is missing, a module cannot be imported, the project does not
 //! compile — and [`judge`] says which line of the output shows why. Later judgements leave the
-//! recorded failures out through [`super::results::TestRun::only_known`].
+//! recorded failures out through [`super::test_results::TestRun::only_known`].
 
 use std::path::Path;
 
-use super::results::TestRun;
+use super::test_results::TestRun;
 use crate::sandbox::CommandOutput;
 
 /// What the base's tests showed.

@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn mypy_stopped_by_a_duplicate_module_names_no_finding_a_parser_reads() {
         let out = include_str!("../../tests/fixtures/tool-output/mypy-duplicate-module.txt");
-        let found = crate::gates::parsers::parse("typecheck", out, &["/work/"]);
+        let found = crate::gates::annotate::parse("typecheck", out, &["/work/"]);
         assert!(found.iter().all(|a| a.level != Level::Failure), "{found:?}");
     }
 

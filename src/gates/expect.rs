@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::results::{Case, Outcome, TestRun};
 use super::steering::Steer;
+use super::test_results::{Case, Outcome, TestRun};
 
 /// A test, or every test of a file, that must be seen passing.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 //! Quality gates. The pipeline ([`pipeline`]) runs test → lint → typecheck → build → security on
-//! a commit, each result with test counts and annotations read from the tool's output
-//! ([`parsers`]) and a report's title and summary ([`report`]). The security gate ([`security`])
+//! a commit, each result with each test's outcome read from the runner's output
+//! ([`test_results`]), the check run's annotations read from any tool's output ([`annotate`])
+//! and a report's title and summary ([`report`]). The security gate ([`security`])
 //! is built in and deterministic; so is [`complexity`], which the lint gate adds when a limit is
 //! set. The [`acceptance`] criteria (coverage, warnings, documentation) follow the gates when
 //! the repository sets any. [`redproof`] checks that the Breaker's tests fail on the base.
@@ -21,6 +22,7 @@ macro_rules! runner_output {
 }
 
 pub mod acceptance;
+pub mod annotate;
 mod aside;
 pub mod baseline;
 pub mod changes;
@@ -28,13 +30,12 @@ pub mod complexity;
 pub mod debt;
 pub mod expect;
 pub mod grammar;
-pub mod parsers;
 pub mod pipeline;
 pub mod redproof;
 pub mod report;
-pub mod results;
 pub mod security;
 pub mod steering;
+pub mod test_results;
 
 use std::time::Duration;
 

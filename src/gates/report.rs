@@ -1,10 +1,10 @@
-//! What a gate's check run says: its title (with the test counts of [`super::results`]) and a
+//! What a gate's check run says: its title (with the test counts of [`super::test_results`]) and a
 //! Markdown summary with the tail of the output.
 
 use super::GateResult;
 use super::expect::TestVerdict;
 
-pub use super::results::TestCounts;
+pub use super::test_results::TestCounts;
 
 /// A Markdown code block holding `text`, with a fence longer than any backtick run inside.
 pub fn code_block(text: &str) -> String {

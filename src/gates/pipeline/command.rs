@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use super::{GateError, GateResult, Inputs, Status, on_git};
+use crate::gates::annotate;
 use crate::gates::expect::{Expect, TestVerdict};
-use crate::gates::parsers;
-use crate::gates::results::TestRun;
+use crate::gates::test_results::TestRun;
 
 /// The gates that run at once, beside the tests, in one sandbox: a linter and a type checker
 /// read the change. The build waits for them: what it writes could change what the tests import.
@@ -39,7 +39,7 @@ pub(super) async fn gates_beside(
             .map(|&(g, c)| {
                 (
                     c,
-                    (g == "test").then_some(crate::gates::results::keeps as _),
+                    (g == "test").then_some(crate::gates::test_results::keeps as _),
                 )
             })
             .collect();
@@ -118,7 +118,7 @@ pub(super) async fn command_gate(
         return Ok(GateResult::skipped(gate, &why));
     };
     let output = if gate == "test" {
-        let keep = crate::gates::results::keeps;
+        let keep = crate::gates::test_results::keeps;
         inputs
             .sandbox
             .exec_keeping(&command, timeout(inputs), keep)
@@ -168,7 +168,7 @@ fn judge_gate(
         }
         notes.push(said);
     }
-    let annotations = parsers::parse(gate, &output.output, &roots);
+    let annotations = annotate::parse(gate, &output.output, &roots);
     if let Some(note) =
         crate::gates::aside::set_aside(gate, status, (&output, &roots), &annotations, expect)
     {
@@ -203,7 +203,7 @@ fn judge_gate(
 #[derive(Default)]
 struct Judged {
     status: Status,
-    counts: Option<crate::gates::results::TestCounts>,
+    counts: Option<crate::gates::test_results::TestCounts>,
     failing: Vec<String>,
     notes: Vec<String>,
     verdicts: Vec<TestVerdict>,

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::GateError;
 use super::expect::Wanted;
 use super::report::code_block;
-use super::results::{Case, Outcome, TestRun, Unloaded};
+use super::test_results::{Case, Outcome, TestRun, Unloaded};
 use crate::sandbox::{CommandOutput, Sandbox, untrusted};
 
 /// What running the new tests on the base showed.
@@ -302,7 +302,7 @@ pub async fn run(
     p: &Proving<'_>,
 ) -> Result<(Verdict, CommandOutput), GateError> {
     let output = sandbox
-        .exec_keeping(test_command, timeout, super::results::keeps)
+        .exec_keeping(test_command, timeout, super::test_results::keeps)
         .await?;
     let seen = TestRun::observe(output.for_results(), p.root, p.report);
     Ok((classify(&output, seen.run, p), output))

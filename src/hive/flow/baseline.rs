@@ -20,7 +20,7 @@ use crate::gates::baseline::{Judgement, diagnose, judge};
 use crate::gates::debt::{self, Known};
 use crate::gates::expect::Wanted;
 use crate::gates::report::code_block;
-use crate::gates::results::{Outcome, TestRun};
+use crate::gates::test_results::{Outcome, TestRun};
 use crate::hive::job::JobError;
 use crate::sandbox::CommandOutput;
 
@@ -214,7 +214,7 @@ async fn run(
         });
     }
     let timeout = Duration::from_secs(cx.env.config.limits.timeout_seconds);
-    let keep = crate::gates::results::keeps;
+    let keep = crate::gates::test_results::keeps;
     let found: Vec<(&'static str, &str)> = cx
         .env
         .config
@@ -254,7 +254,7 @@ async fn run(
     for ((gate, _), out) in found.iter().zip(others) {
         match out {
             Ok(out) if !out.success() => {
-                let findings = crate::gates::parsers::parse(gate, &out.output, &roots);
+                let findings = crate::gates::annotate::parse(gate, &out.output, &roots);
                 let seen = debt::known(gate, &findings);
                 if seen.is_empty() && !out.timed_out && !out.oom_killed {
                     known.push(debt::unparsed(gate, out.exit_code, &out.output, &roots));

@@ -91,7 +91,7 @@ pub(super) fn finding(
 fn log_tail(text: &str) -> (String, usize) {
     let lines: Vec<String> = text
         .lines()
-        .map(crate::gates::parsers::strip_ansi)
+        .map(crate::gates::annotate::strip_ansi)
         .map(|l| strip_timestamp(&l).to_owned())
         .filter(|l| !l.starts_with("##[group]") && !l.starts_with("##[endgroup]"))
         .collect();

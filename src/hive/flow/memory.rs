@@ -11,7 +11,7 @@
 
 use super::ctx::{Ctx, git};
 use crate::gates::GateResult;
-use crate::gates::results::TestRun;
+use crate::gates::test_results::TestRun;
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::pathset::PathSet;

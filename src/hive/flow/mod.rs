@@ -31,11 +31,11 @@ mod git;
 mod knowledge;
 mod land;
 mod memory;
-mod merge;
 mod people;
 mod plan;
 mod proof;
 mod queue;
+mod rebase;
 mod reflect;
 mod regate;
 mod resolve;
@@ -87,7 +87,7 @@ pub(in crate::hive) async fn drive(
             Node::OpenPr => review::open_pr(&mut cx).await?,
             Node::Critic => critic::critic(&mut cx).await?,
             Node::AwaitApproval => review::await_approval(&mut cx).await?,
-            Node::Rebase => merge::rebase(&mut cx).await?,
+            Node::Rebase => rebase::rebase(&mut cx).await?,
             Node::Regate => regate::regate(&mut cx).await?,
             Node::Ci => ci::ci(&mut cx).await?,
             Node::Merge => land::merge(&mut cx).await?,

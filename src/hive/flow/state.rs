@@ -382,7 +382,7 @@ pub struct PeopleTests {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
     pub sha: CommitSha,
-    pub counts: Option<crate::gates::results::TestCounts>,
+    pub counts: Option<crate::gates::test_results::TestCounts>,
     /// Tests that already fail on the base: later judgements leave them out.
     #[serde(default)]
     pub failing: Vec<String>,
