@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use vibeloop::gates::expect::{Expect, Wanted};
-use vibeloop::gates::test_results::{self, TestRun};
+use vibeloop::gates::test_results::{self as results, TestRun};
 use vibeloop::sandbox::{CappedBuffer, DEFAULT_OUTPUT_CAP};
 
 /// Counts the bytes held and the most held at once.
