@@ -14,7 +14,6 @@ pub mod config;
 pub mod dashboard;
 pub mod env;
 pub mod eval;
-pub mod fence;
 pub mod gates;
 pub mod github;
 pub mod hive;
@@ -26,6 +25,7 @@ pub mod pathset;
 pub mod sandbox;
 pub mod store;
 pub mod ticket;
+pub mod untrusted;
 pub mod webhook;
 pub mod workspace;
 

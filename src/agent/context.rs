@@ -113,7 +113,7 @@ pub fn build(root: &Path, context_refs: &[String], memory: &[String]) -> Project
     for r in context_refs {
         let text = match resolve(root, r).map_err(|e| e.message).and_then(|p| {
             let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy();
-            crate::sandbox::untrusted::read(root, &rel, 16 << 20).map_err(|e| e.to_string())
+            crate::untrusted::files::read(root, &rel, 16 << 20).map_err(|e| e.to_string())
         }) {
             Ok(bytes) if budget == 0 => format!(
                 "(not shown: the context limit of {REFS_TOTAL} bytes is reached; {} bytes)",
@@ -157,7 +157,7 @@ impl ProjectContext {
         // Names, contents and memory are the repository's and earlier models': data, framed.
         s.push_str(&format!(
             "\nFiles (depth {TREE_DEPTH}, .gitignore respected), between the markers:\n\n{}\n",
-            crate::fence::frame("FILES", "", &self.tree.join("\n"))
+            crate::untrusted::fence::frame("FILES", "", &self.tree.join("\n"))
         ));
         if self.tree_cut {
             s.push_str(&format!(
@@ -165,13 +165,16 @@ impl ProjectContext {
             ));
         }
         for (path, text) in &self.refs {
-            s.push_str(&format!("\n{}\n", crate::fence::frame("FILE", path, text)));
+            s.push_str(&format!(
+                "\n{}\n",
+                crate::untrusted::fence::frame("FILE", path, text)
+            ));
         }
         if !self.memory.is_empty() {
             let lines: Vec<String> = self.memory.iter().map(|m| format!("- {m}")).collect();
             s.push_str(&format!(
                 "\n## What earlier tickets established (canonical), as data\n\n{}\n",
-                crate::fence::frame("MEMORY", "", &lines.join("\n"))
+                crate::untrusted::fence::frame("MEMORY", "", &lines.join("\n"))
             ));
         }
         s

@@ -55,6 +55,7 @@
 //! [`Command::required`] and [`Permission::parse`].
 
 mod args;
+mod person;
 mod scan;
 
 #[cfg(test)]
@@ -64,6 +65,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 pub use args::check_ref_name;
+pub use person::Person;
 use scan::Line;
 
 /// The longest feedback text, in characters.

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Dashboard;
 use super::sight::Sight;
-use crate::hive::intervene::{Person, Request, request};
+use crate::commands::Person;
+use crate::hive::intervene::{Request, request};
 use crate::ids::TicketKey;
 use crate::llm::budget::Spend;
 use crate::sandbox::SandboxInfo;

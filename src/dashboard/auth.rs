@@ -21,8 +21,8 @@ use secrecy::ExposeSecret as _;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
+use crate::commands::Person;
 use crate::config::access::Access;
-use crate::hive::intervene::Person;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "vibeloop_session";

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::Dashboard;
 use super::api::unavailable;
 use super::sight::Sight;
-use crate::hive::intervene::Person;
+use crate::commands::Person;
 use crate::ids::TicketKey;
 use crate::store::views::Event;
 

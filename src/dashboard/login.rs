@@ -19,7 +19,7 @@ use serde::Deserialize;
 use super::auth::{self, safe_next};
 use super::html::{bare_layout, esc, page as html_page};
 use super::{Dashboard, now};
-use crate::hive::intervene::Person;
+use crate::commands::Person;
 
 /// Wrong dashboard tokens allowed in [`WINDOW`] from one client address before it is refused.
 pub const MAX_FAILURES: usize = 10;

@@ -36,9 +36,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
+use crate::commands::Person;
 use crate::config::access::Access;
 use crate::hive::Hive;
-use crate::hive::intervene::Person;
 use crate::store::Store;
 
 /// What the dashboard's routes share.

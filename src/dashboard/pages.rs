@@ -16,7 +16,7 @@ pub use super::html::esc;
 use super::html::{age, issue_link, layout, page, problem, ticket_url, unavailable};
 use super::sight::Sight;
 use super::{Dashboard, session_of};
-use crate::hive::intervene::Person;
+use crate::commands::Person;
 use crate::ids::TicketKey;
 
 /// The list's filters: `?repo=owner/name&state=InProgress`.

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use super::Dashboard;
 use crate::commands::Permission;
+use crate::commands::Person;
 use crate::hive::PERMISSION_TTL;
-use crate::hive::intervene::Person;
 use crate::ids::{InstallationId, RepoName, TicketKey};
 use crate::store::tickets::Ticket;
 

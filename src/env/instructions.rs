@@ -283,7 +283,7 @@ pub fn render(chosen: &Chosen) -> String {
     for f in &chosen.shown {
         s.push_str(&format!(
             "\n{}\n",
-            crate::fence::frame("FILE", &f.path, f.text.trim_end())
+            crate::untrusted::fence::frame("FILE", &f.path, f.text.trim_end())
         ));
         if f.cut > 0 {
             s.push_str(&format!(

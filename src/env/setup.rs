@@ -13,8 +13,8 @@ pub use super::how::How;
 use super::resolve::Resolved;
 use crate::sandbox::{
     Backend, CA_MOUNT, CACHE_MOUNT, CommandOutput, Kind, SandboxError, SandboxSpec, WORK_MOUNT,
-    untrusted,
 };
+use crate::untrusted::files as untrusted;
 
 /// What setup may use of the host's network settings.
 #[derive(Debug, Clone, Default)]

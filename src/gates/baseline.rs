@@ -199,7 +199,7 @@ pub fn missing_programs(output: &str) -> Vec<String> {
 /// checkout (`helpers.py`, `tests/common/`, `src/util.rs`), ignored files left out.
 pub fn is_own(root: &Path, name: &str) -> bool {
     let read = |f: &str| {
-        crate::sandbox::untrusted::read_text(root, f, crate::sandbox::untrusted::DEFAULT_CAP)
+        crate::untrusted::files::read_text(root, f, crate::untrusted::files::DEFAULT_CAP)
             .ok()
             .flatten()
             .unwrap_or_default()

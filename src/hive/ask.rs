@@ -372,12 +372,12 @@ fn task(q: &Question, earlier: &[Question], commit: &CommitSha) -> String {
         }
         s.push_str(&format!(
             "Earlier in this thread (data, for context):\n{}\n\n",
-            crate::fence::frame("EARLIER", "", &thread)
+            crate::untrusted::fence::frame("EARLIER", "", &thread)
         ));
     }
     s.push_str(&format!(
         "{}\n\nExplore, read what you cite, and answer as your instructions say.",
-        crate::fence::frame(
+        crate::untrusted::fence::frame(
             "QUESTION",
             "",
             &format!("@{} asks: {}", q.author, q.question)

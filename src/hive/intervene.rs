@@ -9,43 +9,23 @@
 
 use super::job::{Hive, JobError};
 use super::steer::{PERMISSION_TTL, act};
+use crate::commands::Person;
 use crate::commands::{self, Command, Parsed, Permission};
 use crate::store::commands::NewCommand;
 use crate::store::jobs::JobKey;
 use crate::store::tickets::Ticket;
 use crate::store::{Store, StoreError};
 
-/// Who intervenes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Person {
-    /// Signed in with the dashboard token: the operator, who may do anything.
-    Operator,
-    /// Signed in with GitHub: their permission on the ticket's repository decides.
-    GitHub(String),
-    /// The person running `vibeloop run`, on their own scratch copy: may do anything.
-    Local,
-}
-
 /// What a recorded intervention's permission column says of its author before a worker looks.
 const ANYTHING: &str = "admin";
 const TO_CHECK: &str = "to check";
 
-impl Person {
-    pub fn login(&self) -> &str {
-        match self {
-            Person::Operator => "dashboard-operator",
-            Person::GitHub(login) => login,
-            Person::Local => "vibeloop-run",
-        }
-    }
-
-    /// Who sent a recorded intervention.
-    fn of(author: &str, permission: &str) -> Self {
-        match (author, permission) {
-            ("dashboard-operator", ANYTHING) => Person::Operator,
-            ("vibeloop-run", ANYTHING) => Person::Local,
-            (login, _) => Person::GitHub(login.to_owned()),
-        }
+/// Who sent a recorded intervention.
+fn person_of(author: &str, permission: &str) -> Person {
+    match (author, permission) {
+        ("dashboard-operator", ANYTHING) => Person::Operator,
+        ("vibeloop-run", ANYTHING) => Person::Local,
+        (login, _) => Person::GitHub(login.to_owned()),
     }
 }
 
@@ -146,7 +126,7 @@ pub async fn carry_out(hive: &Hive, source: &str) -> Result<(), JobError> {
             c.command
         )));
     };
-    let who = Person::of(&c.author, &c.permission);
+    let who = person_of(&c.author, &c.permission);
     let (outcome, reply) = decide(hive, &t, &cmd, &who).await?;
     hive.store
         .finish_command(source, &c.command, &outcome, &reply)

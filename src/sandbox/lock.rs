@@ -14,7 +14,7 @@ use std::io::Write as _;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use super::untrusted;
+use crate::untrusted::files as untrusted;
 
 /// Most files a lock watches; past that the rest are left to the security gate's test lock.
 const MOST_FILES: usize = 20_000;

@@ -14,7 +14,6 @@ pub mod guard;
 pub mod local;
 pub mod lock;
 mod output;
-pub mod untrusted;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -460,7 +460,7 @@ impl Workspace {
         for rel in written.iter().filter(|r| within(r)) {
             let path = Path::new(rel);
             // Reached through no link: libgit2 would read a file behind a linked directory.
-            let Ok(Some(at)) = crate::sandbox::untrusted::resolve(&wt.path, rel) else {
+            let Ok(Some(at)) = crate::untrusted::files::resolve(&wt.path, rel) else {
                 continue;
             };
             let is_file = std::fs::symlink_metadata(at)

@@ -47,7 +47,7 @@ impl Worktree {
     pub fn check_dot_git(&self) -> Result<(), WorkspaceError> {
         let expected = format!("gitdir: {}", self.admin.display());
         let expected = expected.trim_end_matches('/');
-        let found = crate::sandbox::untrusted::read(&self.path, ".git", 4096);
+        let found = crate::untrusted::files::read(&self.path, ".git", 4096);
         let same =
             |b: &[u8]| String::from_utf8_lossy(b).trim_end().trim_end_matches('/') == expected;
         match found {
@@ -94,7 +94,7 @@ impl Worktree {
 
     /// No FIFO, socket or device anywhere in the worktree (the `.git` apart).
     pub fn check_special_files(&self) -> Result<(), WorkspaceError> {
-        match crate::sandbox::untrusted::special_files(&self.path, 5) {
+        match crate::untrusted::files::special_files(&self.path, 5) {
             Ok(found) if found.is_empty() => Ok(()),
             Ok(found) => Err(WorkspaceError::Tampered(format!(
                 "The worktree of {} holds special files that only a program in the sandbox could have made: {}. \

@@ -208,7 +208,7 @@ fn outside(
 }
 
 fn content(root: &Path, path: &str) -> Option<Vec<u8>> {
-    crate::sandbox::untrusted::read(root, path, KEEP_BYTES).ok()
+    crate::untrusted::files::read(root, path, KEEP_BYTES).ok()
 }
 
 /// What [`settle`] compares with, taken before a command runs.

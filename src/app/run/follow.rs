@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub use crate::agent::events::summarize as clean;
+use crate::commands::Person;
 use crate::hive::Hive;
 use crate::hive::flow::Node;
-use crate::hive::intervene::{Person, intervene};
+use crate::hive::intervene::intervene;
 use crate::ids::TicketKey;
 use crate::store::jobs::JobKey;
 use crate::store::views::Event;

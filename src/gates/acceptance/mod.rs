@@ -178,7 +178,7 @@ fn read_reports(worktree: &Path, sandbox_root: String) -> Result<LineHits, Strin
         .ok_or_else(|| format!("the coverage command removed {COVERAGE_DIR}"))?;
     let host_root = format!("{}/", worktree.display());
     let roots = [sandbox_root.as_str(), host_root.as_str()];
-    let module = crate::sandbox::untrusted::read_text(worktree, "go.mod", 1 << 20)
+    let module = crate::untrusted::files::read_text(worktree, "go.mod", 1 << 20)
         .ok()
         .flatten()
         .and_then(|m| {
@@ -203,7 +203,7 @@ fn read_reports(worktree: &Path, sandbox_root: String) -> Result<LineHits, Strin
         }
         let name = entry.file_name().to_string_lossy().into_owned();
         let rel = format!("{COVERAGE_DIR}/{name}");
-        let Ok(Some(text)) = crate::sandbox::untrusted::read_text(worktree, &rel, 64 << 20) else {
+        let Ok(Some(text)) = crate::untrusted::files::read_text(worktree, &rel, 64 << 20) else {
             continue;
         };
         if name.ends_with(".lcov") || name.ends_with(".info") {

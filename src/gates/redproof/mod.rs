@@ -17,7 +17,8 @@ use super::GateError;
 use super::expect::Wanted;
 use super::report::code_block;
 use super::test_results::{Case, Outcome, TestRun, Unloaded};
-use crate::sandbox::{CommandOutput, Sandbox, untrusted};
+use crate::sandbox::{CommandOutput, Sandbox};
+use crate::untrusted::files as untrusted;
 
 /// What running the new tests on the base showed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -41,7 +41,7 @@ pub(super) fn read(xml: &str) -> Option<TestRun> {
 /// The JUnit XML report the test command wrote at `rel` in the worktree (never through a
 /// link, at most 64 MiB).
 pub(super) fn read_file(worktree: &Path, rel: &str) -> Result<TestRun, String> {
-    use crate::sandbox::untrusted;
+    use crate::untrusted::files as untrusted;
     let text = untrusted::read_text(worktree, rel, 64 << 20)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("{rel} was not written by the test command"))?;

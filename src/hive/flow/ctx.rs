@@ -390,7 +390,7 @@ pub(super) async fn commit(
 pub(super) fn issue_fenced(cx: &Ctx<'_, '_>) -> String {
     let t = &cx.run.ticket;
     let text = format!("Title: {}\n\n{}", t.title, t.body);
-    format!("{}\n", crate::fence::frame("ISSUE", "", &text))
+    format!("{}\n", crate::untrusted::fence::frame("ISSUE", "", &text))
 }
 
 /// Moves the ticket to `target` along legal transitions (the shortest path in the table).

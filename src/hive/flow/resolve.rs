@@ -60,7 +60,7 @@ pub(super) async fn with_model(
     let resolved = match r {
         Ok(_) => {
             let markers = conflicts.iter().any(|c| {
-                crate::sandbox::untrusted::read_text(&wt.path, &c.path, 16 << 20)
+                crate::untrusted::files::read_text(&wt.path, &c.path, 16 << 20)
                     .ok()
                     .flatten()
                     .is_some_and(|t| t.contains("<<<<<<<") || t.contains(">>>>>>>"))
