@@ -17,7 +17,7 @@ use secrecy::ExposeSecret as _;
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
-use crate::config::access::Role;
+use crate::config::access::ProcessRole;
 use crate::config::llm::LlmConfig;
 use crate::config::{ServeConfig, StoreArgs};
 use crate::github::GitHubApp;
@@ -80,7 +80,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     crate::metrics::install();
     let store = open_store(&config.database_url).await?;
     let role = config.role;
-    if store.dialect() == Dialect::Sqlite && role != Role::All {
+    if store.dialect() == Dialect::Sqlite && role != ProcessRole::All {
         anyhow::bail!(
             "VIBELOOP_ROLE={}: several processes need a shared PostgreSQL database (DATABASE_URL=postgres://…); SQLite serves one process with VIBELOOP_ROLE=all",
             role.as_str()
@@ -226,7 +226,7 @@ fn router(llm: &LlmConfig) -> anyhow::Result<Router> {
         Some((_, text)) => Router::from_file(default, text, |var| std::env::var(var).ok())?,
         None => Router::single(default),
     };
-    for role in crate::llm::routing::ROLES {
+    for role in crate::ticket::Role::ROUTED.map(crate::ticket::Role::as_str) {
         let r = router.route(role);
         info!(role, provider = ?r.provider, model = %r.model, "model");
     }

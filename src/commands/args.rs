@@ -125,7 +125,7 @@ pub(super) fn parse(after: &str, more: impl FnOnce() -> String) -> Parsed {
     }
     let command = match (name, words.as_slice()) {
         ("retry", []) => Command::Retry(None),
-        ("retry", [role]) => match Role::parse(role) {
+        ("retry", [role]) => match Role::parse(role).filter(|r| Role::TICKET.contains(r)) {
             Some(role) => Command::Retry(Some(role)),
             None => {
                 return invalid(format!(

@@ -64,6 +64,7 @@ mod tests;
 use std::collections::HashMap;
 use std::fmt;
 
+pub use crate::ticket::Role;
 pub use args::check_ref_name;
 pub use person::Person;
 use scan::Line;
@@ -156,41 +157,6 @@ impl fmt::Display for Command {
             }
             _ => Ok(()),
         }
-    }
-}
-
-/// A role of the hive, as `/hive retry <role>` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    Architect,
-    Breaker,
-    Builder,
-    Critic,
-}
-
-impl Role {
-    pub const ALL: [Role; 4] = [Role::Architect, Role::Breaker, Role::Builder, Role::Critic];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Architect => "architect",
-            Role::Breaker => "breaker",
-            Role::Builder => "builder",
-            Role::Critic => "critic",
-        }
-    }
-
-    /// Reads a role name, ASCII case-insensitively.
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|r| r.as_str().eq_ignore_ascii_case(s))
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

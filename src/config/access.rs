@@ -48,9 +48,9 @@ pub struct AccessArgs {
     pub dashboard_recheck: String,
 }
 
-/// What this process runs.
+/// What this process runs (`--role`): not to be confused with an agent's [`crate::ticket::Role`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub enum ProcessRole {
     /// The webhook receiver, the dashboard and the metrics.
     Ingress,
     /// The workers (and health and metrics endpoints for probes).
@@ -58,21 +58,21 @@ pub enum Role {
     All,
 }
 
-impl Role {
+impl ProcessRole {
     pub fn as_str(self) -> &'static str {
         match self {
-            Role::Ingress => "ingress",
-            Role::Worker => "worker",
-            Role::All => "all",
+            ProcessRole::Ingress => "ingress",
+            ProcessRole::Worker => "worker",
+            ProcessRole::All => "all",
         }
     }
 
     pub fn runs_workers(self) -> bool {
-        matches!(self, Role::Worker | Role::All)
+        matches!(self, ProcessRole::Worker | ProcessRole::All)
     }
 
     pub fn takes_webhooks(self) -> bool {
-        matches!(self, Role::Ingress | Role::All)
+        matches!(self, ProcessRole::Ingress | ProcessRole::All)
     }
 }
 
@@ -130,11 +130,11 @@ fn some(v: &Option<String>) -> Option<String> {
 }
 
 impl AccessArgs {
-    pub fn role(&self) -> Result<Role, ConfigError> {
+    pub fn role(&self) -> Result<ProcessRole, ConfigError> {
         match self.role.trim() {
-            "ingress" => Ok(Role::Ingress),
-            "worker" => Ok(Role::Worker),
-            "all" => Ok(Role::All),
+            "ingress" => Ok(ProcessRole::Ingress),
+            "worker" => Ok(ProcessRole::Worker),
+            "all" => Ok(ProcessRole::All),
             other => Err(bad(
                 "VIBELOOP_ROLE",
                 format!("{other:?} is not ingress, worker or all"),

@@ -172,7 +172,7 @@ pub struct ServeConfig {
     pub sandbox: Option<SandboxKind>,
     pub json_logs: bool,
     /// What this process runs.
-    pub role: access::Role,
+    pub role: access::ProcessRole,
     /// How often the sweep runs (missed webhooks, tickets changed on GitHub).
     pub sweep_interval: std::time::Duration,
     /// How long a job's lease lasts without a heartbeat.

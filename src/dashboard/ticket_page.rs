@@ -130,7 +130,13 @@ fn pictures(v: &TicketView) -> String {
     s
 }
 
-const ROLE_ORDER: [&str; 4] = ["architect", "breaker", "builder", "critic"];
+/// Where a role's lane goes: the ticket's roles in the order they work, then the others.
+fn lane_order(role: &str) -> usize {
+    crate::ticket::Role::TICKET
+        .iter()
+        .position(|r| r.as_str().eq_ignore_ascii_case(role))
+        .unwrap_or(9)
+}
 
 /// Lanes of the ticket's states, each role's work and the gates, from its events.
 pub fn lanes(events: &[Event], end: i64) -> Vec<Lane> {
@@ -221,12 +227,7 @@ pub fn lanes(events: &[Event], end: i64) -> Vec<Lane> {
     }
     let mut out = vec![states];
     let mut names: Vec<String> = roles.keys().cloned().collect();
-    names.sort_by_key(|r| {
-        (
-            ROLE_ORDER.iter().position(|o| o == r).unwrap_or(9),
-            r.clone(),
-        )
-    });
+    names.sort_by_key(|r| (lane_order(r), r.clone()));
     for r in names {
         let spans = roles.remove(&r).unwrap_or_default();
         out.push(Lane {
@@ -321,12 +322,7 @@ fn spend(roles: &BTreeMap<String, Spend>) -> String {
             (story::cap(role), value, text, format!("r-{role}"))
         })
         .collect();
-    items.sort_by_key(|i| {
-        ROLE_ORDER
-            .iter()
-            .position(|o| i.0.eq_ignore_ascii_case(o))
-            .unwrap_or(9)
-    });
+    items.sort_by_key(|i| lane_order(&i.0));
     charts::bars("spend", 720.0, &items)
 }
 

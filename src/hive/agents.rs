@@ -20,68 +20,46 @@ use crate::llm::budget::Ledger;
 use crate::pathset::PathSet;
 use crate::sandbox::Deferred;
 use crate::store::memory::Focus;
+pub(super) use crate::ticket::Role;
 use crate::workspace::Worktree;
 
-/// A role of the hive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Role {
-    Architect,
-    Breaker,
-    Builder,
-    Critic,
-    /// The optional model check of the self-healing loop: reads, and lists what is wrong.
-    Reflector,
+/// What `role` may write: the Architect, the Critic, the Reflector and the chat nothing, the
+/// Breaker only the tests, the Builder anything but the tests and the read-only paths (and
+/// `.github/`).
+pub(super) fn scope(role: Role, config: &HiveConfig) -> WriteScope {
+    match role {
+        Role::Architect | Role::Critic | Role::Reflector | Role::Chat => WriteScope::None,
+        Role::Breaker => WriteScope::Only(config.test_paths()),
+        Role::Builder => WriteScope::Except(vec![
+            config.test_paths(),
+            config.read_only(),
+            PathSet::new(&[".github/".into()]),
+        ]),
+    }
 }
 
-impl Role {
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Role::Architect => "architect",
-            Role::Breaker => "breaker",
-            Role::Builder => "builder",
-            Role::Critic => "critic",
-            Role::Reflector => "reflector",
-        }
-    }
-
-    /// What this role may write: the Architect, the Critic and the Reflector nothing, the
-    /// Breaker only the tests, the Builder anything but the tests and the read-only paths (and
-    /// `.github/`).
-    pub(super) fn scope(self, config: &HiveConfig) -> WriteScope {
-        match self {
-            Role::Architect | Role::Critic | Role::Reflector => WriteScope::None,
-            Role::Breaker => WriteScope::Only(config.test_paths()),
-            Role::Builder => WriteScope::Except(vec![
-                config.test_paths(),
-                config.read_only(),
-                PathSet::new(&[".github/".into()]),
-            ]),
-        }
-    }
-
-    /// The tools of this role on `worktree`; with a sandbox, `run_command` runs the
-    /// repository's gate commands in it and `shell` the role's own command lines.
-    fn toolbox(
-        self,
-        config: &HiveConfig,
-        worktree: &Worktree,
-        sandbox: Option<Arc<Deferred>>,
-    ) -> Toolbox {
-        let tools = Toolbox::new(worktree.path.clone(), self.scope(config));
-        match sandbox {
-            Some(sandbox) => tools.with_commands(CommandRunner {
-                sandbox,
-                commands: config
-                    .gates
-                    .commands()
-                    .map(|(g, c)| (g.to_owned(), c.to_owned()))
-                    .collect(),
-                timeout: std::time::Duration::from_secs(config.limits.timeout_seconds),
-                shell: matches!(self, Role::Breaker | Role::Builder),
-                worktree: Some(worktree.clone()),
-            }),
-            None => tools,
-        }
+/// The tools of `role` on `worktree`; with a sandbox, `run_command` runs the repository's gate
+/// commands in it and `shell` (for the roles that write) the role's own command lines.
+fn toolbox(
+    role: Role,
+    config: &HiveConfig,
+    worktree: &Worktree,
+    sandbox: Option<Arc<Deferred>>,
+) -> Toolbox {
+    let tools = Toolbox::new(worktree.path.clone(), scope(role, config));
+    match sandbox {
+        Some(sandbox) => tools.with_commands(CommandRunner {
+            sandbox,
+            commands: config
+                .gates
+                .commands()
+                .map(|(g, c)| (g.to_owned(), c.to_owned()))
+                .collect(),
+            timeout: std::time::Duration::from_secs(config.limits.timeout_seconds),
+            shell: role.writes(),
+            worktree: Some(worktree.clone()),
+        }),
+        None => tools,
     }
 }
 
@@ -128,7 +106,7 @@ pub(super) async fn run_role(
     ledger: &Ledger,
     a: Assignment<'_>,
 ) -> Result<RoleRun, JobError> {
-    let role = a.role.name();
+    let role = a.role.as_str();
     let llm = run
         .hive
         .models
@@ -172,10 +150,7 @@ pub(super) async fn run_role(
             first_messages(run, config, role, &instructions, &a.task, &cx).await
         })
         .await;
-    let mut toolbox = a
-        .role
-        .toolbox(config, worktree, a.sandbox.clone())
-        .with_guide(guide);
+    let mut toolbox = toolbox(a.role, config, worktree, a.sandbox.clone()).with_guide(guide);
     let outcome = session
         .phase("agent_loop", session.run(messages, &mut toolbox))
         .await;
@@ -343,7 +318,7 @@ mod tests {
         let config =
             HiveConfig::parse("policy: { read_only_paths: [docs/spec/], test_paths: [tests/] }\n")
                 .unwrap();
-        let may = |role: Role, path: &str| role.scope(&config).check(path).is_ok();
+        let may = |role: Role, path: &str| scope(role, &config).check(path).is_ok();
         for role in [Role::Architect, Role::Critic, Role::Reflector] {
             for path in ["src/a.py", "tests/test_a.py", "README.md"] {
                 assert!(!may(role, path), "{role:?} may write {path}");

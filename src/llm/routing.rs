@@ -21,8 +21,7 @@ use serde::Deserialize;
 use super::budget::{Price, Prices};
 use super::{LlmClient, Provider, Route};
 
-/// The roles a models file may name.
-pub const ROLES: [&str; 5] = ["architect", "breaker", "builder", "critic", "reflector"];
+use crate::ticket::Role;
 
 /// One route as a models file writes it; absent fields come from the default.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -81,10 +80,10 @@ impl Router {
         let base = apply(&default, &file.default, &env, "default")?;
         let mut roles = HashMap::new();
         for (role, spec) in &file.roles {
-            if !ROLES.contains(&role.as_str()) {
+            if !Role::ROUTED.iter().any(|r| r.as_str() == role.as_str()) {
                 return Err(RoutingError(format!(
                     "roles.{role}: not a role; the roles are {}",
-                    ROLES.join(", ")
+                    Role::ROUTED.map(Role::as_str).join(", ")
                 )));
             }
             roles.insert(

@@ -3,9 +3,11 @@
 
 mod finding;
 pub mod plan;
+mod role;
 mod signal;
 
 pub use finding::Finding;
+pub use role::Role;
 pub use signal::{ReviewThread, Signal};
 
 use std::fmt;

@@ -12,8 +12,9 @@ use reqwest::StatusCode;
 use secrecy::ExposeSecret as _;
 
 use super::{Check, NO_CONFIG, Parsed, redact, root_cause, shown};
-use crate::llm::routing::{ROLES, Router};
+use crate::llm::routing::Router;
 use crate::llm::{Provider, Route};
+use crate::ticket::Role;
 
 const NAME: &str = "model endpoint";
 const WITHIN: Duration = Duration::from_secs(10);
@@ -42,7 +43,7 @@ pub(crate) async fn check_routes(
     models_file: Option<&(PathBuf, String)>,
 ) -> Vec<Check> {
     let mut groups: Vec<(Vec<&str>, &Route)> = Vec::new();
-    for role in ROLES {
+    for role in Role::ROUTED.map(Role::as_str) {
         let route = router.route(role);
         match groups.iter_mut().find(|(_, r)| same(r, route)) {
             Some((roles, _)) => roles.push(role),

@@ -254,7 +254,7 @@ async fn keep_code(
 fn work(cx: &Ctx<'_, '_>, role: Role, r: &RoleRun) -> super::git::Work {
     super::git::Work {
         written: r.written.clone(),
-        scope: Some(role.scope(&cx.env.config)),
+        scope: Some(crate::hive::agents::scope(role, &cx.env.config)),
     }
 }
 
@@ -309,24 +309,24 @@ async fn run(
     // The role's own container: its run_command runs the gate commands there, with the
     // tests mounted read-only for the Builder.
     let lock = role == Role::Builder;
-    let spec = match crate::hive::verify::sandbox_spec(cx.run, &cx.env, wt, role.name(), lock).await
-    {
-        Ok(spec) => spec,
-        // The base's setup worked (the baseline), so the branch's own dependency files broke
-        // it: the role still works, without the environment, and the gates' findings tell it
-        // why (the next setup runs when the files change again).
-        Err(crate::env::SetupError::Failed { command, output }) => {
-            let data = serde_json::json!({
-                "role": role.name(),
-                "command": command,
-                "result": output.describe(),
-                "tail": output.tail(20),
-            });
-            cx.run.event("env_setup_failed", data).await;
-            crate::hive::verify::bare_spec(cx.run, &cx.env.config, wt, role.name(), lock)
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let spec =
+        match crate::hive::verify::sandbox_spec(cx.run, &cx.env, wt, role.as_str(), lock).await {
+            Ok(spec) => spec,
+            // The base's setup worked (the baseline), so the branch's own dependency files broke
+            // it: the role still works, without the environment, and the gates' findings tell it
+            // why (the next setup runs when the files change again).
+            Err(crate::env::SetupError::Failed { command, output }) => {
+                let data = serde_json::json!({
+                    "role": role.as_str(),
+                    "command": command,
+                    "result": output.describe(),
+                    "tail": output.tail(20),
+                });
+                cx.run.event("env_setup_failed", data).await;
+                crate::hive::verify::bare_spec(cx.run, &cx.env.config, wt, role.as_str(), lock)
+            }
+            Err(e) => return Err(e.into()),
+        };
     // Started by the role's first command: one that only reads and writes files costs none.
     let sandbox = Arc::new(crate::sandbox::Deferred::new(
         cx.run.hive.sandbox.clone(),
