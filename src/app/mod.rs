@@ -134,7 +134,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         ),
         github_url: config.github_git_url.clone(),
         github_api_url: config.github_api_url.clone(),
-        hive: hive.clone(),
+        github: hive.as_ref().map(|h| h.github.clone()),
+        sandbox: hive.as_ref().map(|h| h.sandbox.clone()),
         data_dir: config.data_dir.clone(),
         http: reqwest::Client::builder()
             .timeout(std::time::Duration::from_secs(20))

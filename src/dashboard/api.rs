@@ -219,8 +219,8 @@ pub async fn global_state(
     let tickets = ticket_rows(d, sight).await?;
     let all = sight.sees_all();
     let seen = |repo: &str| all || tickets.iter().any(|t| t.repo == repo);
-    let containers = match &d.hive {
-        Some(h) => h.sandbox.sandboxes().await.unwrap_or_default(),
+    let containers = match &d.sandbox {
+        Some(s) => s.sandboxes().await.unwrap_or_default(),
         None => Vec::new(),
     };
     let mut worktrees = Vec::new();

@@ -38,7 +38,7 @@ use axum::{Extension, Router};
 
 use crate::commands::Person;
 use crate::config::access::Access;
-use crate::hive::Hive;
+use crate::github::GitHubApp;
 use crate::store::Store;
 
 /// What the dashboard's routes share.
@@ -50,8 +50,12 @@ pub struct Dashboard {
     /// GitHub's web address (sign-in) and REST API (the signed-in user).
     pub github_url: url::Url,
     pub github_api_url: url::Url,
-    /// The hive, when this process has the App's credentials: interventions and sandboxes.
-    pub hive: Option<Arc<Hive>>,
+    /// The App, when this process has its credentials: a signed-in person's permission on a
+    /// repository is asked through it.
+    pub github: Option<Arc<GitHubApp>>,
+    /// The sandboxes' backend, when this process runs workers: its containers are listed in
+    /// the global state.
+    pub sandbox: Option<crate::sandbox::Backend>,
     /// Where this process keeps worktrees (listed in the global state).
     pub data_dir: PathBuf,
     pub http: reqwest::Client,

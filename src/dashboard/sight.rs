@@ -59,13 +59,13 @@ impl<'a> Sight<'a> {
     }
 
     async fn ask(&self, repo: &RepoName, installation: InstallationId, login: &str) -> bool {
-        let Some(hive) = &self.d.hive else {
+        let Some(github) = &self.d.github else {
             // No App credentials in this process: nobody's permission can be known.
             return false;
         };
         let asked = async {
-            let client = hive.github.repo(installation, repo).await?;
-            hive.github.permission(&client, login, self.ttl).await
+            let client = github.repo(installation, repo).await?;
+            github.permission(&client, login, self.ttl).await
         };
         match asked.await {
             Ok(p) => Permission::parse(&p).is_some_and(|p| p >= Permission::Read),
