@@ -227,17 +227,16 @@ async fn rebase_again(cx: &mut Ctx<'_, '_>, why: &str) -> Result<Step, JobError>
 }
 
 /// `Signal::Group`: the queue asks checks of a group for the pull request. One the bot did not
-/// queue (a person added it) is taken up once the change is past its attempts. `true`: the
-/// flow goes on to gate it.
+/// queue (a person added it) is taken up once the change is past its attempts, unless the bot
+/// is rebasing it. `true`: the flow goes on to gate it.
 pub(super) fn group_asked(flow: &mut Flow, head: &CommitSha, base: Option<&CommitSha>) -> bool {
     if flow.land.merged.is_some() || flow.review.pr.is_none() {
         return false;
     }
     if flow.land.queue.is_none() {
-        let past_attempts = matches!(
-            flow.next,
-            Node::AwaitApproval | Node::Rebase | Node::Regate | Node::Ci | Node::Merge
-        );
+        // Past its attempts and not replacing its head: a group asked while the bot rebases
+        // is of a head that is going away.
+        let past_attempts = matches!(flow.next, Node::AwaitApproval | Node::Ci | Node::Merge);
         let Some(pushed) = flow.land.rebased.clone().or(flow.code.pushed.clone()) else {
             return false;
         };
@@ -339,6 +338,11 @@ mod tests {
         };
         assert!(!group_asked(&mut f, &sha('b'), None), "still coding");
         assert_eq!((f.next, f.land.queue.is_none()), (Node::Code, true));
+        f.next = Node::Rebase;
+        assert!(
+            !group_asked(&mut f, &sha('b'), None),
+            "its head is being replaced"
+        );
         // A person queued it while it waited for approval: taken up.
         f.next = Node::AwaitApproval;
         assert!(group_asked(&mut f, &sha('b'), Some(&sha('c'))));
