@@ -241,7 +241,7 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, Unparsed> {
         EventInstallation::Full(full) => InstallationId(full.id.0),
         EventInstallation::Minimal(min) => InstallationId(min.id.0),
     });
-    let from = parse::From {
+    let from = parse::Delivery {
         repository: parsed.repository.as_ref(),
         sender: parsed.sender.as_ref(),
         installation,

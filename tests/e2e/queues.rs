@@ -198,3 +198,42 @@ async fn a_pull_request_a_person_takes_out_of_the_queue_waits_and_retry_queues_i
     );
     assert!(!w.gh.pull(REPO, pr).unwrap().merged);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_the_queue_finds_in_conflict_is_rebased_not_handed_to_a_person() {
+    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
+    w.gh.add_ruleset(REPO, queue_over_main());
+    w.gh.hold_queue(REPO);
+    w.label().await;
+    let pr = w.waiting_for_approval().await.pr_number.unwrap();
+    w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "LGTM")
+        .await;
+    let queued = || async { (w.gh.queued(REPO) == [pr]).then_some(()) };
+    w.bot
+        .wait_until("the pull request queued", WAIT, queued)
+        .await;
+    // Someone lands another change to the same line: the queue cannot make the group.
+    let theirs = [("calc.py", "def add(a, b):\n    return b - a\n")];
+    w.gh.push_commit(REPO, "main", &theirs, "Swap add's operands");
+    w.gh.release_queue(REPO).await;
+    // GitHub says MERGE_CONFLICT; the bot rebases onto main and meets the conflict itself.
+    let flow = w
+        .bot
+        .wait_until("the rebase to meet the conflict", WAIT, || async {
+            let t = w.ticket().await?;
+            let store = w.bot.store().await;
+            let flow = vibeloop::hive::flow::load(&store, t.key).await.ok();
+            store.close().await;
+            flow.filter(|f| f.land.conflict.is_some())
+        })
+        .await;
+    assert_eq!(flow.land.relands, 1, "one rebase for the queue's conflict");
+    assert!(flow.land.queue.is_none());
+    let t = w.ticket().await.unwrap();
+    let detail = t.detail.unwrap_or_default();
+    assert!(!detail.contains("out of `main`'s merge queue"), "{detail}");
+    // Out of the queue by GitHub, not by the bot; nothing landed.
+    assert_eq!(graphql_ops(&w), ["enqueuePullRequest"]);
+    assert!(w.gh.queued(REPO).is_empty());
+    assert!(!w.gh.pull(REPO, pr).unwrap().merged);
+}

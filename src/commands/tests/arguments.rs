@@ -73,6 +73,9 @@ fn invalid_arguments_say_what_to_write() {
     let long_tag = format!("/hive reset {}", "v".repeat(101));
     let cases = [
         ("/hive retry janitor", "retry", "no role `janitor`"),
+        // Roles that are no ticket's stage are not retried.
+        ("/hive retry reflector", "retry", "no role `reflector`"),
+        ("/hive retry chat", "retry", "no role `chat`"),
         ("/hive retry builder critic", "retry", "one role at most"),
         ("/hive reset", "reset", "needs a tag"),
         ("/hive reset ../x", "reset", "`..`"),

@@ -66,16 +66,6 @@ fn permissions_are_read_from_github_and_ordered() {
 }
 
 #[test]
-fn roles_are_read_back() {
-    for role in Role::ALL {
-        assert_eq!(Role::parse(role.as_str()), Some(role));
-        assert_eq!(Role::parse(&role.as_str().to_uppercase()), Some(role));
-    }
-    assert_eq!(Role::parse("janitor"), None);
-    assert_eq!(Role::parse(""), None);
-}
-
-#[test]
 fn help_lists_every_command_with_its_permission() {
     let text = help();
     let all = [

@@ -21,7 +21,7 @@ use super::{
 use crate::ids::{InstallationId, RepoName};
 
 /// What every delivery says beside its payload.
-pub(super) struct From<'a> {
+pub(super) struct Delivery<'a> {
     pub repository: Option<&'a Repository>,
     pub sender: Option<&'a Author>,
     pub installation: Option<InstallationId>,
@@ -30,7 +30,7 @@ pub(super) struct From<'a> {
 /// What a parser gives: the event, `None` for an action not acted on, or why it cannot be read.
 type Parsed = Result<Option<Event>, String>;
 
-impl From<'_> {
+impl Delivery<'_> {
     /// `owner/name` of the payload's repository.
     pub fn repo(&self) -> Result<RepoName, String> {
         let r = self.repository.ok_or("no repository")?;
@@ -67,7 +67,7 @@ impl From<'_> {
 }
 
 /// `issues`: labelled, edited, closed or unlabelled.
-pub(super) fn issues(p: IssuesWebhookEventPayload, from: &From<'_>) -> Parsed {
+pub(super) fn issues(p: IssuesWebhookEventPayload, from: &Delivery<'_>) -> Parsed {
     let installation = from.installation;
     match p.action {
         IssuesWebhookEventAction::Edited => Ok(Some(Event::IssueEdited {
@@ -121,7 +121,7 @@ pub(super) fn installation(
 }
 
 /// `issue_comment`, created or edited: slash commands.
-pub(super) fn issue_comment(p: IssueCommentWebhookEventPayload, from: &From<'_>) -> Parsed {
+pub(super) fn issue_comment(p: IssueCommentWebhookEventPayload, from: &Delivery<'_>) -> Parsed {
     if p.action == IssueCommentWebhookEventAction::Deleted {
         return Ok(None);
     }
@@ -151,7 +151,7 @@ pub(super) fn issue_comment(p: IssueCommentWebhookEventPayload, from: &From<'_>)
 /// `pull_request_review_comment`, created or edited: slash commands in a review thread.
 pub(super) fn review_comment(
     p: PullRequestReviewCommentWebhookEventPayload,
-    from: &From<'_>,
+    from: &Delivery<'_>,
 ) -> Parsed {
     if p.action == PullRequestReviewCommentWebhookEventAction::Deleted {
         return Ok(None);
@@ -182,7 +182,7 @@ pub(super) fn review_comment(
 }
 
 /// `push`.
-pub(super) fn push(p: &PushWebhookEventPayload, from: &From<'_>) -> Parsed {
+pub(super) fn push(p: &PushWebhookEventPayload, from: &Delivery<'_>) -> Parsed {
     Ok(Some(Event::Pushed(PushEvent {
         repo: from.repo()?,
         installation: from.installation,
@@ -195,7 +195,7 @@ pub(super) fn push(p: &PushWebhookEventPayload, from: &From<'_>) -> Parsed {
 }
 
 /// `pull_request_review`, submitted.
-pub(super) fn review(p: PullRequestReviewWebhookEventPayload, from: &From<'_>) -> Parsed {
+pub(super) fn review(p: PullRequestReviewWebhookEventPayload, from: &Delivery<'_>) -> Parsed {
     if p.action != PullRequestReviewWebhookEventAction::Submitted {
         return Ok(None);
     }
@@ -216,7 +216,11 @@ pub(super) fn review(p: PullRequestReviewWebhookEventPayload, from: &From<'_>) -
 }
 
 /// `check_run`: a button pressed, a re-run asked, or a run completed.
-pub(super) fn check_run(p: &CheckRunWebhookEventPayload, body: &[u8], from: &From<'_>) -> Parsed {
+pub(super) fn check_run(
+    p: &CheckRunWebhookEventPayload,
+    body: &[u8],
+    from: &Delivery<'_>,
+) -> Parsed {
     let run = &p.check_run;
     let text = |k: &str| run.get(k).and_then(|v| v.as_str()).map(str::to_owned);
     let suite_branch = || {
@@ -256,7 +260,7 @@ pub(super) fn check_run(p: &CheckRunWebhookEventPayload, body: &[u8], from: &Fro
 }
 
 /// `status`, once it is no longer pending.
-pub(super) fn status(p: &StatusWebhookEventPayload, from: &From<'_>) -> Parsed {
+pub(super) fn status(p: &StatusWebhookEventPayload, from: &Delivery<'_>) -> Parsed {
     if p.state == StatusState::Pending {
         return Ok(Some(Event::NotActionable("status is pending".into())));
     }
@@ -274,7 +278,7 @@ pub(super) fn status(p: &StatusWebhookEventPayload, from: &From<'_>) -> Parsed {
 }
 
 /// `pull_request`: closed (merged or not), or out of the merge queue.
-pub(super) fn pull_request(p: &PullRequestWebhookEventPayload, from: &From<'_>) -> Parsed {
+pub(super) fn pull_request(p: &PullRequestWebhookEventPayload, from: &Delivery<'_>) -> Parsed {
     match p.action {
         PullRequestWebhookEventAction::Closed => Ok(Some(Event::TicketChanged {
             repo: from.repo()?,
@@ -293,7 +297,7 @@ pub(super) fn pull_request(p: &PullRequestWebhookEventPayload, from: &From<'_>) 
 }
 
 /// `check_suite`, a re-run of the whole suite asked.
-pub(super) fn check_suite(p: &CheckSuiteWebhookEventPayload, from: &From<'_>) -> Parsed {
+pub(super) fn check_suite(p: &CheckSuiteWebhookEventPayload, from: &Delivery<'_>) -> Parsed {
     if p.action != CheckSuiteWebhookEventAction::Rerequested {
         return Ok(None);
     }
