@@ -1,7 +1,7 @@
 //! The tree-sitter grammars the gates parse code with in this process, one per file type:
-//! Python, Rust, JavaScript, TypeScript, TSX and Go. The security gate's banned-call check
-//! (`security::banned`, all but Python, which it checks with Python's own `ast`) and the
-//! complexity measure ([`super::complexity`]) read files through them.
+//! Python, Rust, JavaScript, TypeScript, TSX and Go. The security gate's banned-call checks
+//! (`security::policy` for Python, `security::banned` for the others) and the complexity
+//! measure ([`super::complexity`]) read files through them.
 
 use tree_sitter::Parser;
 

@@ -7,13 +7,11 @@
 //! * [`banned`]: no banned import or call (`policy.rust`, `policy.javascript`, `policy.go`) in
 //!   the changed Rust, JavaScript/TypeScript and Go files, found with tree-sitter parsers on
 //!   `head`'s blobs (pure git2 and parsing, in this process);
-//! * [`policy`]: no banned import or call in the changed Python files, found with Python's
-//!   `ast` by a script that runs in the sandbox, in a worktree checked out at `head`.
+//! * [`policy`]: no banned import or call in the changed Python files, found with tree-sitter
+//!   on `head`'s blobs, names read as Python's `ast` reads them (in this process).
 //!
-//! [`check_tree`] runs the lock and the secret scan together; [`banned::check`] is called
-//! beside it. The Python check is separate because it runs in the sandbox:
-//! [`policy::changed_python_files`], then [`policy::policy_commands`], then
-//! [`policy::policy_result`] on each command's output.
+//! [`check_tree`] runs the lock and the secret scan together; [`banned::check`] and
+//! [`policy::changed_python_files`] then [`policy::check`] are called beside it.
 //!
 //! `base` is the commit the change starts from (the merge base with the base branch), not
 //! the moving tip of the base branch. Every function here blocks; async callers use

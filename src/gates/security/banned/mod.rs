@@ -1,6 +1,6 @@
 //! Banned calls and imports in Rust, JavaScript/TypeScript and Go, found with tree-sitter
 //! parsers in this process, on the blobs of `head` (no checkout, nothing run in the sandbox).
-//! Python has its own checker ([`super::policy`]), which runs Python's `ast` in the sandbox.
+//! Python has its own checker ([`super::policy`]), which reads names the way Python's `ast` does.
 //!
 //! Each language's reader ([`rust`], [`javascript`], [`go`]) turns a file into [`Use`]s: the
 //! full names its imports bring in and the names its code reads, aliases resolved (`use
@@ -81,12 +81,12 @@ impl Use {
 }
 
 /// `node`'s text ("" when it is not UTF-8).
-fn text<'a>(node: Node<'_>, src: &'a [u8]) -> &'a str {
+pub(in crate::gates::security) fn text<'a>(node: Node<'_>, src: &'a [u8]) -> &'a str {
     node.utf8_text(src).unwrap_or_default()
 }
 
 /// Every node under `root`, parents before children.
-fn nodes(root: Node<'_>) -> Vec<Node<'_>> {
+pub(in crate::gates::security) fn nodes(root: Node<'_>) -> Vec<Node<'_>> {
     let mut out = Vec::new();
     let mut cursor = root.walk();
     loop {
@@ -106,14 +106,14 @@ fn nodes(root: Node<'_>) -> Vec<Node<'_>> {
 }
 
 /// Whether `node` is `parent`'s child in `field`.
-fn is_field(node: Node<'_>, field: &str) -> bool {
+pub(in crate::gates::security) fn is_field(node: Node<'_>, field: &str) -> bool {
     node.parent()
         .and_then(|p| p.child_by_field_name(field))
         .is_some_and(|c| c.id() == node.id())
 }
 
 /// `name` is `banned` or inside it (`sep` joins the parts: `::`, `.`, `/`).
-fn under(name: &str, banned: &str, sep: &str) -> bool {
+pub(in crate::gates::security) fn under(name: &str, banned: &str, sep: &str) -> bool {
     name == banned
         || name
             .strip_prefix(banned)

@@ -1,12 +1,8 @@
-//! Tests of the policy check: the embedded script really runs, with `python3 -I -S -c`, through
-//! the local sandbox, on files written to a temporary directory.
-
-use std::path::Path;
-use std::time::Duration;
+//! Tests of the Python policy check: the findings of every form of import and call, as
+//! Python's own `ast` named them in the checker this one replaced, and the files it refuses.
 
 use super::*;
 use crate::gates::security::testing::{Change, TestRepo};
-use crate::sandbox::local::{LocalCommand, run};
 
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
@@ -20,25 +16,25 @@ fn imports() -> Vec<String> {
     names(&["pickle", "xml"])
 }
 
-async fn sh(script: &str, dir: &Path) -> CommandOutput {
-    run(&LocalCommand::new(script, dir, Duration::from_secs(60)))
-        .await
-        .unwrap()
-}
-
-/// Writes `files` into a fresh directory and runs the check on `checked`.
-async fn check(files: &[(&str, &str)], checked: &[&str]) -> (tempfile::TempDir, PolicyRun) {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.path().join(name), text).unwrap();
+/// Checks each of `checked` that `files` has, as the gate does.
+fn check(files: &[(&str, &str)], checked: &[&str]) -> PolicyRun {
+    let mut run = PolicyRun {
+        findings: vec![],
+        files_checked: 0,
+    };
+    for name in checked {
+        let Some((_, text)) = files.iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        run.findings.extend(python::check_source(
+            name,
+            text.as_bytes(),
+            &calls(),
+            &imports(),
+        ));
+        run.files_checked += 1;
     }
-    let out = sh(
-        &policy_command(&names(checked), &calls(), &imports()),
-        dir.path(),
-    )
-    .await;
-    let result = policy_result(&out).unwrap_or_else(|e| panic!("{e}\n{}", out.output));
-    (dir, result)
+    run
 }
 
 /// (line, kind, name) of every finding in `path`.
@@ -72,9 +68,9 @@ import json, os.path
 from . import pickle
 ";
 
-#[tokio::test]
-async fn banned_imports_in_every_form() {
-    let (_dir, r) = check(&[("imports.py", IMPORTS)], &["imports.py"]).await;
+#[test]
+fn banned_imports_in_every_form() {
+    let r = check(&[("imports.py", IMPORTS)], &["imports.py"]);
     let expected = [
         at(2, "import", "pickle"),
         at(3, "import", "pickle"),
@@ -132,9 +128,9 @@ vars(os)[\"system\"](\"ls\")
 sys.modules[\"os\"].system(\"ls\")
 ";
 
-#[tokio::test]
-async fn banned_calls_through_every_alias() {
-    let (_dir, r) = check(&[("calls.py", CALLS)], &["calls.py"]).await;
+#[test]
+fn banned_calls_through_every_alias() {
+    let r = check(&[("calls.py", CALLS)], &["calls.py"]);
     let mut expected = vec![at(9, "call", "eval")];
     for line in [10, 11, 12, 13, 18, 19, 21, 22, 28, 31, 32, 33] {
         expected.push(at(line, "call", "os.system"));
@@ -166,138 +162,25 @@ getattr(os, name)(\"x\")
 /// Decision: names, not values, are checked, so a local `eval` is still flagged when called.
 const SHADOW: &str = "def eval(x):\n    return x\n\neval(1)\n";
 
-#[tokio::test]
-async fn harmless_code_passes_and_shadowing_does_not_help() {
+#[test]
+fn harmless_code_passes_and_shadowing_does_not_help() {
     let files = [("ok.py", HARMLESS), ("shadow.py", SHADOW)];
-    let (_dir, r) = check(&files, &["ok.py", "shadow.py", "missing.py"]).await;
+    let r = check(&files, &["ok.py", "shadow.py", "missing.py"]);
     assert_eq!(found(&r, "ok.py"), []);
     assert_eq!(found(&r, "shadow.py"), [at(4, "call", "eval")]);
     // The missing file is skipped, not counted.
     assert_eq!((r.files_checked, r.findings.len()), (2, 1));
 }
 
-#[tokio::test]
-async fn a_syntax_error_is_one_finding_at_its_line() {
+#[test]
+fn a_syntax_error_is_one_finding_at_its_line() {
     let text = "x = 1\n\ndef f(:\n    eval('1')\n";
-    let (_dir, r) = check(&[("bad.py", text)], &["bad.py"]).await;
+    let r = check(&[("bad.py", text)], &["bad.py"]);
     assert_eq!(found(&r, "bad.py"), [at(3, "syntax", "")]);
     assert!(
         r.findings[0].message.starts_with("cannot parse: "),
         "{:?}",
         r.findings
-    );
-}
-
-#[tokio::test]
-async fn hostile_file_names_are_quoted() {
-    let hostile = [
-        "a b.py",
-        "it's.py",
-        "$(touch pwned1).py",
-        "`touch pwned2`.py",
-        "new\nline.py",
-        "'; touch pwned3; '.py",
-        "quo\"te\\.py",
-        "tab\tand ${HOME}.py",
-    ];
-    let files: Vec<_> = hostile.iter().map(|n| (*n, "eval('1')\n")).collect();
-    let (dir, r) = check(&files, &hostile).await;
-    for name in hostile {
-        assert_eq!(found(&r, name), [at(1, "call", "eval")], "{name:?}");
-    }
-    for p in ["pwned1", "pwned2", "pwned3"] {
-        assert!(!dir.path().join(p).exists(), "{p} was created");
-    }
-    // The quoting round-trips through sh exactly.
-    for name in hostile {
-        let out = sh(&format!("printf %s {}", quote(name)), dir.path()).await;
-        assert_eq!(out.output, name);
-    }
-}
-
-#[tokio::test]
-async fn a_planted_stdlib_module_cannot_shadow_the_checker() {
-    let planted = "import sys\nprint('planted module ran')\nsys.exit(0)\n";
-    let files = [
-        ("ast.py", planted),
-        ("json.py", planted),
-        ("app.py", "import os\nos.system('ls')\n"),
-    ];
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.path().join(name), text).unwrap();
-    }
-    // Without -I the planted module wins: the check would never run.
-    let bare = sh("python3 -c 'import ast; print(ast.parse)'", dir.path()).await;
-    assert!(
-        bare.output.contains("planted module ran"),
-        "{}",
-        bare.output
-    );
-    let cmd = policy_command(&names(&["app.py", "ast.py"]), &calls(), &[]);
-    let out = sh(&cmd, dir.path()).await;
-    let r = policy_result(&out).unwrap();
-    assert!(!out.output.contains("planted module ran"), "{}", out.output);
-    assert_eq!(found(&r, "app.py"), [at(2, "call", "os.system")]);
-    assert_eq!(r.files_checked, 2);
-}
-
-#[tokio::test]
-async fn an_unfinished_run_is_an_error_not_a_pass() {
-    let dir = tempfile::tempdir().unwrap();
-    let no_python = sh("exec python-that-is-not-there -c 1", dir.path()).await;
-    let err = policy_result(&no_python).unwrap_err().to_string();
-    assert!(err.contains("the image has no python3"), "{err}");
-    let no_end = sh("echo '{\"path\":\"a.py\",\"line\":1}'", dir.path()).await;
-    let err = policy_result(&no_end).unwrap_err().to_string();
-    assert!(err.contains("did not finish"), "{err}");
-}
-
-#[test]
-fn output_parsing_ignores_noise() {
-    let output = "\
-{\"path\":\"a.py\",\"line\":3,\"col\":5,\"kind\":\"call\",\"name\":\"eval\",\"message\":\"m\"}
-Traceback (most recent call last):
-{\"path\":\"b.py\",\"line\":1}
-{\"done\": 1}
-not json
-";
-    let a = parse_policy_output(output);
-    assert_eq!(a.len(), 1);
-    assert_eq!(
-        (a[0].path.as_str(), a[0].start_line, a[0].start_column),
-        ("a.py", 3, Some(5))
-    );
-    assert_eq!(
-        (a[0].level, a[0].title.as_deref()),
-        (Level::Failure, Some(TITLE))
-    );
-}
-
-#[tokio::test]
-async fn long_file_lists_are_split_below_the_argument_limit() {
-    let files: Vec<String> = (0..3000)
-        .map(|i| format!("pkg/it's a rather long module name number {i:05}.py"))
-        .collect();
-    let commands = policy_commands(&files, &calls(), &imports());
-    assert!(commands.len() >= 2, "{}", commands.len());
-    assert!(commands.iter().all(|c| c.len() <= MAX_COMMAND_BYTES));
-    assert!(policy_commands(&[], &calls(), &imports()).is_empty());
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("pkg")).unwrap();
-    for i in [0, 2999] {
-        std::fs::write(dir.path().join(&files[i]), "exec('1')\n").unwrap();
-    }
-    let mut total = 0;
-    let mut flagged = Vec::new();
-    for c in &commands {
-        let r = policy_result(&sh(c, dir.path()).await).unwrap();
-        total += r.files_checked;
-        flagged.extend(r.findings.into_iter().map(|f| f.path));
-    }
-    assert_eq!(
-        (total, flagged),
-        (2, vec![files[0].clone(), files[2999].clone()])
     );
 }
 
@@ -326,4 +209,195 @@ fn changed_python_files_lists_what_head_adds_or_changes() {
     assert_eq!(p.files, ["a.py", "pkg/new.py"]);
     assert_eq!(p.unnamed.len(), 1);
     assert!(p.unnamed[0].message.contains("not UTF-8"));
+}
+
+/// Spellings Python reads as a banned name that a reader of the text alone would miss.
+const DISGUISED: &str = "\
+import os
+(os.system)('ls')
+(os).system('ls')
+ｅｖａｌ('1')
+os.ｓｙｓｔｅｍ('ls')
+getattr(os, '\\x73ystem')('ls')
+getattr(os, 'sys' 'tem')('ls')
+__import__(r'pickle')
+getattr(os, f'system')('ls')
+a = b = os.system
+b('ls')
+(c := os.system)('ls')
+d: object = os.system
+def f(x=os.system): pass
+@eval
+def g(): pass
+class K(metaclass=os.system): pass
+f'{eval}'
+match x:
+    case os.system: pass
+";
+
+#[test]
+fn disguised_names_are_read_as_python_reads_them() {
+    let r = check(&[("d.py", DISGUISED)], &["d.py"]);
+    let mut expected = vec![
+        at(2, "call", "os.system"),
+        at(3, "call", "os.system"),
+        at(4, "call", "eval"),
+        at(5, "call", "os.system"),
+        at(6, "call", "os.system"),
+        at(7, "call", "os.system"),
+        at(8, "import", "pickle"),
+        at(9, "call", "os.system"),
+        at(10, "reference", "os.system"),
+        at(11, "call", "os.system"),
+        at(12, "reference", "os.system"),
+        at(13, "reference", "os.system"),
+        at(14, "reference", "os.system"),
+        at(15, "reference", "eval"),
+        at(17, "reference", "os.system"),
+        at(18, "reference", "eval"),
+        at(20, "reference", "os.system"),
+    ];
+    expected.sort();
+    assert_eq!(found(&r, "d.py"), expected);
+}
+
+/// Names that are declared, not read: parameters, definitions, keywords, `global`, captures.
+const DECLARED: &str = "\
+import os
+def eval(exec, *system, **more): pass
+class exec: pass
+lambda eval: 1
+f(eval=1)
+global exec
+os.system = None
+del os.system
+for eval in []: pass
+try:
+    pass
+except ValueError as eval:
+    pass
+match x:
+    case eval: pass
+    case {'k': exec}: pass
+";
+
+#[test]
+fn declared_names_are_not_calls() {
+    let r = check(&[("ok.py", DECLARED)], &["ok.py"]);
+    assert_eq!(found(&r, "ok.py"), []);
+}
+
+#[test]
+fn a_name_only_unicode_can_spell_is_refused_where_it_names_a_module() {
+    let text = "import os\n__import__('\\N{LATIN SMALL LETTER O}s').system('ls')\nprint('\\N{BULLET} done')\n";
+    let r = check(&[("n.py", text)], &["n.py"]);
+    let f = &r.findings;
+    assert_eq!(found(&r, "n.py"), [at(2, "error", "")], "{f:?}");
+    assert!(f[0].message.contains("write the name out"), "{f:?}");
+}
+
+#[test]
+fn files_python_would_read_differently_are_refused() {
+    let utf7 = "# coding: utf-7\nimport os\n+AG8-s.system('ls')\n";
+    let py2 = "print >> sys.stderr, 'hello'\nexec 'import os; os.system(\"ls\")'\n";
+    let print = "print 'hello'\n";
+    let latin1 = b"x = '\xe9'\n".as_slice();
+    // (file, text, (line, kind), what the finding says)
+    type Case<'a> = (&'a str, &'a [u8], (u32, &'a str), &'a str);
+    let cases: [Case<'_>; 4] = [
+        (
+            "utf7.py",
+            utf7.as_bytes(),
+            (1, "error"),
+            "declares the encoding `utf-7`",
+        ),
+        (
+            "py2.py",
+            py2.as_bytes(),
+            (2, "syntax"),
+            "Python 2 `exec` statement",
+        ),
+        (
+            "print.py",
+            print.as_bytes(),
+            (1, "syntax"),
+            "Python 2 `print` statement",
+        ),
+        ("latin1.py", latin1, (1, "syntax"), "not UTF-8"),
+    ];
+    for (name, text, (line, kind), says) in cases {
+        let f = python::check_source(name, text, &calls(), &imports());
+        assert_eq!(f.len(), 1, "{name}: {f:?}");
+        assert_eq!(
+            (f[0].line, f[0].kind.as_str()),
+            (line, kind),
+            "{name}: {f:?}"
+        );
+        assert!(f[0].message.contains(says), "{name}: {f:?}");
+    }
+    // UTF-8 said in so many words, or with a byte-order mark, is read.
+    let declared = "# -*- coding: utf-8 -*-\neval('1')\n";
+    let bom = "\u{feff}eval('1')\n";
+    for text in [declared, bom] {
+        let f = python::check_source("u.py", text.as_bytes(), &calls(), &imports());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].kind, "call", "{f:?}");
+    }
+}
+
+#[test]
+fn deep_nesting_is_checked_without_running_out_of_stack() {
+    // Run on a thread with a small stack: a recursive walk would overflow it.
+    let handle = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(|| {
+            let n = 20_000;
+            let chain = format!("import os\nx = os{}\nos.system('ls')\n", ".a".repeat(n));
+            let concat = format!("__import__({})\n", vec!["'x'"; n].join(" + "));
+            let parens = format!("y = {}1{}\n", "(".repeat(n), ")".repeat(n));
+            let text = format!("{chain}{concat}{parens}");
+            python::check_source("deep.py", text.as_bytes(), &calls(), &imports())
+        })
+        .unwrap();
+    let f = handle.join().expect("the check finished");
+    assert!(
+        f.iter().any(|f| f.line == 3 && f.name == "os.system"),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn the_check_reads_the_committed_blobs_of_the_changed_files() {
+    let t = TestRepo::new();
+    let base = t.commit(None, &[("keep.py", Change::Write(b"x = 1\n"))]);
+    let head = t.commit(
+        Some(base),
+        &[
+            (
+                "pkg/deep/app.py",
+                Change::Write(b"import os\nos.system('ls')\n"),
+            ),
+            ("it's a $(name).py", Change::Write(b"eval('1')\n")),
+            ("clean.py", Change::Write(b"print('ok')\n")),
+            ("link.py", Change::Link("pkg/deep/app.py")),
+        ],
+    );
+    let files = changed_python_files(&t.repo, base, head).unwrap().files;
+    assert_eq!(files.len(), 4, "{files:?}");
+    let run = super::check(&t.repo, head, &files, &calls(), &imports()).unwrap();
+    // The link is not a file of its own: left out, not counted.
+    assert_eq!(run.files_checked, 3);
+    let mut got: Vec<_> = run
+        .findings
+        .iter()
+        .map(|f| (f.path.as_str(), f.line, f.kind.as_str()))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("it's a $(name).py", 1, "call"),
+            ("pkg/deep/app.py", 2, "call")
+        ]
+    );
 }
