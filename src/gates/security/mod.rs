@@ -18,6 +18,7 @@
 //! `tokio::task::spawn_blocking`.
 
 pub mod banned;
+pub mod finding;
 pub mod lock;
 pub mod policy;
 pub mod secrets;

@@ -12,30 +12,7 @@ use git2::{Delta, DiffOptions, ObjectType, Oid, Repository};
 
 use crate::annotation::{Annotation, Level};
 
-/// Title of policy findings.
-pub const TITLE: &str = "policy";
-
-/// One finding of a banned-calls check (Python's here, the other languages' in
-/// [`super::banned`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyFinding {
-    pub path: String,
-    pub line: u32,
-    pub col: u32,
-    /// `import`, `call`, `reference`, `syntax` or `error`.
-    pub kind: String,
-    /// The dotted name found (`os.system`, `xml.etree`); empty for `syntax` and `error`.
-    pub name: String,
-    pub message: String,
-}
-
-impl PolicyFinding {
-    pub fn annotation(&self) -> Annotation {
-        Annotation::new(&self.path, self.line, Level::Failure, &self.message)
-            .with_column(self.col)
-            .with_title(TITLE)
-    }
-}
+pub use super::finding::{PolicyFinding, TITLE};
 
 /// What [`check`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::{Delta, DiffOptions, ObjectType, Oid, Repository};
 use tree_sitter::Node;
 
-use super::policy::{PolicyFinding, TITLE};
+use super::finding::{PolicyFinding, TITLE};
 use crate::annotation::{Annotation, Level};
 use crate::config::policy::{LanguageRules, Policy, PolicyLanguage};
 use crate::gates::grammar::Grammar;
