@@ -21,6 +21,18 @@ pub struct PolicyFinding {
 }
 
 impl PolicyFinding {
+    /// A finding about the file itself, no name in it: `syntax` or `error`.
+    pub fn of_file(path: &str, line: u32, col: u32, kind: &str, message: String) -> Self {
+        Self {
+            path: path.to_owned(),
+            line,
+            col,
+            kind: kind.into(),
+            name: String::new(),
+            message,
+        }
+    }
+
     pub fn annotation(&self) -> Annotation {
         Annotation::new(&self.path, self.line, Level::Failure, &self.message)
             .with_column(self.col)

@@ -6,7 +6,9 @@
 //! Flow: [`changed_python_files`] → [`check`] → [`PolicyRun`]'s findings.
 
 mod literal;
+mod names;
 mod python;
+mod tree;
 
 use git2::{Delta, DiffOptions, ObjectType, Oid, Repository};
 

@@ -198,13 +198,8 @@ fn check_source(
     source: &[u8],
     rules: &LanguageRules,
 ) -> Vec<PolicyFinding> {
-    let finding = |line: u32, col: u32, kind: &str, message: String| PolicyFinding {
-        path: path.to_owned(),
-        line,
-        col,
-        kind: kind.into(),
-        name: String::new(),
-        message,
+    let finding = |line: u32, col: u32, kind: &str, message: String| {
+        PolicyFinding::of_file(path, line, col, kind, message)
     };
     if source.len() > MAX_BYTES {
         return vec![finding(
