@@ -90,8 +90,6 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
     let inputs = Inputs {
         config: &config,
         sandbox: &sandbox,
-        backend: &backend,
-        spec: &spec,
         worktree: &worktree,
         git_dir: repo.path(),
         base: &base,

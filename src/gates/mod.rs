@@ -219,10 +219,6 @@ pub struct Inputs<'a> {
     pub config: &'a crate::config::repo::HiveConfig,
     /// The sandbox of the worktree holding `head` checked out.
     pub sandbox: &'a crate::sandbox::Sandbox,
-    /// Where that sandbox came from: checks that must not run where the change's code ran
-    /// (the Python policy check) get a fresh one of the same image.
-    pub backend: &'a crate::sandbox::Backend,
-    pub spec: &'a crate::sandbox::SandboxSpec,
     /// The worktree on the host (paths in tool output may start with it).
     pub worktree: &'a std::path::Path,
     /// A git repository holding `base`, `head` and `tests`.

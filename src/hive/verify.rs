@@ -225,8 +225,6 @@ pub(super) async fn run_gates(
     let inputs = Inputs {
         config,
         sandbox: &sandbox,
-        backend: &run.hive.sandbox,
-        spec: &spec,
         worktree: &v.worktree.path,
         git_dir: &git_dir,
         base: v.base,

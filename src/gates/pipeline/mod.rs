@@ -66,9 +66,9 @@ pub enum RunError<E> {
 /// Runs the `gates` (all of [`ORDER`] when `None`) and returns their results in order, telling
 /// `reporter` as they go.
 ///
-/// The security checks read the change from git (the policy check the commit's own blobs, in
-/// a fresh sandbox), so nothing a gate command does in the worktree hides a finding: they run
-/// beside the command gates and are reported last, in their place.
+/// The security checks read the change from git (the commit's own blobs, in this process), so
+/// nothing a gate command does in the worktree hides a finding: they run beside the command
+/// gates and are reported last, in their place.
 pub async fn run<R: Reporter>(
     inputs: &Inputs<'_>,
     gates: Option<&[&str]>,
