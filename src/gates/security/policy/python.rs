@@ -77,21 +77,23 @@ fn foreign_encoding(source: &[u8]) -> Option<String> {
         if !comment.starts_with('#') {
             continue;
         }
-        let Some(at) = comment.find("coding") else {
+        // The first `coding[:=] name` on the line, as Python's `coding[:=][ \t]*([-\w.]+)`
+        // finds it: "# decoding, coding: utf-7" declares utf-7.
+        let declared = comment.match_indices("coding").find_map(|(at, _)| {
+            let value = comment[at + "coding".len()..].strip_prefix([':', '='])?;
+            let name: String = value
+                .trim_start_matches([' ', '\t'])
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                .collect();
+            (!name.is_empty()).then_some(name)
+        });
+        let Some(name) = declared else {
             continue;
         };
-        let after = &comment[at + "coding".len()..];
-        let Some(value) = after.strip_prefix([':', '=']) else {
-            continue;
-        };
-        let name: String = value
-            .trim_start_matches([' ', '\t'])
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            .collect();
         let plain = name.to_ascii_lowercase().replace('_', "-");
         return match plain.as_str() {
-            "" | "utf-8" | "utf8" | "utf-8-sig" | "ascii" | "us-ascii" => None,
+            "utf-8" | "utf8" | "utf-8-sig" | "ascii" | "us-ascii" => None,
             _ => Some(name),
         };
     }

@@ -301,13 +301,20 @@ fn files_python_would_read_differently_are_refused() {
     let utf7 = "# coding: utf-7\nimport os\n+AG8-s.system('ls')\n";
     let py2 = "print >> sys.stderr, 'hello'\nexec 'import os; os.system(\"ls\")'\n";
     let print = "print 'hello'\n";
+    let hidden = "# decoding notes; coding: utf-7\nimport os\n+AG8-s.system('ls')\n";
     let latin1 = b"x = '\xe9'\n".as_slice();
     // (file, text, (line, kind), what the finding says)
     type Case<'a> = (&'a str, &'a [u8], (u32, &'a str), &'a str);
-    let cases: [Case<'_>; 4] = [
+    let cases: [Case<'_>; 5] = [
         (
             "utf7.py",
             utf7.as_bytes(),
+            (1, "error"),
+            "declares the encoding `utf-7`",
+        ),
+        (
+            "hidden.py",
+            hidden.as_bytes(),
             (1, "error"),
             "declares the encoding `utf-7`",
         ),
