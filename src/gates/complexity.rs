@@ -110,6 +110,10 @@ fn is_wildcard_case(node: Node<'_>, src: &[u8]) -> bool {
 pub fn functions(path: &str, src: &[u8]) -> Option<Vec<Function>> {
     let lang = Lang::of_path(path)?;
     let tree = lang.parser().parse(src, None)?;
+    // `collect` recurses along the parse: a deeper file is not measured.
+    if super::grammar::depth_over(tree.root_node(), super::grammar::MAX_DEPTH).is_some() {
+        return None;
+    }
     let mut out = Vec::new();
     collect(lang, tree.root_node(), src, &mut out);
     out.sort_by_key(|f| f.start_line);
@@ -298,6 +302,26 @@ fn outer() {
         let go = "package p\nfunc F(x int) int {\n\tswitch {\n\tcase x > 1 && x < 5:\n\t\treturn 1\n\tdefault:\n\t\treturn 0\n\t}\n}\n";
         assert_eq!(measure("p.go", go), [("F".to_owned(), 3)]);
         assert!(functions("README.md", b"# x").is_none());
+    }
+
+    #[test]
+    fn a_file_nested_too_deep_is_not_measured_and_crashes_nothing() {
+        let deep = format!(
+            "def f():\n    return {}1{}\n",
+            "(".repeat(5000),
+            ")".repeat(5000)
+        );
+        let measured = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || functions("deep.py", deep.as_bytes()))
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(measured.is_none());
+        assert_eq!(
+            measure("ok.py", "def f():\n    return ((1))\n"),
+            [("f".into(), 1)]
+        );
     }
 
     #[test]

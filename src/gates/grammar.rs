@@ -47,3 +47,33 @@ impl Grammar {
         parser
     }
 }
+
+/// The deepest a parse may nest for the readers that walk it by recursion (the banned-calls
+/// readers of Rust, JavaScript and Go, the complexity measure): far past code people write
+/// (a chain of 300 calls), well within a thread's stack. Deeper files are not walked.
+pub const MAX_DEPTH: usize = 1_000;
+
+/// How deep the parse under `root` nests, counted with a cursor (no recursion), stopping
+/// once it passes `limit`.
+pub fn depth_over(root: tree_sitter::Node<'_>, limit: usize) -> Option<usize> {
+    let mut cursor = root.walk();
+    let mut depth = 0;
+    loop {
+        if cursor.goto_first_child() {
+            depth += 1;
+            if depth > limit {
+                return Some(depth);
+            }
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return None;
+            }
+            depth -= 1;
+        }
+    }
+}

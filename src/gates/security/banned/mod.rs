@@ -20,7 +20,7 @@ use tree_sitter::Node;
 use super::finding::{PolicyFinding, TITLE};
 use crate::annotation::{Annotation, Level};
 use crate::config::policy::{LanguageRules, Policy, PolicyLanguage};
-use crate::gates::grammar::Grammar;
+use crate::gates::grammar::{Grammar, MAX_DEPTH};
 
 /// Files larger than this are a finding, not parsed.
 const MAX_BYTES: usize = 5 << 20;
@@ -86,7 +86,7 @@ pub(in crate::gates::security) fn text<'a>(node: Node<'_>, src: &'a [u8]) -> &'a
 }
 
 /// Every node under `root`, parents before children.
-pub(in crate::gates::security) fn nodes(root: Node<'_>) -> Vec<Node<'_>> {
+fn nodes(root: Node<'_>) -> Vec<Node<'_>> {
     let mut out = Vec::new();
     let mut cursor = root.walk();
     loop {
@@ -106,7 +106,7 @@ pub(in crate::gates::security) fn nodes(root: Node<'_>) -> Vec<Node<'_>> {
 }
 
 /// Whether `node` is `parent`'s child in `field`.
-pub(in crate::gates::security) fn is_field(node: Node<'_>, field: &str) -> bool {
+fn is_field(node: Node<'_>, field: &str) -> bool {
     node.parent()
         .and_then(|p| p.child_by_field_name(field))
         .is_some_and(|c| c.id() == node.id())
@@ -234,6 +234,18 @@ fn check_source(
     let Some(lang) = language(grammar) else {
         return Vec::new();
     };
+    // The readers recurse along expressions: a file nested past this would overflow the stack
+    // of the thread reading it, and take the bot down with it.
+    if crate::gates::grammar::depth_over(root, MAX_DEPTH).is_some() {
+        return vec![finding(
+            1,
+            1,
+            "error",
+            format!(
+                "cannot check: expressions nest more than {MAX_DEPTH} levels deep; flatten them"
+            ),
+        )];
+    }
     judge(path, lang, &uses(grammar, root, source), rules)
 }
 

@@ -252,3 +252,58 @@ fn check_reads_changed_files_at_head_with_allow_in_and_languages_turned_off() {
             .is_none()
     );
 }
+
+#[test]
+fn a_file_nested_too_deep_is_a_finding_not_a_crash() {
+    // On a thread with the stack the bot's blocking threads have: the readers recurse, and
+    // before the bound 5,000 parentheses overflowed it and aborted the whole process.
+    let run = || {
+        let deep = |n: usize| "(".repeat(n) + "1" + &")".repeat(n);
+        let cases = [
+            (
+                "a.js",
+                format!(
+                    "const x = {};\nrequire('child_process').exec('ls');\n",
+                    deep(5000)
+                ),
+            ),
+            (
+                "a.rs",
+                format!(
+                    "fn f() {{ let x = {}; std::process::Command::new(\"x\"); }}\n",
+                    deep(5000)
+                ),
+            ),
+            (
+                "a.go",
+                format!(
+                    "package main\nimport \"os/exec\"\nfunc f() {{ x := {}; exec.Command(\"x\") }}\n",
+                    deep(5000)
+                ),
+            ),
+            // Just within the bound the file is read as usual.
+            (
+                "b.js",
+                format!(
+                    "const x = {};\nrequire('child_process').exec('ls');\n",
+                    deep(990)
+                ),
+            ),
+        ];
+        cases.map(|(path, text)| (path, found(path, &text)))
+    };
+    let results = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .expect("checked without overflowing the stack");
+    for (path, found) in &results[..3] {
+        assert_eq!(found, &[at(1, "error", "")], "{path}");
+    }
+    assert!(
+        results[3].1.iter().any(|(_, kind, _)| kind == "import"),
+        "{:?}",
+        results[3]
+    );
+}
