@@ -41,6 +41,23 @@ fn graphql_ops(w: &World) -> Vec<String> {
         .collect()
 }
 
+/// A ticket approved and waiting in `main`'s held merge queue: the world and its pull request.
+async fn approved_in_a_held_queue() -> (World, u64) {
+    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
+    w.gh.add_ruleset(REPO, queue_over_main());
+    w.gh.hold_queue(REPO);
+    w.label().await;
+    let pr = w.waiting_for_approval().await.pr_number.unwrap();
+    w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "LGTM")
+        .await;
+    w.bot
+        .wait_until("the pull request queued", WAIT, || async {
+            (w.gh.queued(REPO) == [pr]).then_some(())
+        })
+        .await;
+    (w, pr)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ticket_lands_through_the_merge_queue_signed_and_signed_off_and_is_tagged() {
     // Even where the repository asks for fast-forwards: only the queue moves the base.
@@ -122,19 +139,7 @@ const TEST_ZERO: &str = "import unittest\n\nfrom calc import add\n\n\nclass Zero
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_merge_group_the_gates_fail_leaves_the_queue_and_goes_back_to_the_builder() {
-    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
-    w.gh.add_ruleset(REPO, queue_over_main());
-    w.gh.hold_queue(REPO);
-    w.label().await;
-    let t = w.waiting_for_approval().await;
-    let pr = t.pr_number.unwrap();
-    w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "LGTM")
-        .await;
-    w.bot
-        .wait_until("the pull request in the queue", WAIT, || async {
-            (w.gh.queued(REPO) == [pr]).then_some(())
-        })
-        .await;
+    let (w, pr) = approved_in_a_held_queue().await;
     // The base moves under the queue; its group is made on it.
     let test = [("test_zero.py", TEST_ZERO)];
     w.gh.push_commit(REPO, "main", &test, "Pin add(2, 2)");
@@ -171,17 +176,8 @@ async fn a_merge_group_the_gates_fail_leaves_the_queue_and_goes_back_to_the_buil
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_request_a_person_takes_out_of_the_queue_waits_and_retry_queues_it_again() {
-    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
-    w.gh.add_ruleset(REPO, queue_over_main());
-    w.gh.hold_queue(REPO);
-    w.label().await;
-    let pr = w.waiting_for_approval().await.pr_number.unwrap();
-    w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "LGTM")
-        .await;
+    let (w, pr) = approved_in_a_held_queue().await;
     let queued = || async { (w.gh.queued(REPO) == [pr]).then_some(()) };
-    w.bot
-        .wait_until("the pull request queued", WAIT, queued)
-        .await;
     w.gh.dequeue_by_hand(REPO, pr, MAINTAINER).await;
     let t = w.wait_state(TaskState::HumanNeeded).await;
     let why = t.detail.unwrap_or_default();
@@ -201,17 +197,7 @@ async fn a_pull_request_a_person_takes_out_of_the_queue_waits_and_retry_queues_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_request_the_queue_finds_in_conflict_is_rebased_not_handed_to_a_person() {
-    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
-    w.gh.add_ruleset(REPO, queue_over_main());
-    w.gh.hold_queue(REPO);
-    w.label().await;
-    let pr = w.waiting_for_approval().await.pr_number.unwrap();
-    w.gh.review_pull(REPO, pr, MAINTAINER, "approved", "LGTM")
-        .await;
-    let queued = || async { (w.gh.queued(REPO) == [pr]).then_some(()) };
-    w.bot
-        .wait_until("the pull request queued", WAIT, queued)
-        .await;
+    let (w, pr) = approved_in_a_held_queue().await;
     // Someone lands another change to the same line: the queue cannot make the group.
     let theirs = [("calc.py", "def add(a, b):\n    return b - a\n")];
     w.gh.push_commit(REPO, "main", &theirs, "Swap add's operands");

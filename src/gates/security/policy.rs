@@ -90,7 +90,7 @@ pub fn check(
     banned_calls: &[String],
     banned_imports: &[String],
 ) -> Result<PolicyRun, git2::Error> {
-    let tree = repo.find_commit(head)?.tree()?;
+    let tree = repo.find_object(head, None)?.peel_to_tree()?;
     let mut run = PolicyRun {
         findings: vec![],
         files_checked: 0,
