@@ -225,6 +225,20 @@ async fn a_healthy_setup_passes_every_check() {
         assert!(line.starts_with(&format!("✓ {name}:")), "{name}: {line}");
     }
     d.expect("database", '✓', &["none pending"]);
+    // The engine's storage driver is named; one that serves image files from user space is a
+    // warning with the fix.
+    let driver = std::process::Command::new("docker")
+        .args(["info", "--format", "{{.Driver}}"])
+        .output()
+        .expect("docker info");
+    let driver = String::from_utf8_lossy(&driver.stdout).trim().to_owned();
+    d.expect("docker", '✓', &[&format!("images stored with {driver}")]);
+    let warned = d.out.lines().any(|l| {
+        l.starts_with('!')
+            && l.contains("stores images with fuse-overlayfs")
+            && l.contains("use overlay2")
+    });
+    assert_eq!(warned, driver == "fuse-overlayfs", "{}", d.out);
     d.expect("runner image", '✓', &["vibeloop-runner:python"]);
     d.expect(
         "setup network",

@@ -116,6 +116,11 @@ impl DockerBackend {
         self.egress.as_deref()
     }
 
+    /// The engine's storage driver (`overlay2`, `fuse-overlayfs`…), if it says.
+    pub async fn storage_driver(&self) -> Option<String> {
+        self.docker.info().await.ok()?.driver
+    }
+
     /// The engine's version, for the start-up log.
     pub fn version(&self) -> &str {
         &self.version
