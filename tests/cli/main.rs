@@ -13,3 +13,4 @@ mod gates_cli;
 mod packaging;
 mod setup;
 mod test_deps;
+mod test_runner;

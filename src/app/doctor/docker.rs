@@ -270,6 +270,32 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_storage_driver_is_named_and_the_slow_ones_warned_of() {
+        let engine = || Check::pass(ENGINE, "engine 28 answers");
+        let fast = storage(Some("overlay2".into()), engine()).to_string();
+        assert_eq!(
+            fast,
+            "✓ docker: engine 28 answers; images stored with overlay2"
+        );
+        for (driver, why) in [
+            ("fuse-overlayfs", "user-space process"),
+            ("vfs", "full copy of its image"),
+        ] {
+            let c = storage(Some(driver.into()), engine()).to_string();
+            assert!(c.starts_with(&format!("✓ docker: engine 28 answers; images stored with {driver}\n! docker: the engine stores images with {driver}: ")), "{c}");
+            assert!(c.contains(why) && c.contains("use overlay2"), "{c}");
+        }
+        // An engine that does not say, or a check that failed already, is left as it is.
+        assert_eq!(storage(None, engine()).to_string(), engine().to_string());
+        let failed = || Check::fail(ENGINE, "no engine", "start it");
+        assert!(
+            !storage(Some("vfs".into()), failed())
+                .to_string()
+                .contains("images stored")
+        );
+    }
+
     /// Needs a Docker engine, like the sandbox tests.
     #[tokio::test]
     async fn a_missing_image_names_the_build_script() {

@@ -87,22 +87,9 @@ pub(in crate::gates::security) fn text<'a>(node: Node<'_>, src: &'a [u8]) -> &'a
 
 /// Every node under `root`, parents before children.
 fn nodes(root: Node<'_>) -> Vec<Node<'_>> {
-    let mut out = Vec::new();
-    let mut cursor = root.walk();
-    loop {
-        out.push(cursor.node());
-        if cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return out;
-            }
-        }
-    }
+    crate::gates::grammar::preorder(root)
+        .map(|(n, ..)| n)
+        .collect()
 }
 
 /// Whether `node` is `parent`'s child in `field`.

@@ -15,28 +15,17 @@ pub(super) type Up<'t> = HashMap<usize, (Node<'t>, Option<&'t str>)>;
 /// Every node under `root`, parents before children, and what is above each.
 pub(super) fn walk<'t>(root: Node<'t>) -> (Vec<Node<'t>>, Up<'t>) {
     let (mut all, mut up) = (Vec::new(), HashMap::new());
-    let mut cursor = root.walk();
+    // The nodes above the one visited, root first.
     let mut above: Vec<Node<'t>> = Vec::new();
-    loop {
-        let n = cursor.node();
-        all.push(n);
+    for (n, depth, field) in crate::gates::grammar::preorder(root) {
+        above.truncate(depth);
         if let Some(&p) = above.last() {
-            up.insert(n.id(), (p, cursor.field_name()));
+            up.insert(n.id(), (p, field));
         }
-        if cursor.goto_first_child() {
-            above.push(n);
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return (all, up);
-            }
-            above.pop();
-        }
+        all.push(n);
+        above.push(n);
     }
+    (all, up)
 }
 
 /// `n` without the parentheses around it.
