@@ -20,6 +20,7 @@ const MODEL_TOKENS: &str = "vibeloop_model_tokens_total";
 const MODEL_COST: &str = "vibeloop_model_cost_microdollars_total";
 const MODEL_CALLS: &str = "vibeloop_model_calls_total";
 const SANDBOX_STARTS: &str = "vibeloop_sandbox_starts_total";
+const SANDBOX_REUSES: &str = "vibeloop_sandbox_reuses_total";
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -65,6 +66,10 @@ fn describe() {
     );
     describe_counter!(MODEL_CALLS, "Model calls, by role.");
     describe_counter!(SANDBOX_STARTS, "Sandbox starts, by backend and outcome.");
+    describe_counter!(
+        SANDBOX_REUSES,
+        "Sandboxes given a second piece of work instead of a fresh start, by backend."
+    );
 }
 
 /// Everything recorded so far, in Prometheus's text format.
@@ -118,4 +123,9 @@ pub fn model_call(role: &str, prompt_tokens: u64, completion_tokens: u64, cost_u
 pub fn sandbox_started(backend: &'static str, ok: bool) {
     let outcome = if ok { "ok" } else { "failed" };
     counter!(SANDBOX_STARTS, "backend" => backend, "outcome" => outcome).increment(1);
+}
+
+/// A started sandbox was given a second piece of work instead of a fresh one starting.
+pub fn sandbox_reused(backend: &'static str) {
+    counter!(SANDBOX_REUSES, "backend" => backend).increment(1);
 }

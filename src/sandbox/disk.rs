@@ -233,6 +233,18 @@ pub fn filled(worktree: &Path, room_mb: u64) -> Option<String> {
     })
 }
 
+/// Whether `worktree`'s disk still has half of `room_mb` free, in bytes and in files: room
+/// for a second run like the one before, at most the first's size. A worktree without a disk
+/// of its own always has; a disk that cannot be read has not.
+pub fn has_half_room(worktree: &Path, room_mb: u64) -> bool {
+    let Some(root) = disk_of(worktree) else {
+        return true;
+    };
+    available(root).is_some_and(|free| {
+        free.bytes >= room_mb.saturating_mul(1 << 19) && free.inodes >= files_limit(room_mb) / 2
+    })
+}
+
 /// Whether `dir` is a mount point: it lies on another device than its parent.
 fn is_mount(dir: &Path) -> bool {
     let (Ok(me), Some(Ok(parent))) = (std::fs::metadata(dir), dir.parent().map(std::fs::metadata))
@@ -330,5 +342,9 @@ mod tests {
         std::fs::create_dir(&tree).unwrap();
         assert_eq!(layers_of(&tree), None);
         assert!(!is_mount(dir.path()));
+        assert!(
+            has_half_room(&tree, 64),
+            "no disk of its own: the host's room"
+        );
     }
 }

@@ -14,12 +14,14 @@ pub mod guard;
 pub mod local;
 pub mod lock;
 mod output;
+mod reuse;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use deferred::Deferred;
 pub use output::{CappedBuffer, CommandOutput, DEFAULT_OUTPUT_CAP, Keep, output_bytes};
+pub use reuse::same_container;
 
 /// Which backend runs commands (chosen in the process config).
 pub use crate::config::SandboxKind as Kind;
@@ -466,15 +468,7 @@ impl Backend {
         };
         crate::metrics::sandbox_started(self.name(), runs.is_ok());
         let runs = runs?;
-        let lock = if spec.locked.is_empty() {
-            None
-        } else {
-            let (root, paths) = (spec.worktree.clone(), spec.locked.clone());
-            let taken = tokio::task::spawn_blocking(move || lock::Lock::take(&root, &paths))
-                .await
-                .map_err(|e| SandboxError::Io(std::io::Error::other(e.to_string())))?;
-            Some(std::sync::Arc::new(taken?))
-        };
+        let lock = reuse::take_lock(spec).await?;
         let mut sandbox = Sandbox {
             runs,
             prepared: None,

@@ -1,22 +1,50 @@
 //! Facts of a base kept for every ticket on it (issue 43): the baseline — the tests, lint and
 //! typecheck on the unchanged base — is computed once per base commit and config, and a
-//! second ticket on that base takes it, with the same verdicts, and runs nothing for it.
+//! second ticket on that base takes it, with the same verdicts, and runs nothing for it. The
+//! ticket that ran the baseline proves its tests red in the baseline's sandbox, one container
+//! fewer, unless the base's run left too little of its disk.
 
 use crate::support;
 
 use support::hive::*;
 use vibeloop::ticket::TaskState;
 
-/// The `baseline` event of ticket `key`.
-async fn baseline_event(w: &World, key: vibeloop::ids::TicketKey) -> serde_json::Value {
+/// The data of the first event of ticket `key` that `matches` (kind, data).
+async fn first_event(
+    w: &World,
+    key: vibeloop::ids::TicketKey,
+    matches: impl Fn(&str, &serde_json::Value) -> bool,
+) -> serde_json::Value {
     let store = w.bot.store().await;
     let events = store.events(key).await.unwrap();
     store.close().await;
     events
         .into_iter()
-        .find(|(_, kind, _)| kind == "baseline")
+        .find(|(_, kind, d)| matches(kind, d))
         .map(|(_, _, d)| d)
-        .expect("a baseline event")
+        .expect("the event")
+}
+
+/// The `baseline` event of ticket `key`.
+async fn baseline_event(w: &World, key: vibeloop::ids::TicketKey) -> serde_json::Value {
+    first_event(w, key, |kind, _| kind == "baseline").await
+}
+
+/// What the red proof's `stage_exit` of ticket `key` says.
+async fn red_proof_exit(w: &World, key: vibeloop::ids::TicketKey) -> serde_json::Value {
+    first_event(w, key, |kind, d| {
+        kind == "stage_exit" && d["stage"] == "red_proof"
+    })
+    .await
+}
+
+/// The conclusions of the `hive/red-proof` check runs.
+fn red_proofs(w: &World) -> Vec<String> {
+    w.gh.check_runs(REPO)
+        .into_iter()
+        .filter(|c| c.name == "hive/red-proof")
+        .map(|c| c.conclusion.unwrap_or_default())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -45,6 +73,18 @@ async fn a_second_ticket_on_the_same_base_takes_the_first_ones_baseline() {
     );
     assert_eq!(a.get("kept"), None, "{a}");
     assert_eq!(b["kept"], true, "{b}");
+    // The first proved its tests red where its baseline ran; the second had no baseline's
+    // sandbox to take, and started one.
+    let (a, b) = (
+        red_proof_exit(&w, first.key).await,
+        red_proof_exit(&w, t2.key).await,
+    );
+    assert_eq!(
+        (&a["in_baseline"], &b["in_baseline"]),
+        (&true.into(), &false.into()),
+        "{a} {b}"
+    );
+    assert_eq!(red_proofs(&w), ["success", "success"]);
     for field in ["counts", "failing", "passing", "known_findings"] {
         assert_eq!(a[field], b[field], "{field}: {a} vs {b}");
     }
@@ -57,4 +97,24 @@ async fn a_second_ticket_on_the_same_base_takes_the_first_ones_baseline() {
         .map(|c| c.conclusion.unwrap_or_default())
         .collect();
     assert_eq!(passed, ["success"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_baseline_that_took_over_half_its_disk_leaves_the_red_proof_a_fresh_one() {
+    // Each run of the tests writes 40 MiB of the 64 the disk has room for, then tests: two
+    // runs on one disk would fill it, and the red proof would fail for want of space.
+    let test = "dd if=/dev/zero of=$(mktemp -p .) bs=1M count=40 && python3 -m unittest -v";
+    let yml = format!("gates: {{ test: \"{test}\" }}\nlimits: {{ disk_mb: 64 }}\n");
+    let w = World::start(happy_script(), &calc(&yml)).await;
+    w.label().await;
+    let first = w
+        .bot
+        .wait_until("the first red proof", WAIT, || async {
+            red_proofs(&w).into_iter().find(|c| !c.is_empty())
+        })
+        .await;
+    assert_eq!(first, "success");
+    let t = w.waiting_for_approval().await;
+    let exit = red_proof_exit(&w, t.key).await;
+    assert_eq!(exit["in_baseline"], false, "{exit}");
 }

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use super::ctx::{Ctx, drop_scratch, scratch};
+use super::ctx::{BASELINE, Ctx, KeptBase, drop_scratch, release_kept, scratch};
 use super::state::Baseline;
 use crate::config::repo::PATH as CONFIG_PATH;
 use crate::env::SetupError;
@@ -20,9 +20,9 @@ use crate::gates::baseline::{Judgement, diagnose, judge};
 use crate::gates::debt::{self, Known};
 use crate::gates::expect::Wanted;
 use crate::gates::report::code_block;
-use crate::gates::test_results::{Outcome, TestRun};
+use crate::gates::test_results::{Observed, Outcome, TestRun};
 use crate::hive::job::JobError;
-use crate::sandbox::CommandOutput;
+use crate::sandbox::{CommandOutput, Sandbox, SandboxSpec};
 
 /// How many baselines are kept per repository (the newest, by time written).
 const KEPT: usize = 16;
@@ -93,18 +93,18 @@ fn keep(path: &std::path::Path, b: &Baseline) {
     }
 }
 
-/// Runs `test` on `base` in a worktree of its own.
+/// Runs `test` on `base` in a worktree of its own. When the tests ran, the worktree and its
+/// sandbox are kept for this run's red proof ([`super::ctx::KeptBase`]).
 async fn run_baseline(
     cx: &mut Ctx<'_, '_>,
     test: &str,
     base: &crate::ids::CommitSha,
 ) -> Result<Option<Baseline>, JobError> {
-    let wt = scratch(cx, "baseline", Some(base)).await?;
-    let base = wt.base.clone();
-    let result = run(cx, &wt, test).await;
-    let (result, known_findings) = match result {
-        Ok((output, known)) => (Ok(output), known),
-        Err(e) => (Err(e), vec![]),
+    release_kept(cx).await;
+    let wt = scratch(cx, BASELINE, Some(base)).await?;
+    let (result, known_findings, started) = match run(cx, &wt, test).await {
+        Ok((output, known, started)) => (Ok(output), known, Some(started)),
+        Err(e) => (Err(e), vec![], None),
     };
     // Read while the checkout is there: a JUnit report is a file in it.
     let report = cx.env.config.gates.test_report.clone();
@@ -112,7 +112,38 @@ async fn run_baseline(
         .as_ref()
         .ok()
         .map(|o| TestRun::observe(o.for_results(), &wt.path, report.as_deref()));
-    drop_scratch(cx, "baseline").await;
+    let outcome = conclude(cx, test, &wt, result, seen, known_findings).await;
+    match (&outcome, started) {
+        (Ok(Some(_)), Some((sandbox, spec))) => {
+            let base = wt.base.clone();
+            cx.kept_base = Some(KeptBase {
+                base,
+                worktree: wt,
+                spec,
+                sandbox,
+            });
+        }
+        (_, started) => {
+            if let Some((sandbox, _)) = started {
+                sandbox.stop().await;
+            }
+            drop_scratch(cx, BASELINE).await;
+        }
+    }
+    outcome
+}
+
+/// What the baseline's run says: the baseline, or `None` when the ticket was handed to a
+/// person (setup failed, the tests could not run or did not say which ran).
+async fn conclude(
+    cx: &mut Ctx<'_, '_>,
+    test: &str,
+    wt: &crate::workspace::Worktree,
+    result: Result<CommandOutput, SetupError>,
+    seen: Option<Observed>,
+    known_findings: Vec<Known>,
+) -> Result<Option<Baseline>, JobError> {
+    let base = wt.base.clone();
     let branch = cx.base_branch();
     let output = match result {
         Ok(output) => output,
@@ -194,16 +225,20 @@ async fn run_baseline(
     Ok(None)
 }
 
+/// The baseline's sandbox, and the spec it was started for.
+type Started = (Sandbox, SandboxSpec);
+
 /// Sets up the environment for the base's worktree (see [`crate::hive::verify::sandbox_spec`])
 /// and runs the test command there, with the lint and typecheck commands beside it for what
 /// they already report (the repository's findings, set aside later: [`crate::gates::debt`]).
+/// The sandbox is left running for the red proof when the test command ran.
 async fn run(
     cx: &Ctx<'_, '_>,
     wt: &crate::workspace::Worktree,
     test: &str,
-) -> Result<(CommandOutput, Vec<Known>), SetupError> {
+) -> Result<(CommandOutput, Vec<Known>, Started), SetupError> {
     let run = &*cx.run;
-    let spec = crate::hive::verify::sandbox_spec(run, &cx.env, wt, "baseline", false).await?;
+    let spec = crate::hive::verify::sandbox_spec(run, &cx.env, wt, BASELINE, false).await?;
     let sandbox = run.hive.sandbox.start(&spec).await?;
     // On the base, the project's own build failing is setup's failure: no change caused it.
     if let Some(failed) = sandbox.prepare_failed().cloned() {
@@ -213,6 +248,27 @@ async fn run(
             output: Box::new(failed.output),
         });
     }
+    let (output, known) = run_in(cx, &sandbox, wt, test).await;
+    match output {
+        Ok(output) => Ok((output, known, (sandbox, spec))),
+        Err(e) => {
+            sandbox.stop().await;
+            Err(e.into())
+        }
+    }
+}
+
+/// Runs `test`, and lint and typecheck beside it, in the baseline's `sandbox`: the test's
+/// output, and the findings the others report.
+async fn run_in(
+    cx: &Ctx<'_, '_>,
+    sandbox: &Sandbox,
+    wt: &crate::workspace::Worktree,
+    test: &str,
+) -> (
+    Result<CommandOutput, crate::sandbox::SandboxError>,
+    Vec<Known>,
+) {
     let timeout = Duration::from_secs(cx.env.config.limits.timeout_seconds);
     let keep = crate::gates::test_results::keeps;
     let found: Vec<(&'static str, &str)> = cx
@@ -265,6 +321,5 @@ async fn run(
             Err(e) => tracing::warn!(gate, error = %e, "the base's findings could not be read"),
         }
     }
-    sandbox.stop().await;
-    Ok((output?, known))
+    (output, known)
 }

@@ -34,6 +34,31 @@ pub(super) struct Ctx<'r, 'a> {
     pub ledger: Ledger,
     /// Whether the bot's commits are signed off, once a commit asked ([`Ctx::author`]).
     pub signoff: tokio::sync::OnceCell<bool>,
+    /// The baseline's worktree and sandbox, kept for this run's red proof ([`KeptBase`]).
+    pub kept_base: Option<KeptBase>,
+}
+
+/// The baseline's worktree (`vibeloop/baseline-T-n`, at `base`) and its sandbox, still
+/// running, kept from the baseline to the red proof of the same run: the Breaker's tests
+/// are proved red there, on the same base, after the base's own tests ran, and the ticket
+/// starts one container and makes one worktree fewer. Never past the run: [`release_kept`]
+/// at its end, or when anything but the red proof would use the worktree.
+pub(super) struct KeptBase {
+    pub base: CommitSha,
+    pub worktree: Worktree,
+    pub spec: crate::sandbox::SandboxSpec,
+    pub sandbox: crate::sandbox::Sandbox,
+}
+
+/// The scratch worktree the kept baseline lives in (`vibeloop/baseline-T-n`).
+pub(super) const BASELINE: &str = "baseline";
+
+/// Stops the kept baseline's sandbox and removes its worktree, if one is kept.
+pub(super) async fn release_kept(cx: &mut Ctx<'_, '_>) {
+    if let Some(kept) = cx.kept_base.take() {
+        kept.sandbox.stop().await;
+        drop_scratch(cx, BASELINE).await;
+    }
 }
 
 impl Ctx<'_, '_> {

@@ -68,31 +68,39 @@ pub(in crate::hive) async fn drive(
         env: crate::env::Resolved::plain(config),
         ledger,
         signoff: Default::default(),
+        kept_base: None,
     };
     cx.run.spent = Some(cx.ledger.total());
     ctx::resolve_env(&mut cx).await?;
+    let ran = run_nodes(&mut cx).await;
+    ctx::release_kept(&mut cx).await;
+    ran
+}
+
+/// Runs node after node until the ticket waits, stops or completes.
+async fn run_nodes(cx: &mut Ctx<'_, '_>) -> Result<(), JobError> {
     loop {
-        if let Step::Stop = signals::apply_signals(&mut cx).await? {
+        if let Step::Stop = signals::apply_signals(cx).await? {
             return Ok(());
         }
         let node = cx.flow.next;
         info!(node = node.as_str(), attempt = cx.flow.code.attempt, "node");
         let step = match node {
-            Node::Plan => plan::plan(&mut cx).await?,
-            Node::PlanCheck => plan::check(&mut cx).await?,
-            Node::AwaitPlanApproval => plan::await_approval(&mut cx).await?,
-            Node::Code => code::code(&mut cx).await?,
-            Node::RedProof => proof::red_proof(&mut cx).await?,
-            Node::Encounter => encounter::encounter(&mut cx).await?,
-            Node::OpenPr => review::open_pr(&mut cx).await?,
-            Node::Critic => critic::critic(&mut cx).await?,
-            Node::AwaitApproval => review::await_approval(&mut cx).await?,
-            Node::Rebase => rebase::rebase(&mut cx).await?,
-            Node::Regate => regate::regate(&mut cx).await?,
-            Node::Ci => ci::ci(&mut cx).await?,
-            Node::Merge => land::merge(&mut cx).await?,
-            Node::Queue => queue::queue(&mut cx).await?,
-            Node::Snapshot => land::snapshot(&mut cx).await?,
+            Node::Plan => plan::plan(cx).await?,
+            Node::PlanCheck => plan::check(cx).await?,
+            Node::AwaitPlanApproval => plan::await_approval(cx).await?,
+            Node::Code => code::code(cx).await?,
+            Node::RedProof => proof::red_proof(cx).await?,
+            Node::Encounter => encounter::encounter(cx).await?,
+            Node::OpenPr => review::open_pr(cx).await?,
+            Node::Critic => critic::critic(cx).await?,
+            Node::AwaitApproval => review::await_approval(cx).await?,
+            Node::Rebase => rebase::rebase(cx).await?,
+            Node::Regate => regate::regate(cx).await?,
+            Node::Ci => ci::ci(cx).await?,
+            Node::Merge => land::merge(cx).await?,
+            Node::Queue => queue::queue(cx).await?,
+            Node::Snapshot => land::snapshot(cx).await?,
             Node::Done => return Ok(()),
         };
         if let Step::Stop = step {

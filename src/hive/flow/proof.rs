@@ -3,14 +3,14 @@
 //! again before they meet the code (`retake_red_proof`). The Encounter is `encounter.rs`.
 
 use super::ctx::enter_node;
+use super::ctx::{BASELINE, drop_scratch, git, release_kept, scratch, sync};
 use super::ctx::{Ctx, Step};
-use super::ctx::{drop_scratch, git, scratch, sync};
 use super::state::Node;
 use crate::gates::baseline::Missing;
 use crate::gates::redproof::{self, Verdict};
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
-use crate::sandbox::CommandOutput;
+use crate::sandbox::{CommandOutput, Sandbox, SandboxSpec, disk};
 use crate::ticket::Finding;
 use std::time::Duration;
 
@@ -48,16 +48,30 @@ pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     send_the_breaker_back(cx, &verdict, &output, outputs).await
 }
 
-/// Runs the Breaker's tests on the base in a scratch worktree: the verdict, the output, and a
-/// dependency the tests need that the environment lacks (told apart while the checkout is
-/// there to say what is the project's own).
+/// Runs the Breaker's tests on the base: in the baseline's worktree and sandbox when this run
+/// kept them, on the same base and with half their disk's room left, else in a scratch
+/// worktree. The verdict, the output, and a dependency the tests need that the environment
+/// lacks (told apart while the checkout is there to say what is the project's own).
 async fn prove(
     cx: &mut Ctx<'_, '_>,
     base: &CommitSha,
     breaker: &super::state::Work,
     test_command: &str,
 ) -> Result<(Verdict, CommandOutput, Option<Missing>), JobError> {
-    let wt = scratch(cx, "redproof", Some(base)).await?;
+    // The base's own tests wrote to the disk first: a second run needs room like the first.
+    let room = cx.env.config.limits.disk_mb;
+    let kept = match cx.kept_base.take() {
+        Some(k) if k.base == *base && disk::has_half_room(&k.worktree.path, room) => Some(k),
+        other => {
+            cx.kept_base = other;
+            release_kept(cx).await;
+            None
+        }
+    };
+    let (wt, name, started) = match kept {
+        Some(k) => (k.worktree, BASELINE, Some((k.sandbox, k.spec))),
+        None => (scratch(cx, "redproof", Some(base)).await?, "redproof", None),
+    };
     let (b, t) = (base.oid(), breaker.sha.oid());
     let test_set = cx.env.config.test_paths();
     let wt2 = wt.clone();
@@ -72,25 +86,42 @@ async fn prove(
     })
     .await;
     let result = match files {
-        Ok(files) => run_on_base(cx, &wt, test_command, &files).await,
-        Err(e) => Err(e),
+        Ok(files) => run_on_base(cx, &wt, started, test_command, &files).await,
+        Err(e) => {
+            if let Some((sandbox, _)) = started {
+                sandbox.stop().await;
+            }
+            Err(e)
+        }
     };
-    drop_scratch(cx, "redproof").await;
+    drop_scratch(cx, name).await;
     result
 }
 
+/// The red proof's run in `wt`, in the baseline's sandbox when it is `started` and a fresh
+/// one for the proof would be the same container, else in a fresh one.
 async fn run_on_base(
     cx: &mut Ctx<'_, '_>,
     wt: &crate::workspace::Worktree,
+    started: Option<(Sandbox, SandboxSpec)>,
     test_command: &str,
     files: &[String],
 ) -> Result<(Verdict, CommandOutput, Option<Missing>), JobError> {
     let spec = super::ctx::sandbox_spec(cx, wt, "redproof", true).await?;
-    let started = std::time::Instant::now();
+    let started_at = std::time::Instant::now();
     cx.run
         .event("stage_enter", serde_json::json!({ "stage": "red_proof" }))
         .await;
-    let sandbox = cx.run.hive.sandbox.start(&spec).await?;
+    let backend = &cx.run.hive.sandbox;
+    let reused = match started {
+        Some((sandbox, was)) => backend.reuse(sandbox, &was, &spec).await?,
+        None => None,
+    };
+    let in_baseline = reused.is_some();
+    let sandbox = match reused {
+        Some(sandbox) => sandbox,
+        None => backend.start(&spec).await?,
+    };
     let plan = serde_json::to_string(&cx.flow.plan.blueprint).unwrap_or_default();
     let known = cx.flow.known_failures();
     let report = cx.env.config.gates.test_report.clone();
@@ -104,13 +135,10 @@ async fn run_on_base(
     let timeout = Duration::from_secs(cx.env.config.limits.timeout_seconds);
     let result = redproof::run(&sandbox, test_command, timeout, &proving).await;
     sandbox.stop().await;
-    let millis = started.elapsed().as_millis() as u64;
-    cx.run
-        .event(
-            "stage_exit",
-            serde_json::json!({ "stage": "red_proof", "millis": millis }),
-        )
-        .await;
+    let millis = started_at.elapsed().as_millis() as u64;
+    let data =
+        serde_json::json!({ "stage": "red_proof", "millis": millis, "in_baseline": in_baseline });
+    cx.run.event("stage_exit", data).await;
     let (verdict, output) = result?;
     // A dependency the tests need and the environment lacks is no fault of the tests' idea.
     // Also when the verdict is Red: Node's runner counts a test file that cannot load its

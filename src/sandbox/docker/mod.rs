@@ -219,7 +219,7 @@ impl DockerBackend {
     }
 
     /// The worktree, checked to be a directory, given to the commands' user.
-    fn hand_over(&self, spec: &SandboxSpec) -> Result<(), SandboxError> {
+    pub(in crate::sandbox) fn hand_over(&self, spec: &SandboxSpec) -> Result<(), SandboxError> {
         let meta = std::fs::symlink_metadata(&spec.worktree)?;
         if !meta.is_dir() {
             return Err(SandboxError::BadMount {
