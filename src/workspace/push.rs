@@ -2,9 +2,9 @@
 //! lease; the remote's refusal kept in its words.
 
 use git2::{BranchType, PushOptions, Repository};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret as _, SecretString};
 
-use super::{Workspace, WorkspaceError, callbacks};
+use super::{Workspace, WorkspaceError, auth_header, callbacks};
 use crate::ids::RepoName;
 
 impl Workspace {
@@ -97,6 +97,8 @@ impl Workspace {
                 });
             }
             let mut opts = PushOptions::new();
+            let header = auth_header(token);
+            opts.custom_headers(&[header.expose_secret()]);
             opts.remote_callbacks(cb);
             remote.push(&[refspec], Some(&mut opts))
         };

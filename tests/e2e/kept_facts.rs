@@ -118,3 +118,32 @@ async fn a_baseline_that_took_over_half_its_disk_leaves_the_red_proof_a_fresh_on
     let exit = red_proof_exit(&w, t.key).await;
     assert_eq!(exit["in_baseline"], false, "{exit}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticket_fetches_its_base_once_and_each_git_request_carries_the_token() {
+    let w = World::start(happy_script(), &calc(HIVE_YML)).await;
+    w.label().await;
+    w.first_pull().await;
+    // The fetches before the pull request was asked for: one fixes the base; the baseline,
+    // the Architect's checkout and the red proof take it from the mirror; the Builder's
+    // start, the Encounter and the pull request fetch again for commits people pushed.
+    let requests = w.gh.requests();
+    let opened = requests
+        .iter()
+        .position(|r| r.method == "POST" && r.path == format!("/repos/{REPO}/pulls"))
+        .expect("the pull request was asked for");
+    let fetches = requests[..opened]
+        .iter()
+        .filter(|r| r.path.ends_with("/info/refs") && r.query == "service=git-upload-pack")
+        .filter(|r| r.status == 200)
+        .count();
+    assert_eq!(fetches, 4, "{:#?}", &requests[..opened]);
+    // Each fetch and push gives the token with its first request: none is refused and
+    // asked again, a round trip to GitHub each.
+    let git: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.contains(".git/"))
+        .collect();
+    assert!(git.len() >= 8, "{git:#?}");
+    assert!(git.iter().all(|r| r.status == 200), "{git:#?}");
+}

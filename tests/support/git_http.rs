@@ -9,13 +9,16 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Response, StatusCode};
 use tokio::io::AsyncWriteExt as _;
 
-/// Finds `git http-backend` (`git --exec-path` holds it).
-fn http_backend() -> PathBuf {
-    let out = std::process::Command::new("git")
-        .arg("--exec-path")
-        .output()
-        .expect("git is installed");
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("git-http-backend")
+/// Finds `git http-backend` (`git --exec-path` holds it), once.
+fn http_backend() -> &'static Path {
+    static FOUND: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        let out = std::process::Command::new("git")
+            .arg("--exec-path")
+            .output()
+            .expect("git is installed");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("git-http-backend")
+    })
 }
 
 /// How a protected branch refuses pushes, as GitHub's `GH006` does.

@@ -33,7 +33,7 @@ pub(super) async fn baseline(
     cx: &mut Ctx<'_, '_>,
     test: &str,
 ) -> Result<Option<Baseline>, JobError> {
-    let base = super::ctx::sync(cx).await?;
+    let base = super::ctx::base(cx).await?;
     let kept = kept_path(cx, &base, test);
     if let Some(b) = read_kept(&kept).filter(|b| b.sha == base) {
         let data = serde_json::json!({
@@ -113,8 +113,9 @@ async fn run_baseline(
         .ok()
         .map(|o| TestRun::observe(o.for_results(), &wt.path, report.as_deref()));
     let outcome = conclude(cx, test, &wt, result, seen, known_findings).await;
+    // Kept, or gone before the ticket says it stopped: what a person then sees is all there is.
     match (&outcome, started) {
-        (Ok(Some(_)), Some((sandbox, spec))) => {
+        (Ok(Ok(_)), Some((sandbox, spec))) => {
             let base = wt.base.clone();
             cx.kept_base = Some(KeptBase {
                 base,
@@ -130,11 +131,17 @@ async fn run_baseline(
             drop_scratch(cx, BASELINE).await;
         }
     }
-    outcome
+    match outcome? {
+        Ok(b) => Ok(Some(b)),
+        Err(why) => {
+            cx.needs_human(&why).await?;
+            Ok(None)
+        }
+    }
 }
 
-/// What the baseline's run says: the baseline, or `None` when the ticket was handed to a
-/// person (setup failed, the tests could not run or did not say which ran).
+/// What the baseline's run says: the baseline, or why a person must step in (setup failed,
+/// the tests could not run or did not say which ran).
 async fn conclude(
     cx: &mut Ctx<'_, '_>,
     test: &str,
@@ -142,7 +149,7 @@ async fn conclude(
     result: Result<CommandOutput, SetupError>,
     seen: Option<Observed>,
     known_findings: Vec<Known>,
-) -> Result<Option<Baseline>, JobError> {
+) -> Result<Result<Baseline, String>, JobError> {
     let base = wt.base.clone();
     let branch = cx.base_branch();
     let output = match result {
@@ -161,8 +168,7 @@ async fn conclude(
                 output.describe(),
                 code_block(&output.tail(15))
             );
-            cx.needs_human(&why).await?;
-            return Ok(None);
+            return Ok(Err(why));
         }
         Err(e) => return Err(e.into()),
     };
@@ -194,7 +200,7 @@ async fn conclude(
                 "known_findings": b.known_findings.len(),
             });
             cx.run.event("baseline", data).await;
-            return Ok(Some(b));
+            return Ok(Ok(b));
         }
         Judgement::Unnamed(said) => format!(
             "The test command ran on `{branch}` but did not say which tests it ran (`{test}` printed {said}), \
@@ -221,8 +227,7 @@ async fn conclude(
             code_block(&output.tail(15))
         ),
     };
-    cx.needs_human(&why).await?;
-    Ok(None)
+    Ok(Err(why))
 }
 
 /// The baseline's sandbox, and the spec it was started for.

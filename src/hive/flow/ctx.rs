@@ -251,6 +251,19 @@ pub(super) async fn sync(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
     Ok(cx.flow.plan.base_sha.get_or_insert(tip).clone())
 }
 
+/// The base commit the work starts from: the one the flow fixed, fetching the mirror only
+/// when none is fixed yet or the mirror lacks it. A fetch would return the same commit once it
+/// is fixed ([`sync`]); callers that read what else the remote holds now call [`sync`].
+pub(super) async fn base(cx: &mut Ctx<'_, '_>) -> Result<CommitSha, JobError> {
+    if let Some(fixed) = cx.flow.plan.base_sha.clone() {
+        let oid = fixed.oid();
+        if git(cx, move |_, g| Ok(g.find_commit(oid).is_ok())).await? {
+            return Ok(fixed);
+        }
+    }
+    sync(cx).await
+}
+
 /// Resolves the effective config on the base commit: `.github/hive.yml` (as read) with the keys
 /// it leaves unset filled from the base's files (ecosystems, a devcontainer). The mirror is
 /// fetched only when the flow has no base commit yet or the mirror lacks it.
@@ -346,7 +359,7 @@ pub(super) async fn git<T: Send + 'static>(
 }
 
 /// A scratch worktree `vibeloop/<name>-T-n` at `at` (or the base commit). The mirror is
-/// fetched only for the base, or when it lacks `at`.
+/// fetched only when it lacks `at` (or the base commit is not fixed yet).
 pub(super) async fn scratch(
     cx: &mut Ctx<'_, '_>,
     name: &str,
@@ -381,7 +394,7 @@ async fn scratch_with(
             }
             at.clone()
         }
-        None => sync(cx).await?,
+        None => base(cx).await?,
     };
     let branch = format!("vibeloop/{name}-{}", cx.run.ticket.id);
     git::worktree(

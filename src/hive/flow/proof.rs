@@ -3,7 +3,7 @@
 //! again before they meet the code (`retake_red_proof`). The Encounter is `encounter.rs`.
 
 use super::ctx::enter_node;
-use super::ctx::{BASELINE, drop_scratch, git, release_kept, scratch, sync};
+use super::ctx::{BASELINE, drop_scratch, git, release_kept, scratch};
 use super::ctx::{Ctx, Step};
 use super::state::Node;
 use crate::gates::baseline::Missing;
@@ -17,7 +17,7 @@ use std::time::Duration;
 /// Red proof: the new tests against the base.
 pub(super) async fn red_proof(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
-    let base = sync(cx).await?;
+    let base = super::ctx::base(cx).await?;
     let breaker = cx
         .flow
         .tests
