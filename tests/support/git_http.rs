@@ -162,12 +162,15 @@ pub async fn serve(
         .env("GIT_PROTOCOL", header("git-protocol"))
         .env("REMOTE_USER", user)
         .env("REMOTE_ADDR", "127.0.0.1")
-        // Pushes over HTTP are off unless enabled; the fake checks tokens itself.
-        .env("GIT_CONFIG_COUNT", "2")
+        // Pushes over HTTP are off unless enabled; the fake checks tokens itself. No
+        // housekeeping after a push: it is GitHub's cost, not the client's.
+        .env("GIT_CONFIG_COUNT", "3")
         .env("GIT_CONFIG_KEY_0", "http.receivepack")
         .env("GIT_CONFIG_VALUE_0", "true")
         .env("GIT_CONFIG_KEY_1", "core.hooksPath")
         .env("GIT_CONFIG_VALUE_1", hooks_dir())
+        .env("GIT_CONFIG_KEY_2", "receive.autogc")
+        .env("GIT_CONFIG_VALUE_2", "false")
         .env(
             "FAKE_PROTECTED",
             protected
