@@ -6,7 +6,7 @@
 
 use super::ctx::enter_node;
 use super::ctx::{Ctx, Step};
-use super::ctx::{git, sync};
+use super::ctx::{base, git};
 use super::state::{Node, Review};
 use crate::agent::heal::{self, Healer, Next};
 use crate::annotation::{Annotation, Level};
@@ -80,7 +80,7 @@ fn check_verdict(text: &str, files: &[String]) -> (Option<Verdict>, Vec<Finding>
 /// Critic: review, verdict, and the way on.
 pub(super) async fn critic(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
-    let base = sync(cx).await?;
+    let base = base(cx).await?;
     let head = super::review::head_sha(cx)?;
     let pr = cx
         .flow

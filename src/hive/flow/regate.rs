@@ -5,7 +5,7 @@
 //! same verdicts, and nothing runs twice for them.
 
 use super::ctx::{Ctx, Step};
-use super::ctx::{enter_node, git, sync};
+use super::ctx::{base, enter_node, git};
 use super::state::{Attempt, Node};
 use crate::github::checks::{CheckOutput, Conclusion};
 use crate::hive::job::JobError;
@@ -120,7 +120,7 @@ pub(super) async fn changed_on_the_base(
 /// tree is the one the last attempt's gates passed on.
 pub(super) async fn regate(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
-    let base = sync(cx).await?;
+    let base = base(cx).await?;
     let sha = cx
         .flow
         .land

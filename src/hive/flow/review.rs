@@ -6,7 +6,7 @@
 
 use super::ctx::enter_node;
 use super::ctx::{Ctx, Step};
-use super::ctx::{git, sync};
+use super::ctx::{base, git};
 use super::state::Node;
 use crate::gates::steering::Steer;
 use crate::hive::job::JobError;
@@ -17,7 +17,7 @@ use crate::ticket::TaskState;
 pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     cx.book().await?;
-    let base = sync(cx).await?;
+    let base = base(cx).await?;
     let head = head_sha(cx)?;
     let (b, h) = (base.oid(), head.oid());
     let files = git(cx, move |ws, g| ws.changed_paths(g, b, h)).await?;
@@ -166,7 +166,7 @@ pub(super) async fn refresh_body(cx: &mut Ctx<'_, '_>, head: &CommitSha) -> Resu
     let Some(pr) = cx.flow.review.pr else {
         return Ok(());
     };
-    let base = sync(cx).await?;
+    let base = base(cx).await?;
     let (b, h) = (base.oid(), head.oid());
     let files = git(cx, move |ws, g| ws.changed_paths(g, b, h)).await?;
     let steers = steering(cx, &base, head).await?;
