@@ -147,3 +147,33 @@ async fn a_ticket_fetches_its_base_once_and_each_git_request_carries_the_token()
     assert!(git.len() >= 6, "{git:#?}");
     assert!(git.iter().all(|r| r.status == 200), "{git:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_stops_before_its_red_proof_keeps_no_baseline_sandbox() {
+    let yml =
+        "gates: { test: \"python3 -m unittest -v\" }\nreview: { require_plan_approval: true }\n";
+    let w = World::start(happy_script(), &calc(yml)).await;
+    w.label().await;
+    // The baseline ran, then the run stopped for the plan's approval: what it kept goes.
+    w.wait_state(TaskState::Blocked).await;
+    let docker = w.docker().await;
+    let kept = w
+        .env
+        .data_dir
+        .join("worktrees/acme/widgets/vibeloop-baseline-T-1");
+    w.bot
+        .wait_until(
+            "the baseline's container and worktree to go",
+            WAIT,
+            || async {
+                let none = docker.containers().await.unwrap().is_empty();
+                (none && !kept.exists()).then_some(())
+            },
+        )
+        .await;
+    // The next run starts its red proof in a sandbox of its own, and the change goes on.
+    let id = w.say("/hive approve").await;
+    assert!(w.reply_to(id).await.contains("approved"));
+    let t = w.waiting_for_approval().await;
+    assert_eq!(red_proof_exit(&w, t.key).await["in_baseline"], false);
+}

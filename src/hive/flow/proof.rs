@@ -107,7 +107,16 @@ async fn run_on_base(
     test_command: &str,
     files: &[String],
 ) -> Result<(Verdict, CommandOutput, Option<Missing>), JobError> {
-    let spec = super::ctx::sandbox_spec(cx, wt, "redproof", true).await?;
+    let spec = match super::ctx::sandbox_spec(cx, wt, "redproof", true).await {
+        Ok(spec) => spec,
+        Err(e) => {
+            // A container is removed only when stopped: none is left behind.
+            if let Some((sandbox, _)) = started {
+                sandbox.stop().await;
+            }
+            return Err(e);
+        }
+    };
     let started_at = std::time::Instant::now();
     cx.run
         .event("stage_enter", serde_json::json!({ "stage": "red_proof" }))
