@@ -160,9 +160,7 @@ async fn questions_block_the_plan_until_the_issue_is_edited() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn coding_waits_for_the_plans_approval_when_asked() {
-    let yml =
-        "gates: { test: \"python3 -m unittest -v\" }\nreview: { require_plan_approval: true }\n";
-    let w = World::start(happy_script(), &calc(yml)).await;
+    let w = World::start(happy_script(), &calc(PLAN_APPROVAL_YML)).await;
     w.label().await;
     w.bot
         .wait_until("the plan to wait", WAIT, || async {

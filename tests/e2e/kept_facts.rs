@@ -150,9 +150,7 @@ async fn a_ticket_fetches_its_base_once_and_each_git_request_carries_the_token()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_that_stops_before_its_red_proof_keeps_no_baseline_sandbox() {
-    let yml =
-        "gates: { test: \"python3 -m unittest -v\" }\nreview: { require_plan_approval: true }\n";
-    let w = World::start(happy_script(), &calc(yml)).await;
+    let w = World::start(happy_script(), &calc(PLAN_APPROVAL_YML)).await;
     w.label().await;
     // The baseline ran, then the run stopped for the plan's approval: what it kept goes.
     w.wait_state(TaskState::Blocked).await;

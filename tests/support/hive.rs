@@ -311,6 +311,10 @@ pub fn json_of(v: &Value) -> Value {
     serde_json::from_str(v.as_str().unwrap_or("null")).unwrap_or(Value::Null)
 }
 
+/// The test command, and the plan waits for a person's approval before any code is written.
+pub const PLAN_APPROVAL_YML: &str =
+    "gates: { test: \"python3 -m unittest -v\" }\nreview: { require_plan_approval: true }\n";
+
 /// The test gate, with the Critic's approval enough to merge.
 pub const AUTO_YML: &str =
     "gates: { test: \"python3 -m unittest -v\" }\nreview: { require_human_approval: false }\n";
