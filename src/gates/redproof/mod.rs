@@ -302,6 +302,10 @@ pub async fn run(
     timeout: Duration,
     p: &Proving<'_>,
 ) -> Result<(Verdict, CommandOutput), GateError> {
+    // The proof may run where the baseline ran and wrote its report: only this run's counts.
+    if let Some(rel) = p.report {
+        TestRun::clear_report(p.root, rel).map_err(crate::sandbox::SandboxError::Io)?;
+    }
     let output = sandbox
         .exec_keeping(test_command, timeout, super::test_results::keeps)
         .await?;

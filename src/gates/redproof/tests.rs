@@ -265,3 +265,31 @@ fn passing_or_killed_tests_do_not_hold() {
         Verdict::Broken { .. }
     ));
 }
+
+/// The baseline's report, left in the worktree the proof runs in: it says the new test passed
+/// on the base. A run that writes none must not be judged by it.
+#[tokio::test]
+async fn a_report_the_run_did_not_write_is_not_read() {
+    let dir = checkout();
+    let stale = r#"<testsuite name="s" tests="1"><testcase classname="test_new" name="test_new_function" file="pkg/test_new.py"/></testsuite>"#;
+    std::fs::write(dir.path().join("report.xml"), stale).unwrap();
+    let spec = crate::sandbox::SandboxSpec::probe("unused", dir.path(), "redproof-report", false);
+    let sandbox = crate::sandbox::Backend::Local.start(&spec).await.unwrap();
+    let files = vec!["pkg/test_new.py".to_owned()];
+    let mut p = proving(dir.path(), &files, &[], PLAN);
+    p.report = Some("report.xml");
+    let (verdict, _) = run(&sandbox, "exit 1", Duration::from_secs(30), &p)
+        .await
+        .unwrap();
+    assert!(!dir.path().join("report.xml").exists());
+    // Judged as a run that wrote no report is.
+    let clean = checkout();
+    let spec = crate::sandbox::SandboxSpec::probe("unused", clean.path(), "redproof-clean", false);
+    let sandbox = crate::sandbox::Backend::Local.start(&spec).await.unwrap();
+    let mut p = proving(clean.path(), &files, &[], PLAN);
+    p.report = Some("report.xml");
+    let (without, _) = run(&sandbox, "exit 1", Duration::from_secs(30), &p)
+        .await
+        .unwrap();
+    assert_eq!(verdict, without);
+}

@@ -215,6 +215,26 @@ impl TestRun {
         junit::read(xml)
     }
 
+    /// Removes the JUnit report `rel` from `worktree` before a run, so that what is read after
+    /// it is what that run wrote, never one an earlier run in the same worktree left (or one
+    /// committed there). Reached without links; a link at `rel` is removed, not followed.
+    pub fn clear_report(worktree: &Path, rel: &str) -> std::io::Result<()> {
+        let rel_path = Path::new(rel);
+        let (Some(parent), Some(name)) = (rel_path.parent(), rel_path.file_name()) else {
+            return Ok(());
+        };
+        let dir = match parent.to_str() {
+            Some("") => Some(worktree.to_path_buf()),
+            Some(p) => crate::untrusted::files::resolve(worktree, p)
+                .map_err(|e| std::io::Error::other(e.to_string()))?,
+            None => return Ok(()),
+        };
+        match dir.map(|d| std::fs::remove_file(d.join(name))) {
+            Some(Err(e)) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// What a test command showed: its JUnit report when the repository names one
     /// (`gates.test_report`, read from `worktree`), else its output. A report that cannot be
     /// read falls back on the output, with a note saying why.
