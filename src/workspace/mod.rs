@@ -101,13 +101,21 @@ impl MirrorGuard {
 }
 
 /// The `Authorization` header that gives `token` with a fetch's or push's first request, so
-/// that each one costs one round trip to the forge, not a refusal and a second ask. Held as a
-/// secret: it is the token, encoded.
+/// that each one costs one round trip to the forge, not a refusal and a second ask. It is the
+/// token, encoded: a secret here, handed only to libgit2's request headers.
 fn auth_header(token: &SecretString) -> SecretString {
     use base64::Engine as _;
     let pair = format!("{TOKEN_USER}:{}", token.expose_secret());
     let encoded = base64::engine::general_purpose::STANDARD.encode(pair.as_bytes());
     SecretString::from(format!("Authorization: Basic {encoded}"))
+}
+
+/// How a fetch gives `token`: in the first request's header, and to a refusal's second ask.
+fn fetch_options(token: &SecretString) -> FetchOptions<'_> {
+    let mut opts = FetchOptions::new();
+    opts.custom_headers(&[auth_header(token).expose_secret()]);
+    opts.remote_callbacks(callbacks(Some(token)));
+    opts
 }
 
 fn callbacks(token: Option<&SecretString>) -> RemoteCallbacks<'_> {
@@ -258,10 +266,7 @@ impl Workspace {
         }
         {
             let mut remote = git.find_remote("origin")?;
-            let mut opts = FetchOptions::new();
-            let header = auth_header(token);
-            opts.custom_headers(&[header.expose_secret()]);
-            opts.remote_callbacks(callbacks(Some(token)));
+            let mut opts = fetch_options(token);
             opts.prune(git2::FetchPrune::On);
             // Tags too: snapshots are numbered from the ones that exist.
             remote.fetch(

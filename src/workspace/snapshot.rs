@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use git2::{ObjectType, Repository, TreeWalkMode, TreeWalkResult};
-use secrecy::{ExposeSecret as _, SecretString};
+use secrecy::SecretString;
 
 use super::{Workspace, WorkspaceError};
 use crate::ids::{CommitSha, RepoName};
@@ -61,10 +61,7 @@ impl Workspace {
         }
         self.mirror_lock(repo).hold(|| {
             let mut remote = git.find_remote("origin")?;
-            let mut opts = git2::FetchOptions::new();
-            let header = super::auth_header(token);
-            opts.custom_headers(&[header.expose_secret()]);
-            opts.remote_callbacks(super::callbacks(Some(token)));
+            let mut opts = super::fetch_options(token);
             let spec = format!("+refs/pull/{number}/head:refs/remotes/pull/{number}");
             remote.fetch(&[spec.as_str()], Some(&mut opts), None)?;
             git.find_commit(head.oid())?;
