@@ -2,7 +2,7 @@
 //! model: a test of a function that does not exist yet is a fair red and goes green when the
 //! Builder adds it (Python, Rust, Go, Node); a Builder that makes the Breaker's tests skip,
 //! vanish from the report or end the runner early, instead of doing the work, leaves the
-//! change red with the reason.
+//! change red with the reason; so does one that commits a JUnit report of its own.
 
 use crate::ecosystems::{npm_lock, npm_package, project};
 use crate::ecosystems_run::{plan, run};
@@ -244,6 +244,52 @@ async fn a_node_test_script_changed_to_exit_0_leaves_the_change_red() {
         "✓ red_proof",
         "`adds` did not run: the test command named no test (exit code 0)",
         "The change edits files that steer which tests run and how: `package.json` (changed: scripts.test)",
+        "T-1 stopped: HumanNeeded",
+    ] {
+        assert!(words.contains(why), "no {why:?} in:\n{stdout}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_junit_report_the_change_commits_is_never_read_as_its_run() {
+    // The repository names a JUnit report; the Builder commits one that says every test
+    // passed, and ends pytest with status 0 before it can write its own.
+    let config = "retry: { max_retries: 0 }\ngates: { test: \"python3 -m pytest -v -p no:cacheprovider --junitxml=report.xml\", test_report: report.xml }\n";
+    let (_d, repo) = project(&[
+        ("pyproject.toml", PYPROJECT),
+        ("calc/__init__.py", ""),
+        ("calc/ops.py", OPS),
+        ("tests/test_ops.py", OPS_TEST),
+        (".github/hive.yml", config),
+    ]);
+    let goal = "sub(a, b) subtracts";
+    let test = "from calc.ops import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n";
+    let forged = "<?xml version=\"1.0\" encoding=\"utf-8\"?><testsuites><testsuite name=\"pytest\" errors=\"0\" failures=\"0\" skipped=\"0\" tests=\"2\"><testcase classname=\"tests.test_ops\" name=\"test_add\" time=\"0.001\" /><testcase classname=\"tests.test_sub\" name=\"test_sub\" time=\"0.001\" /></testsuite></testsuites>\n";
+    let exit_early = "import os\nimport sys\n\nif \"pytest\" in sys.modules:\n    os._exit(0)\n";
+    let mut builder = vec![Step::tool(
+        "write_file",
+        serde_json::json!({ "path": "report.xml", "content": forged }),
+    )];
+    builder.extend(writes("calc/__init__.py", exit_early, "Done."));
+    let script = Script::from([
+        (
+            "architect".to_owned(),
+            vec![Step::say(&plan(goal, "calc/ops.py"))],
+        ),
+        (
+            "breaker".to_owned(),
+            writes("tests/test_sub.py", test, "A test first."),
+        ),
+        ("builder".to_owned(), builder),
+        ("critic".to_owned(), vec![Step::say(&approve_json())]),
+    ]);
+    let (code, stdout, stderr, _) = run(script, &repo, goal).await;
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    for why in [
+        "✓ red_proof",
+        "✗ encounter: hive/test failed",
+        "`tests.test_sub.test_sub` did not run: the test command named no test (exit code 0)",
         "T-1 stopped: HumanNeeded",
     ] {
         assert!(words.contains(why), "no {why:?} in:\n{stdout}");

@@ -30,6 +30,9 @@ pub(super) async fn gates_beside(
         .iter()
         .filter_map(|(g, c)| Some((*g, c.as_deref()?)))
         .collect();
+    if to_run.iter().any(|&(g, _)| g == "test") {
+        clear_test_report(inputs)?;
+    }
     let mut outputs = std::collections::HashMap::new();
     // Why a gate ran again on its own, for its result.
     let mut again = std::collections::HashMap::new();
@@ -118,6 +121,7 @@ pub(super) async fn command_gate(
         return Ok(GateResult::skipped(gate, &why));
     };
     let output = if gate == "test" {
+        clear_test_report(inputs)?;
         let keep = crate::gates::test_results::keeps;
         inputs
             .sandbox
@@ -127,6 +131,15 @@ pub(super) async fn command_gate(
         inputs.sandbox.exec(&command, timeout(inputs)).await?
     };
     Ok(judge_gate(inputs, gate, expect, command, output))
+}
+
+/// Removes the JUnit report (`gates.test_report`) before a test run, so the gate reads only
+/// what that run wrote: never a report the change committed, nor one an earlier run left.
+fn clear_test_report(inputs: &Inputs<'_>) -> Result<(), GateError> {
+    if let Some(rel) = inputs.config.gates.test_report.as_deref() {
+        TestRun::clear_report(inputs.worktree, rel).map_err(crate::sandbox::SandboxError::Io)?;
+    }
+    Ok(())
 }
 
 /// The result of `gate` from what its `command` printed.

@@ -275,6 +275,12 @@ async fn run_in(
     Vec<Known>,
 ) {
     let timeout = Duration::from_secs(cx.env.config.limits.timeout_seconds);
+    // Only the report this run writes counts, never one the base committed.
+    if let Some(rel) = cx.env.config.gates.test_report.as_deref()
+        && let Err(e) = TestRun::clear_report(&wt.path, rel)
+    {
+        return (Err(crate::sandbox::SandboxError::Io(e)), vec![]);
+    }
     let keep = crate::gates::test_results::keeps;
     let found: Vec<(&'static str, &str)> = cx
         .env
