@@ -110,9 +110,11 @@ fn auth_header(token: &SecretString) -> SecretString {
     SecretString::from(format!("Authorization: Basic {encoded}"))
 }
 
-/// How a fetch gives `token`: in the first request's header, and to a refusal's second ask.
+/// How a fetch gives `token`: in the first request's header, and to a refusal's second ask;
+/// never to another host a redirect names ([`git2::RemoteRedirect::None`]).
 fn fetch_options(token: &SecretString) -> FetchOptions<'_> {
     let mut opts = FetchOptions::new();
+    opts.follow_redirects(git2::RemoteRedirect::None);
     opts.custom_headers(&[auth_header(token).expose_secret()]);
     opts.remote_callbacks(callbacks(Some(token)));
     opts

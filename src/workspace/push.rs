@@ -97,6 +97,8 @@ impl Workspace {
                 });
             }
             let mut opts = PushOptions::new();
+            // The token goes to the forge only, never to another host a redirect names.
+            opts.follow_redirects(git2::RemoteRedirect::None);
             let header = auth_header(token);
             opts.custom_headers(&[header.expose_secret()]);
             opts.remote_callbacks(cb);

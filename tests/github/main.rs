@@ -11,6 +11,7 @@ mod fake_github;
 mod fake_github_git;
 mod fake_github_merge;
 mod fuzz_replay;
+mod git_redirects;
 mod github_client;
 mod markers;
 mod redproof;
