@@ -9,7 +9,7 @@ use crate::ecosystems_run::{plan, run};
 use crate::support;
 
 use support::fake_llm::{Script, Step};
-use support::hive::{approve_json, writes};
+use support::hive::{approve_json, writes, writing};
 
 /// A Python package with its tests extra, one module of arithmetic, and one passing test.
 const PYPROJECT: &str = "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[project.optional-dependencies]\ntests = [\"pytest\"]\n";
@@ -19,25 +19,35 @@ const OPS_TEST: &str = "from calc.ops import add\n\n\ndef test_add():\n    asser
 const ONE_ATTEMPT: &str = "retry: { max_retries: 0 }\n";
 
 fn python_package() -> (tempfile::TempDir, std::path::PathBuf) {
+    python_package_with(ONE_ATTEMPT)
+}
+
+/// The package, with `config` as its `.github/hive.yml`.
+fn python_package_with(config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     project(&[
         ("pyproject.toml", PYPROJECT),
         ("calc/__init__.py", ""),
         ("calc/ops.py", OPS),
         ("tests/test_ops.py", OPS_TEST),
-        (".github/hive.yml", ONE_ATTEMPT),
+        (".github/hive.yml", config),
     ])
 }
 
 /// The Architect plans `goal` on `file`, the Breaker writes `test`, the Builder writes
 /// `change`, the Critic approves.
 fn script(goal: &str, file: &str, test: (&str, &str), change: (&str, &str)) -> Script {
+    script_writing(goal, file, test, &[change])
+}
+
+/// As [`script`], the Builder writing each of `changes`.
+fn script_writing(goal: &str, file: &str, test: (&str, &str), changes: &[(&str, &str)]) -> Script {
     Script::from([
         ("architect".to_owned(), vec![Step::say(&plan(goal, file))]),
         (
             "breaker".to_owned(),
             writes(test.0, test.1, "A test first."),
         ),
-        ("builder".to_owned(), writes(change.0, change.1, "Done.")),
+        ("builder".to_owned(), writing(changes)),
         ("critic".to_owned(), vec![Step::say(&approve_json())]),
     ])
 }
@@ -45,6 +55,14 @@ fn script(goal: &str, file: &str, test: (&str, &str), change: (&str, &str)) -> S
 fn assert_has(out: &str, lines: &[&str]) {
     for line in lines {
         assert!(out.contains(line), "no {line:?} in:\n{out}");
+    }
+}
+
+/// Each of `whys` is in `out`, compared word by word (the report's lines are wrapped).
+fn assert_says(out: &str, whys: &[&str]) {
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    for why in whys {
+        assert!(words.contains(why), "no {why:?} in:\n{out}");
     }
 }
 
@@ -239,15 +257,15 @@ async fn a_node_test_script_changed_to_exit_0_leaves_the_change_red() {
     )
     .await;
     assert_eq!(code, Some(1), "{stdout}\n{stderr}");
-    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
-    for why in [
-        "✓ red_proof",
-        "`adds` did not run: the test command named no test (exit code 0)",
-        "The change edits files that steer which tests run and how: `package.json` (changed: scripts.test)",
-        "T-1 stopped: HumanNeeded",
-    ] {
-        assert!(words.contains(why), "no {why:?} in:\n{stdout}");
-    }
+    assert_says(
+        &stdout,
+        &[
+            "✓ red_proof",
+            "`adds` did not run: the test command named no test (exit code 0)",
+            "The change edits files that steer which tests run and how: `package.json` (changed: scripts.test)",
+            "T-1 stopped: HumanNeeded",
+        ],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -255,43 +273,22 @@ async fn a_junit_report_the_change_commits_is_never_read_as_its_run() {
     // The repository names a JUnit report; the Builder commits one that says every test
     // passed, and ends pytest with status 0 before it can write its own.
     let config = "retry: { max_retries: 0 }\ngates: { test: \"python3 -m pytest -v -p no:cacheprovider --junitxml=report.xml\", test_report: report.xml }\n";
-    let (_d, repo) = project(&[
-        ("pyproject.toml", PYPROJECT),
-        ("calc/__init__.py", ""),
-        ("calc/ops.py", OPS),
-        ("tests/test_ops.py", OPS_TEST),
-        (".github/hive.yml", config),
-    ]);
+    let (_d, repo) = python_package_with(config);
     let goal = "sub(a, b) subtracts";
     let test = "from calc.ops import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n";
     let forged = "<?xml version=\"1.0\" encoding=\"utf-8\"?><testsuites><testsuite name=\"pytest\" errors=\"0\" failures=\"0\" skipped=\"0\" tests=\"2\"><testcase classname=\"tests.test_ops\" name=\"test_add\" time=\"0.001\" /><testcase classname=\"tests.test_sub\" name=\"test_sub\" time=\"0.001\" /></testsuite></testsuites>\n";
     let exit_early = "import os\nimport sys\n\nif \"pytest\" in sys.modules:\n    os._exit(0)\n";
-    let mut builder = vec![Step::tool(
-        "write_file",
-        serde_json::json!({ "path": "report.xml", "content": forged }),
-    )];
-    builder.extend(writes("calc/__init__.py", exit_early, "Done."));
-    let script = Script::from([
-        (
-            "architect".to_owned(),
-            vec![Step::say(&plan(goal, "calc/ops.py"))],
-        ),
-        (
-            "breaker".to_owned(),
-            writes("tests/test_sub.py", test, "A test first."),
-        ),
-        ("builder".to_owned(), builder),
-        ("critic".to_owned(), vec![Step::say(&approve_json())]),
-    ]);
+    let changes = [("report.xml", forged), ("calc/__init__.py", exit_early)];
+    let script = script_writing(goal, "calc/ops.py", ("tests/test_sub.py", test), &changes);
     let (code, stdout, stderr, _) = run(script, &repo, goal).await;
     assert_eq!(code, Some(1), "{stdout}\n{stderr}");
-    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
-    for why in [
-        "✓ red_proof",
-        "✗ encounter: hive/test failed",
-        "`tests.test_sub.test_sub` did not run: the test command named no test (exit code 0)",
-        "T-1 stopped: HumanNeeded",
-    ] {
-        assert!(words.contains(why), "no {why:?} in:\n{stdout}");
-    }
+    assert_says(
+        &stdout,
+        &[
+            "✓ red_proof",
+            "✗ encounter: hive/test failed",
+            "`tests.test_sub.test_sub` did not run: the test command named no test (exit code 0)",
+            "T-1 stopped: HumanNeeded",
+        ],
+    );
 }

@@ -11,9 +11,6 @@ use secrecy::SecretString;
 use vibeloop::ids::RepoName;
 use vibeloop::workspace::{Author, Workspace};
 
-use crate::support::bot::app_public_key;
-use crate::support::fake_github::{self, FakeGitHub};
-
 /// The `Authorization` headers another host was sent (one entry per request, `None` without).
 type Seen = Arc<Mutex<Vec<Option<String>>>>;
 
@@ -76,18 +73,7 @@ async fn a_fetch_redirected_to_another_host_sends_it_no_token() {
 
 #[tokio::test]
 async fn a_push_redirected_to_another_host_sends_it_no_token() {
-    let dir = tempfile::tempdir().unwrap();
-    let gh = FakeGitHub::start(fake_github::Options {
-        app_id: 1,
-        public_key_pem: app_public_key(),
-        git_root: dir.path().join("gh"),
-        token_ttl: std::time::Duration::from_secs(3600),
-    })
-    .await;
-    gh.add_installation(7, "acme");
-    gh.add_repo(7, "acme/widgets", &[("README.md", "hello\n")]);
-    let ws = Workspace::new(&dir.path().join("data"), &url::Url::parse(&gh.url).unwrap());
-    let repo = RepoName::parse("acme/widgets").unwrap();
+    let (_dir, gh, ws, repo) = crate::workspace::setup().await;
     let token = SecretString::from(gh.mint_token(7));
     let (forge, seen) = redirecting().await;
     let pushed = tokio::task::spawn_blocking(move || {

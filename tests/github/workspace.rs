@@ -12,7 +12,8 @@ use support::fake_github::{self, FakeGitHub};
 use vibeloop::ids::RepoName;
 use vibeloop::workspace::{Author, Workspace, WorkspaceError};
 
-async fn setup() -> (tempfile::TempDir, FakeGitHub, Workspace, RepoName) {
+/// The fake GitHub with installation 7 and its repository `acme/widgets`, and a workspace on it.
+pub(crate) async fn setup() -> (tempfile::TempDir, FakeGitHub, Workspace, RepoName) {
     let dir = tempfile::tempdir().unwrap();
     let gh = FakeGitHub::start(fake_github::Options {
         app_id: 1,
