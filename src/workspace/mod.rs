@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use git2::{
     BranchType, Cred, FetchOptions, IndexAddOption, RemoteCallbacks, Repository, Signature,
-    WorktreeAddOptions, WorktreePruneOptions,
+    WorktreePruneOptions,
 };
 use secrecy::{ExposeSecret as _, SecretString};
 
@@ -360,8 +360,11 @@ impl Workspace {
         branch: &str,
         at: (git2::Oid, u64),
     ) -> Result<Worktree, WorkspaceError> {
-        self.mirror_lock(repo)
-            .hold(|| self.worktree_at_locked(repo, git, branch, at))
+        let wt = self
+            .mirror_lock(repo)
+            .hold(|| self.worktree_at_locked(repo, git, branch, at))?;
+        wt.check_out()?;
+        Ok(wt)
     }
 
     fn worktree_at_locked(
@@ -375,7 +378,7 @@ impl Workspace {
         let path = self.worktree_path(repo, branch);
         self.remove_worktree(git, &name, &path)?;
         let commit = git.find_commit(commit)?;
-        let local = git.branch(branch, &commit, true)?;
+        git.branch(branch, &commit, true)?;
         let root = self.disk_root(repo, branch);
         if self.disks && room_mb > 0 {
             let (bytes, files) = checkout_size(git, &commit.tree()?)?;
@@ -383,15 +386,12 @@ impl Workspace {
         } else {
             std::fs::create_dir_all(&root)?;
         }
-        let mut opts = WorktreeAddOptions::new();
-        let reference = local.into_reference();
-        opts.reference(Some(&reference));
-        git.worktree(&name, &path, Some(&opts))?;
+        let admin = worktree::register(git, &name, &path, branch)?;
         Ok(Worktree {
             path,
             branch: branch.to_owned(),
             base: commit.id().into(),
-            admin: git.path().join("worktrees").join(&name),
+            admin,
         })
     }
 

@@ -43,6 +43,18 @@ impl Worktree {
         Ok(git)
     }
 
+    /// Checks the branch's head out into a worktree [`register`] made: every file, and the
+    /// index. It writes only the worktree's own files (its directory, and the index in its
+    /// administrative directory), so it needs no mirror lock: two worktrees of one mirror are
+    /// checked out at once.
+    pub(super) fn check_out(&self) -> Result<(), WorkspaceError> {
+        let git = self.open()?;
+        let mut how = git2::build::CheckoutBuilder::new();
+        how.force();
+        git.checkout_head(Some(&mut how))?;
+        Ok(())
+    }
+
     /// The worktree's `.git` is the one-line file git wrote (`gitdir: <admin>`), and no link.
     pub fn check_dot_git(&self) -> Result<(), WorkspaceError> {
         let expected = format!("gitdir: {}", self.admin.display());
@@ -112,6 +124,32 @@ impl Worktree {
             self.path.display()
         ))
     }
+}
+
+/// Makes the empty directory `path` worktree `name` of the bare mirror `git`, on the local
+/// branch `branch`, with nothing checked out: the files `git worktree add` writes
+/// (gitrepository-layout(5)), the administrative directory `<mirror>/worktrees/<name>`
+/// (`gitdir`, `commondir`, `HEAD`) and the worktree's `.git`. libgit2's `git_worktree_add`
+/// writes the same and then checks out, which a caller holding the mirror's lock would hold
+/// it through; [`Worktree::check_out`] does that after. The administrative directory.
+pub(super) fn register(
+    git: &Repository,
+    name: &str,
+    path: &Path,
+    branch: &str,
+) -> Result<PathBuf, WorkspaceError> {
+    let common = std::fs::canonicalize(git.path())?;
+    let admin = common.join("worktrees").join(name);
+    std::fs::create_dir_all(common.join("worktrees"))?;
+    std::fs::create_dir(&admin)?;
+    std::fs::create_dir(path)?;
+    let path = std::fs::canonicalize(path)?;
+    std::fs::write(admin.join("commondir"), "../..\n")?;
+    let dot_git = path.join(".git");
+    std::fs::write(admin.join("gitdir"), format!("{}\n", dot_git.display()))?;
+    std::fs::write(admin.join("HEAD"), format!("ref: refs/heads/{branch}\n"))?;
+    std::fs::write(&dot_git, format!("gitdir: {}\n", admin.display()))?;
+    Ok(admin)
 }
 
 /// Every symbolic link `index` adds or changes (against `HEAD`) stays inside the repository:

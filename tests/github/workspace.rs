@@ -459,3 +459,66 @@ async fn only_a_worktree_that_commands_run_in_gets_a_disk() {
     .unwrap();
     vibeloop::sandbox::disk::release_all(&data).unwrap();
 }
+
+/// Worktrees of one mirror made at once, their checkouts outside the mirror's lock, are each
+/// whole: every file, an index that sees no change, and a layout git itself reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worktrees_made_at_once_are_each_whole_and_git_reads_them() {
+    let (_dir, gh, ws, _) = setup().await;
+    let files: Vec<(String, String)> = (0..300)
+        .map(|i| (format!("pkg{}/mod{i}.py", i % 7), format!("N = {i}\n")))
+        .collect();
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (&**p, &**t)).collect();
+    gh.add_repo(7, "acme/many", &refs);
+    let repo = RepoName::parse("acme/many").unwrap();
+    let token = SecretString::from(gh.mint_token(7));
+    let (ws2, repo2) = (ws.clone(), repo.clone());
+    tokio::task::spawn_blocking(move || ws2.sync_mirror(&repo2, &token).unwrap())
+        .await
+        .unwrap();
+    let made: Vec<_> = (1..=4)
+        .map(|n| {
+            let (ws, repo) = (ws.clone(), repo.clone());
+            tokio::task::spawn_blocking(move || {
+                let git = git2::Repository::open_bare(ws.mirror_path(&repo)).unwrap();
+                ws.fresh_worktree(&repo, &git, &format!("feat/T-{n}"), ("main", 64))
+                    .unwrap()
+            })
+        })
+        .collect();
+    for (n, wt) in (1..=4).zip(futures_util::future::join_all(made).await) {
+        let wt = wt.unwrap();
+        for (path, text) in &files {
+            assert_eq!(&std::fs::read_to_string(wt.path.join(path)).unwrap(), text);
+        }
+        assert_eq!(wt.changes().unwrap(), vec![], "the index sees no change");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&wt.path)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        assert_eq!(git(&["status", "--porcelain"]), "");
+        assert_eq!(
+            git(&["symbolic-ref", "HEAD"]),
+            format!("refs/heads/feat/T-{n}\n")
+        );
+    }
+    let listed = std::process::Command::new("git")
+        .arg("-C")
+        .arg(ws.mirror_path(&repo))
+        .args(["worktree", "list", "--porcelain"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    for n in 1..=4 {
+        assert!(
+            listed.contains(&format!("branch refs/heads/feat/T-{n}\n")),
+            "{listed}"
+        );
+    }
+}

@@ -93,11 +93,6 @@ async fn prepare(cx: &mut Ctx<'_, '_>) -> Result<Desks, JobError> {
     let need_builder =
         cx.flow.code.builder.as_ref().map(|w| w.attempt) != Some(cx.flow.code.attempt);
     let id = cx.run.ticket.id;
-    let breaker = if need_breaker {
-        Some(branch_worktree(cx, &id.test_branch(), &base).await?)
-    } else {
-        None
-    };
     if need_builder && !cx.flow.code.review_findings.is_empty() {
         // People's review comments are this attempt's findings, beside the gates'.
         let review = std::mem::take(&mut cx.flow.code.review_findings);
@@ -118,11 +113,12 @@ async fn prepare(cx: &mut Ctx<'_, '_>) -> Result<Desks, JobError> {
     };
     let lease = adopted.clone().or_else(|| cx.flow.code.pushed.clone());
     let builder_from = adopted.unwrap_or(builder_from);
-    let builder = if need_builder {
-        Some(branch_worktree(cx, &id.feat_branch(), &builder_from).await?)
-    } else {
-        None
-    };
+    // Both at once: each checkout writes only its own worktree.
+    let (tests, feat) = (id.test_branch(), id.feat_branch());
+    let (breaker, builder) = tokio::try_join!(
+        when(need_breaker, branch_worktree(cx, &tests, &base)),
+        when(need_builder, branch_worktree(cx, &feat, &builder_from)),
+    )?;
     if let (Some(wt), Some(tests)) = (&builder, &cx.flow.tests.breaker) {
         // The Breaker's tests, for the Builder to run while it works: read-only in its
         // sandbox, and never its to commit (its scope leaves the tests out).
@@ -256,6 +252,14 @@ fn work(cx: &Ctx<'_, '_>, role: Role, r: &RoleRun) -> super::git::Work {
         written: r.written.clone(),
         scope: Some(crate::hive::agents::scope(role, &cx.env.config)),
     }
+}
+
+/// What `make` makes, when `need`.
+async fn when<T>(
+    need: bool,
+    make: impl std::future::Future<Output = Result<T, JobError>>,
+) -> Result<Option<T>, JobError> {
+    if need { make.await.map(Some) } else { Ok(None) }
 }
 
 /// The worktree of `branch` at `from`.
