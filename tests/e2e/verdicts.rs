@@ -2,7 +2,8 @@
 //! model: a test of a function that does not exist yet is a fair red and goes green when the
 //! Builder adds it (Python, Rust, Go, Node); a Builder that makes the Breaker's tests skip,
 //! vanish from the report or end the runner early, instead of doing the work, leaves the
-//! change red with the reason; so does one that commits a JUnit report of its own.
+//! change red with the reason; so does one that commits a JUnit report of its own. A report
+//! the base holds is never read as the baseline's run.
 
 use crate::ecosystems::{npm_lock, npm_package, project};
 use crate::ecosystems_run::{plan, run};
@@ -289,6 +290,43 @@ async fn a_junit_report_the_change_commits_is_never_read_as_its_run() {
             "✗ encounter: hive/test failed",
             "`tests.test_sub.test_sub` did not run: the test command named no test (exit code 0)",
             "T-1 stopped: HumanNeeded",
+        ],
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_junit_report_the_base_commits_is_never_read_as_the_baselines_run() {
+    // The base holds a report saying `test_add` fails there, and its test command writes none.
+    // Read as the baseline's run, it made `test_add` a known failure, and a change that breaks
+    // `add` passed the test gate ("passed (1 of 2 tests failed)").
+    let config = "retry: { max_retries: 0 }\ngates: { test: \"python3 -m pytest -v -p no:cacheprovider\", test_report: report.xml }\n";
+    let stale = "<?xml version=\"1.0\" encoding=\"utf-8\"?><testsuites><testsuite name=\"pytest\" errors=\"0\" failures=\"1\" skipped=\"0\" tests=\"1\"><testcase name=\"tests/test_ops.py::test_add\" time=\"0.001\"><failure message=\"assert 4 == 5\" /></testcase></testsuite></testsuites>\n";
+    let (_d, repo) = project(&[
+        ("pyproject.toml", PYPROJECT),
+        ("calc/__init__.py", ""),
+        ("calc/ops.py", OPS),
+        ("tests/test_ops.py", OPS_TEST),
+        (".github/hive.yml", config),
+        ("report.xml", stale),
+    ]);
+    let goal = "sub(a, b) subtracts";
+    let test = "from calc.ops import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n";
+    let broken = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+    let script = script(
+        goal,
+        "calc/ops.py",
+        ("tests/test_sub.py", test),
+        ("calc/ops.py", broken),
+    );
+    let (code, stdout, stderr, _) = run(script, &repo, goal).await;
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert_says(
+        &stdout,
+        &[
+            "✓ red_proof",
+            "✗ encounter: hive/test failed",
+            "T-1 stopped: HumanNeeded",
+            "hive/test failed: exit code 1 (1 of 2 tests failed)",
         ],
     );
 }
