@@ -1,6 +1,8 @@
 //! Git on disk, through git2: one bare mirror per repository under `<data>/mirrors`, one
 //! worktree per branch under `<data>/worktrees`, commits authored as the app, pushes; read-only
-//! snapshots of a commit's files under `<data>/snapshots` ([`Snapshot`]).
+//! snapshots of a commit's files under `<data>/snapshots` ([`Snapshot`]). A worktree is
+//! registered under its mirror's lock and checked out outside it: checkouts of one mirror run at
+//! once.
 //!
 //! Credentials: the installation token is handed to libgit2 only through the credential
 //! callback, so it never appears in a remote URL, a config file, argv or a log line.
