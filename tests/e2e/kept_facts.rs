@@ -175,3 +175,26 @@ async fn a_run_that_stops_before_its_red_proof_keeps_no_baseline_sandbox() {
     let t = w.waiting_for_approval().await;
     assert_eq!(red_proof_exit(&w, t.key).await["in_baseline"], false);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_that_stops_the_ticket_at_its_baseline_leaves_no_architect_worktree() {
+    // The Architect's worktree is checked out while the baseline runs. A base whose test
+    // command fails stops the ticket before any model is asked, and that worktree goes too.
+    let yml = "gates: { test: \"python3 -c 'import nosuchmodule'\" }\n";
+    let w = World::start(happy_script(), &calc(yml)).await;
+    w.label().await;
+    w.wait_state(TaskState::HumanNeeded).await;
+    let scratch = w
+        .env
+        .data_dir
+        .join("worktrees/acme/widgets/vibeloop-plan-T-1");
+    w.bot
+        .wait_until("the Architect's worktree to go", WAIT, || async {
+            (!scratch.exists()).then_some(())
+        })
+        .await;
+    assert!(
+        w.llm.requests("architect").is_empty(),
+        "the Architect was asked"
+    );
+}

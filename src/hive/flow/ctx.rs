@@ -379,6 +379,18 @@ pub(super) async fn reading_scratch(
     scratch_with(cx, name, at, 0).await
 }
 
+/// A reading scratch of the base, made by the future returned, which holds no borrow of `cx`:
+/// so it runs beside another step (the Architect's worktree while the baseline runs).
+pub(super) async fn reading_scratch_of_base(
+    cx: &mut Ctx<'_, '_>,
+    name: &str,
+) -> Result<impl Future<Output = Result<Worktree, JobError>> + Send + 'static, JobError> {
+    let at = base(cx).await?;
+    let branch = format!("vibeloop/{name}-{}", cx.run.ticket.id);
+    let (ws, repo) = (cx.run.hive.workspace.clone(), cx.run.ticket.repo.clone());
+    Ok(async move { git::worktree(&ws, &repo, &branch, (&at, 0)).await })
+}
+
 async fn scratch_with(
     cx: &mut Ctx<'_, '_>,
     name: &str,

@@ -24,12 +24,24 @@ pub(super) const NO_TEST_COMMAND: &str = "No test command: no ecosystem was dete
 pub(super) async fn plan(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     enter_node(cx).await?;
     // A plan only needs no tests yet: they are checked once the plan is to be built.
-    if cx.flow.plan.plan_only {
+    let worktree = if cx.flow.plan.plan_only {
         cx.publish().await?;
-    } else if !ready_to_build(cx, Node::Plan).await? {
+        super::ctx::reading_scratch(cx, "plan", None).await?
+    } else if cx.env.config.gates.test.is_none() {
+        // Says why nothing can be built, and asks for nothing first: not even the base.
+        ready_to_build(cx, Node::Plan).await?;
         return Ok(Step::Stop);
-    }
-    let worktree = super::ctx::reading_scratch(cx, "plan", None).await?;
+    } else {
+        // The Architect's worktree is checked out while the baseline runs.
+        let scratch = super::ctx::reading_scratch_of_base(cx, "plan").await?;
+        let (ready, made) = tokio::join!(ready_to_build(cx, Node::Plan), scratch);
+        if !matches!(ready, Ok(true)) {
+            super::ctx::drop_scratch(cx, "plan").await;
+            ready?;
+            return Ok(Step::Stop);
+        }
+        made?
+    };
     let outcome = plan_in(cx, &worktree).await;
     super::ctx::drop_scratch(cx, "plan").await;
     let Some((output, findings, rounds, stop)) = outcome? else {
