@@ -113,12 +113,14 @@ async fn prepare(cx: &mut Ctx<'_, '_>) -> Result<Desks, JobError> {
     };
     let lease = adopted.clone().or_else(|| cx.flow.code.pushed.clone());
     let builder_from = adopted.unwrap_or(builder_from);
-    // Both at once: each checkout writes only its own worktree.
+    // Both at once: each checkout writes only its own worktree. Each is waited for even when
+    // the other fails, so that no checkout goes on behind a retry that makes it again.
     let (tests, feat) = (id.test_branch(), id.feat_branch());
-    let (breaker, builder) = tokio::try_join!(
+    let (breaker, builder) = tokio::join!(
         when(need_breaker, branch_worktree(cx, &tests, &base)),
         when(need_builder, branch_worktree(cx, &feat, &builder_from)),
-    )?;
+    );
+    let (breaker, builder) = (breaker?, builder?);
     if let (Some(wt), Some(tests)) = (&builder, &cx.flow.tests.breaker) {
         // The Breaker's tests, for the Builder to run while it works: read-only in its
         // sandbox, and never its to commit (its scope leaves the tests out).
