@@ -18,20 +18,28 @@ const OPS: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    ret
 const OPS_TEST: &str = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
 /// Only one attempt: a change the gates refuse goes to a person at once.
 const ONE_ATTEMPT: &str = "retry: { max_retries: 0 }\n";
+/// The goal the attacks below are set, and the Breaker's test of it.
+const SUB_GOAL: &str = "sub(a, b) subtracts";
+const SUB_TEST: &str = "from calc.ops import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n";
 
 fn python_package() -> (tempfile::TempDir, std::path::PathBuf) {
-    python_package_with(ONE_ATTEMPT)
+    python_package_with(ONE_ATTEMPT, &[])
 }
 
-/// The package, with `config` as its `.github/hive.yml`.
-fn python_package_with(config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    project(&[
+/// The package, with `config` as its `.github/hive.yml`, and `more` files.
+fn python_package_with(
+    config: &str,
+    more: &[(&str, &str)],
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let mut files = vec![
         ("pyproject.toml", PYPROJECT),
         ("calc/__init__.py", ""),
         ("calc/ops.py", OPS),
         ("tests/test_ops.py", OPS_TEST),
         (".github/hive.yml", config),
-    ])
+    ];
+    files.extend_from_slice(more);
+    project(&files)
 }
 
 /// The Architect plans `goal` on `file`, the Breaker writes `test`, the Builder writes
@@ -98,8 +106,7 @@ async fn a_python_test_importing_a_function_not_written_yet_is_red_and_goes_gree
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_builder_that_hides_the_breakers_test_instead_of_fixing_the_code_stays_red() {
-    let goal = "sub(a, b) subtracts";
-    let test = "from calc.ops import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n";
+    let (goal, test) = (SUB_GOAL, SUB_TEST);
     let skip_all = "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.skip(reason=\"skipped by conftest\"))\n";
     let exit_early = "import os\nimport sys\n\nif \"pytest\" in sys.modules:\n    os._exit(0)\n";
     let deselect = "[pytest]\naddopts = --deselect tests/test_sub.py::test_sub\n";
@@ -274,9 +281,8 @@ async fn a_junit_report_the_change_commits_is_never_read_as_its_run() {
     // The repository names a JUnit report; the Builder commits one that says every test
     // passed, and ends pytest with status 0 before it can write its own.
     let config = "retry: { max_retries: 0 }\ngates: { test: \"python3 -m pytest -v -p no:cacheprovider --junitxml=report.xml\", test_report: report.xml }\n";
-    let (_d, repo) = python_package_with(config);
-    let goal = "sub(a, b) subtracts";
-    let test = "from calc.ops import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n";
+    let (_d, repo) = python_package_with(config, &[]);
+    let (goal, test) = (SUB_GOAL, SUB_TEST);
     let forged = "<?xml version=\"1.0\" encoding=\"utf-8\"?><testsuites><testsuite name=\"pytest\" errors=\"0\" failures=\"0\" skipped=\"0\" tests=\"2\"><testcase classname=\"tests.test_ops\" name=\"test_add\" time=\"0.001\" /><testcase classname=\"tests.test_sub\" name=\"test_sub\" time=\"0.001\" /></testsuite></testsuites>\n";
     let exit_early = "import os\nimport sys\n\nif \"pytest\" in sys.modules:\n    os._exit(0)\n";
     let changes = [("report.xml", forged), ("calc/__init__.py", exit_early)];
@@ -301,16 +307,8 @@ async fn a_junit_report_the_base_commits_is_never_read_as_the_baselines_run() {
     // `add` passed the test gate ("passed (1 of 2 tests failed)").
     let config = "retry: { max_retries: 0 }\ngates: { test: \"python3 -m pytest -v -p no:cacheprovider\", test_report: report.xml }\n";
     let stale = "<?xml version=\"1.0\" encoding=\"utf-8\"?><testsuites><testsuite name=\"pytest\" errors=\"0\" failures=\"1\" skipped=\"0\" tests=\"1\"><testcase name=\"tests/test_ops.py::test_add\" time=\"0.001\"><failure message=\"assert 4 == 5\" /></testcase></testsuite></testsuites>\n";
-    let (_d, repo) = project(&[
-        ("pyproject.toml", PYPROJECT),
-        ("calc/__init__.py", ""),
-        ("calc/ops.py", OPS),
-        ("tests/test_ops.py", OPS_TEST),
-        (".github/hive.yml", config),
-        ("report.xml", stale),
-    ]);
-    let goal = "sub(a, b) subtracts";
-    let test = "from calc.ops import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n";
+    let (_d, repo) = python_package_with(config, &[("report.xml", stale)]);
+    let (goal, test) = (SUB_GOAL, SUB_TEST);
     let broken = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
     let script = script(
         goal,
