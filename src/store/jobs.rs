@@ -165,7 +165,7 @@ pub(super) async fn enqueue_scoped_in(
 /// Queues `(kind, key)` to run at `run_after`, in `scope` if any. When a live job exists, a
 /// running one is marked to run once more after it finishes (so a request that arrives while it
 /// works is not lost) and a queued one is left as it is. True when a new job row was queued.
-async fn enqueue_at(
+pub(super) async fn enqueue_at(
     conn: &mut sqlx::AnyConnection,
     job: &JobKey,
     scope: Option<&str>,
@@ -207,7 +207,10 @@ async fn enqueue_at(
 }
 
 /// The lane ticket `t`'s jobs run in (see the module's doc), if any.
-async fn lane_of(conn: &mut sqlx::AnyConnection, t: TicketKey) -> Result<Option<String>> {
+pub(super) async fn lane_of(
+    conn: &mut sqlx::AnyConnection,
+    t: TicketKey,
+) -> Result<Option<String>> {
     let row = sqlx::query("SELECT lane FROM tickets WHERE id = $1")
         .bind(t.0)
         .fetch_optional(&mut *conn)
@@ -301,7 +304,7 @@ pub(super) async fn end_job_in(
 /// Which live job `j` a worker may claim at time `now` (a bind parameter such as `$1`): a queued
 /// one that is due and not held back by an earlier live job of its scope, or a running one whose
 /// lease has run out (taken over as it is: no earlier job of its scope was live at its claim).
-fn claimable(now: &str) -> String {
+pub(super) fn claimable(now: &str) -> String {
     format!(
         "j.status IN ('queued', 'running') \
          AND ((j.status = 'queued' AND j.run_after <= {now} \
@@ -312,7 +315,6 @@ fn claimable(now: &str) -> String {
 }
 
 impl Store {
-    /// Queues a job unless a live one exists for the same subject. True when queued.
     /// Queues a job unless a live one exists for the same subject; a running one then runs once
     /// more after it finishes. True when a new job was queued.
     pub async fn enqueue(&self, key: &JobKey) -> Result<bool> {

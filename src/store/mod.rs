@@ -14,6 +14,7 @@ pub mod memory;
 pub mod questions;
 pub mod repositories;
 pub mod tickets;
+pub mod turns;
 pub mod views;
 
 use std::borrow::Cow;

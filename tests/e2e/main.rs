@@ -52,6 +52,7 @@ mod sessions;
 mod steering_files;
 mod sweep;
 mod trust_boundary;
+mod turns;
 mod verdicts;
 mod wedge;
 mod who_sees;

@@ -2,7 +2,8 @@
 //! subject, claims and leases, takeovers, retries and their timing, requeues while running, and
 //! a delivery's outcome recorded only by its job's owner, deliveries of one repository
 //! claimed one at a time in the order they were stored, and a requeued ticket (conflict strategy
-//! C) behind its repository's queued tickets, in a lane where one requeued ticket runs at a time.
+//! C) behind its repository's queued tickets, in a lane where one requeued ticket runs at a time;
+//! a ticket at a resting point giving its worker to a job that waits for one.
 
 use std::collections::HashSet;
 
@@ -29,6 +30,7 @@ both!(
     a_repositorys_ping_is_not_held_behind_its_deliveries,
     a_requeued_ticket_goes_behind_its_repositorys_queued_tickets,
     a_repositorys_requeued_tickets_run_one_at_a_time_until_they_land,
+    a_ticket_gives_its_worker_to_a_job_that_waited_and_runs_again_behind_it,
 );
 
 async fn a_delivery_outcome_is_recorded_only_by_its_jobs_owner(store: Store) {
@@ -463,4 +465,39 @@ async fn a_repositorys_ping_is_not_held_behind_its_deliveries(store: Store) {
     assert_eq!(a1.key, key("a-1"));
     let next = store.claim_job("w2", 60_000).await.unwrap().unwrap();
     assert_eq!(next.key, key("ping-a"), "the ping waited for a-1");
+}
+
+/// A ticket's job gives its worker up only to a job that has waited for one, and then runs
+/// again behind it; a ticket in a lane keeps its worker until it lands.
+async fn a_ticket_gives_its_worker_to_a_job_that_waited_and_runs_again_behind_it(store: Store) {
+    let t1 = open(&store, "o/a", 1).await;
+    let j1 = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert!(
+        !store.yield_to_waiting(t1, 0).await.unwrap(),
+        "gave way to nobody"
+    );
+    let t2 = open(&store, "o/b", 1).await;
+    assert!(
+        !store.yield_to_waiting(t1, 3_600_000).await.unwrap(),
+        "gave way to a job that has not waited an hour"
+    );
+    assert!(store.yield_to_waiting(t1, 0).await.unwrap());
+    store.complete_job(j1.id, "w").await.unwrap();
+    let next = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(next.key, JobKey::Ticket(t2), "the waiting job goes first");
+    let again = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!((&again.key, again.attempts), (&JobKey::Ticket(t1), 1));
+    store.complete_job(next.id, "w").await.unwrap();
+    store.complete_job(again.id, "w").await.unwrap();
+    assert!(store.job_counts().await.unwrap().is_empty());
+
+    let t3 = open(&store, "o/c", 1).await;
+    store.requeue_in_lane(t3, "serial:o/c").await.unwrap();
+    let j3 = store.claim_job("w", 60_000).await.unwrap().unwrap();
+    assert_eq!(j3.key, JobKey::Ticket(t3));
+    open(&store, "o/d", 1).await;
+    assert!(
+        !store.yield_to_waiting(t3, 0).await.unwrap(),
+        "a ticket in a lane gave its worker up"
+    );
 }

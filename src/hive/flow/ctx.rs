@@ -20,7 +20,8 @@ use crate::workspace::{Author, Workspace, Worktree};
 pub(super) enum Step {
     /// Go on to the flow's next node.
     Next,
-    /// Stop here: the ticket waits for people, or reached a final state.
+    /// Stop here: the ticket waits for people, gave its worker to others (its job runs again
+    /// after theirs), or reached a final state.
     Stop,
 }
 

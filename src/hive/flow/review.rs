@@ -3,6 +3,9 @@
 //! observed ([`pull_body`]): the gates, the Breaker's tests by name on the base and on the
 //! change, and the files the change edits that steer which tests run. The Critic reviews it
 //! (`critic.rs`). `await_approval` waits for a person where the repository asks for one.
+//!
+//! With the pull request open, a ticket gives its worker to tickets that wait for one: the
+//! first thing people see of each change comes first, its review and landing behind them.
 
 use super::ctx::enter_node;
 use super::ctx::{Ctx, Step};
@@ -12,6 +15,10 @@ use crate::gates::steering::Steer;
 use crate::hive::job::JobError;
 use crate::ids::CommitSha;
 use crate::ticket::TaskState;
+
+/// How long a job is due with no worker taking it before every worker counts as busy (an idle
+/// one asks for work every half second).
+const BUSY_AFTER_MS: i64 = 1_000;
 
 /// Open PR: a draft until the Critic approves.
 pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
@@ -56,6 +63,17 @@ pub(super) async fn open_pr(cx: &mut Ctx<'_, '_>) -> Result<Step, JobError> {
     )
     .await?;
     cx.publish().await?;
+    let key = cx.run.ticket.key;
+    if cx
+        .run
+        .hive
+        .store
+        .yield_to_waiting(key, BUSY_AFTER_MS)
+        .await?
+    {
+        tracing::info!("pull request open; the worker goes to the jobs waiting for one");
+        return Ok(Step::Stop);
+    }
     Ok(Step::Next)
 }
 
