@@ -11,6 +11,7 @@ use crate::sandbox::CACHE_MOUNT as CACHE;
 
 mod python;
 use python::python;
+pub use python::venv_with_pip;
 
 /// What the detector may read of the base branch.
 pub trait Files {

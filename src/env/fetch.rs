@@ -7,7 +7,7 @@
 //! the ordinary setup command with no network, from what was downloaded. A setup the
 //! repository or its devcontainer wrote by hand cannot be split: it runs without network.
 
-use super::detect::{Ecosystem, Found};
+use super::detect::{Ecosystem, Found, venv_with_pip};
 
 /// The download phase for one worktree's dependency files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,8 +71,9 @@ pub fn plan(found: &[Found], inputs: &[(String, Option<Vec<u8>>)]) -> Option<Pla
                     .push((REQUIREMENTS.into(), wanted.specs.join("\n") + "\n"));
                 plan.refused.extend(wanted.refused);
                 commands.push(format!(
-                    "python3 -m venv /tmp/fetch-venv && /tmp/fetch-venv/bin/pip download --quiet \
-                     --disable-pip-version-check --only-binary :all: --dest {WHEELS} -r {REQUIREMENTS}"
+                    "{} && /tmp/fetch-venv/bin/pip download --quiet \
+                     --disable-pip-version-check --only-binary :all: --dest {WHEELS} -r {REQUIREMENTS}",
+                    venv_with_pip("/tmp/fetch-venv", false)
                 ));
                 plan.env.push(("PIP_FIND_LINKS".into(), WHEELS.into()));
             }
@@ -451,9 +452,12 @@ path = "../../outside.rs"
         let plan = plan(&found, &inputs(&files)).unwrap();
         assert_eq!(
             plan.command,
-            "cargo fetch && python3 -m venv /tmp/fetch-venv && /tmp/fetch-venv/bin/pip download --quiet \
-             --disable-pip-version-check --only-binary :all: --dest /cache/wheels -r .vibeloop-fetch/requirements.txt \
-             && env GIT_ALLOW_PROTOCOL=none npm_config_git=false npm ci --ignore-scripts && go mod download"
+            format!(
+                "cargo fetch && {} && /tmp/fetch-venv/bin/pip download --quiet \
+                 --disable-pip-version-check --only-binary :all: --dest /cache/wheels -r .vibeloop-fetch/requirements.txt \
+                 && env GIT_ALLOW_PROTOCOL=none npm_config_git=false npm ci --ignore-scripts && go mod download",
+                venv_with_pip("/tmp/fetch-venv", false)
+            )
         );
         assert!(
             plan.files

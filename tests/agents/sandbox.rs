@@ -425,3 +425,48 @@ async fn commands_beside_each_other_run_at_once_and_share_what_the_lock_put_back
     );
     sb.stop().await;
 }
+
+/// A Python environment's virtual environment gets its own pip from the image's pip, its
+/// `.pyc` files written or not as asked (`ensurepip` always writes them), or, in an image
+/// without a pip of its own, from `ensurepip`.
+#[tokio::test]
+async fn a_virtual_environment_gets_its_pip_with_or_without_the_images_own() {
+    let (data, wt) = (tempfile::tempdir().unwrap(), worktree());
+    let backend = docker(data.path()).await;
+    let sb = started(&backend, &spec(wt.path(), &[])).await;
+    let make = |dir: &str, compile: bool| {
+        vibeloop::sandbox::quote(&vibeloop::env::detect::venv_with_pip(dir, compile))
+    };
+    // A python3 whose `-m pip` fails, as where Debian's python3-pip is not installed.
+    let no_pip = "mkdir -p /tmp/no-pip \
+        && printf '#!/bin/sh\\ncase \"$*\" in \"-m pip\"*) exit 1;; esac\\nexec /usr/bin/python3 \"$@\"\\n' > /tmp/no-pip/python3 \
+        && chmod +x /tmp/no-pip/python3";
+    let pyc = |dir: &str| {
+        format!(
+            "echo {dir}: $(ls {dir}/lib/python3*/site-packages/pip/__pycache__ 2>/dev/null | wc -l) pyc"
+        )
+    };
+    let cmd = format!(
+        "{no_pip} && sh -c {} && sh -c {} && PATH=/tmp/no-pip:$PATH sh -c {} && {} && {} \
+         && /tmp/a/bin/pip --version && /tmp/b/bin/pip --version && /tmp/c/bin/pip --version",
+        make("/tmp/a", false),
+        make("/tmp/b", true),
+        make("/tmp/c", false),
+        pyc("/tmp/a"),
+        pyc("/tmp/b"),
+    );
+    let out = sb.exec(&cmd, Duration::from_secs(120)).await.unwrap();
+    assert!(out.success(), "{}", out.output);
+    let lines: Vec<&str> = out.output.lines().collect();
+    assert_eq!(lines.len(), 5, "{}", out.output);
+    assert_eq!(lines[0], "/tmp/a: 0 pyc", "ensurepip made it");
+    assert_ne!(lines[1], "/tmp/b: 0 pyc", "no .pyc was written");
+    for (line, venv) in lines[2..].iter().zip(["/tmp/a/", "/tmp/b/", "/tmp/c/"]) {
+        assert!(
+            line.starts_with("pip ") && line.contains(&format!("from {venv}lib/")),
+            "{}",
+            out.output
+        );
+    }
+    sb.stop().await;
+}

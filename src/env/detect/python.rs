@@ -7,6 +7,24 @@ use crate::env::{precommit, pyproject};
 use crate::sandbox::quote;
 
 const PIP: &str = "pip install --quiet";
+/// Where Debian keeps the wheels its `ensurepip` installs.
+const SYSTEM_WHEELS: &str = "/usr/share/python-wheels";
+
+/// The shell command that makes a virtual environment at `dir` (a shell word) with pip in it.
+/// The system's pip installs pip there from the wheel Debian's `ensurepip` would use, which
+/// takes about half the time (1.6 s against 2.9 s, `python3 -m venv` running `ensurepip` from
+/// a zip); where there is no such pip or wheel, `ensurepip` does. It reads no `PIP_*`
+/// variable or pip configuration (`--isolated`): nothing of the project's picks that pip.
+/// `compile`: its `.pyc` files are written now, for a pip that runs again and again; a pip that
+/// runs once leaves them out (0.7 s).
+pub fn venv_with_pip(dir: &str, compile: bool) -> String {
+    let compile = if compile { "" } else { " --no-compile" };
+    format!(
+        "python3 -m venv --without-pip {dir} && {{ python3 -m pip --isolated --python {dir}/bin/python \
+         install --quiet --no-index --find-links {SYSTEM_WHEELS}{compile} pip 2>/dev/null \
+         || {dir}/bin/python -m ensurepip --upgrade --default-pip >/dev/null; }}"
+    )
+}
 
 /// `requirements*.txt` at the top; under `requirements/`, those and the test, dev and base
 /// sets (`requirements/test.txt`), not docs or release tools.
@@ -160,7 +178,7 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         || doc.contains_key("build-system")
         || markers.iter().any(|m| m == "setup.py" || m == "setup.cfg");
     let mut setup = Setup::default();
-    setup.run("python3 -m venv \"$VIRTUAL_ENV\"".to_owned());
+    setup.run(venv_with_pip("\"$VIRTUAL_ENV\"", true));
     let setup_cfg = files.read("setup.cfg").unwrap_or_default();
     let (extras, groups) = pyproject::test_groups(&pyproject, &setup_cfg);
     if installable {
