@@ -11,12 +11,12 @@ const PIP: &str = "pip install --quiet";
 const SYSTEM_WHEELS: &str = "/usr/share/python-wheels";
 
 /// The shell command that makes a virtual environment at `dir` (a shell word) with pip in it.
-/// The system's pip installs pip there from the wheel Debian's `ensurepip` would use, which
-/// takes about half the time (1.6 s against 2.9 s, `python3 -m venv` running `ensurepip` from
-/// a zip); where there is no such pip or wheel, `ensurepip` does. It reads no `PIP_*`
-/// variable or pip configuration (`--isolated`): nothing of the project's picks that pip.
-/// `compile`: its `.pyc` files are written now, for a pip that runs again and again; a pip that
-/// runs once leaves them out (0.7 s).
+/// The system's pip installs pip there from the wheel Debian's `ensurepip` would use: 2.45 s
+/// in the Python runner image under the sandbox's settings, where `python3 -m venv` (running
+/// `ensurepip`, pip from a zip) takes 3.2 s; where there is no such pip or wheel, `ensurepip`
+/// does it. It reads no `PIP_*` variable or pip configuration (`--isolated`): nothing of the
+/// project's picks that pip. `compile`: its `.pyc` files are written now, for a pip that runs
+/// again and again; a pip that runs once leaves them out (0.9 s).
 pub fn venv_with_pip(dir: &str, compile: bool) -> String {
     let compile = if compile { "" } else { " --no-compile" };
     format!(
