@@ -261,8 +261,9 @@ fn a_gate_killed_beside_the_others_runs_again_alone() {
 #[test]
 fn tests_that_time_out_beside_quick_gates_are_not_run_again() {
     let dir = checkout_with(
-        // A limit whose tenth (1 s) is far above what `true` takes, even on a busy machine.
-        "gates:\n  test: sleep 60\n  lint: \"true\"\n  typecheck: \"true\"\nlimits:\n  timeout_seconds: 10\n",
+        // A limit whose tenth (2 s) is far above what `true` takes, even on a busy machine: a
+        // `docker exec` of it took over 1 s while the suite kept both cores busy.
+        "gates:\n  test: sleep 60\n  lint: \"true\"\n  typecheck: \"true\"\nlimits:\n  timeout_seconds: 20\n",
     );
     let (code, out) = gates(dir.path(), &["--sandbox", "docker", "--json"]);
     assert_eq!(code, 1, "{out}");
