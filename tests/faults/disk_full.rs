@@ -41,16 +41,50 @@ impl Tmpfs {
         Tmpfs(dir.to_owned())
     }
 
-    /// Writes a file until the file system is full; returns it.
+    /// Writes a file (the same one each time, longer) until the file system is full; returns it.
     fn fill(&self) -> PathBuf {
         let path = self.0.join("filler");
-        let mut f = std::fs::File::create(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
         for chunk in [1 << 20, 4096, 1] {
             let block = vec![0u8; chunk];
             while f.write_all(&block).is_ok() {}
         }
         let _ = f.sync_all();
         path
+    }
+
+    /// Fills the file system and leaves the database no room a write could reuse: its
+    /// write-ahead log is checkpointed and cut to nothing first, so every write must grow it,
+    /// and fails. Without this a write fits in log space an earlier checkpoint gave back for
+    /// reuse, and is stored on a full disk (with a PASSIVE checkpoint here: 202, three times
+    /// out of three).
+    async fn fill_to_the_log(&self) -> PathBuf {
+        use sqlx::Connection as _;
+        let wal = self.0.join("vibeloop.db-wal");
+        let url = format!("sqlite://{}", self.0.join("vibeloop.db").display());
+        let mut db = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let _ = std::fs::remove_file(self.0.join("filler"));
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&mut db)
+                .await
+                .unwrap();
+            let filler = self.fill();
+            let left = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+            if left == 0 {
+                db.close().await.unwrap();
+                return filler;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the log kept {left} bytes"
+            );
+        }
     }
 
     fn free(&self, filler: &Path) {
@@ -90,7 +124,7 @@ async fn saw_full_disk(w: &World) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delivery_refused_for_a_full_disk_is_processed_once_when_redelivered() {
     let (w, tmpfs) = world_on_tmpfs(vec![]).await;
-    let filler = tmpfs.fill();
+    let filler = tmpfs.fill_to_the_log().await;
     let refused = w.gh.label_issue(REPO, w.issue, "hive").await;
     assert_eq!(refused.status, 503, "{}", refused.text);
 
