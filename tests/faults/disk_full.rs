@@ -41,14 +41,10 @@ impl Tmpfs {
         Tmpfs(dir.to_owned())
     }
 
-    /// Writes a file (the same one each time, longer) until the file system is full; returns it.
+    /// Writes a file until the file system is full; returns it.
     fn fill(&self) -> PathBuf {
         let path = self.0.join("filler");
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .unwrap();
+        let mut f = std::fs::File::create(&path).unwrap();
         for chunk in [1 << 20, 4096, 1] {
             let block = vec![0u8; chunk];
             while f.write_all(&block).is_ok() {}
@@ -60,8 +56,8 @@ impl Tmpfs {
     /// Fills the file system and leaves the database no room a write could reuse: its
     /// write-ahead log is checkpointed and cut to nothing first, so every write must grow it,
     /// and fails. Without this a write fits in log space an earlier checkpoint gave back for
-    /// reuse, and is stored on a full disk (with a PASSIVE checkpoint here: 202, three times
-    /// out of three).
+    /// reuse, and is stored on a full disk (with a PASSIVE checkpoint here: 202 in four runs of
+    /// five).
     async fn fill_to_the_log(&self) -> PathBuf {
         use sqlx::Connection as _;
         let wal = self.0.join("vibeloop.db-wal");
@@ -69,6 +65,7 @@ impl Tmpfs {
         let mut db = sqlx::SqliteConnection::connect(&url).await.unwrap();
         let deadline = std::time::Instant::now() + WAIT;
         loop {
+            // The filler of a round before goes first: the checkpoint may need room.
             let _ = std::fs::remove_file(self.0.join("filler"));
             sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
                 .execute(&mut db)
