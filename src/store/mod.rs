@@ -134,10 +134,10 @@ macro_rules! migrations {
 pub(crate) fn migrator(dialect: Dialect) -> Migrator {
     let migrations = match dialect {
         Dialect::Sqlite => {
-            migrations!("sqlite", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from", 7 "0007_command_reply", 8 "0008_job_scope", 9 "0009_ticket_lane", 10 "0010_memory_lifecycle", 11 "0011_questions", 12 "0012_repositories", 13 "0013_ticket_run", 14 "0014_chosen_base")
+            migrations!("sqlite", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from", 7 "0007_command_reply", 8 "0008_job_scope", 9 "0009_ticket_lane", 10 "0010_memory_lifecycle", 11 "0011_questions", 12 "0012_repositories", 13 "0013_ticket_run", 14 "0014_chosen_base", 15 "0015_jobs_due")
         }
         Dialect::Postgres => {
-            migrations!("postgres", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from", 7 "0007_command_reply", 8 "0008_job_scope", 9 "0009_ticket_lane", 10 "0010_memory_lifecycle", 11 "0011_questions", 12 "0012_repositories", 13 "0013_ticket_run", 14 "0014_chosen_base")
+            migrations!("postgres", 1 "0001_initial", 2 "0002_budget", 3 "0003_memory", 4 "0004_flow", 5 "0005_requeue", 6 "0006_taken_from", 7 "0007_command_reply", 8 "0008_job_scope", 9 "0009_ticket_lane", 10 "0010_memory_lifecycle", 11 "0011_questions", 12 "0012_repositories", 13 "0013_ticket_run", 14 "0014_chosen_base", 15 "0015_jobs_due")
         }
     };
     Migrator {
