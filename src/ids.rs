@@ -1,5 +1,5 @@
 //! Domain newtypes shared by every room: repository names, commit SHAs, installation and
-//! delivery ids. Each one validates on construction, so code holding one may trust it.
+//! delivery ids, and the instance a worker process is. Each one validates on construction, so code holding one may trust it.
 
 use std::fmt;
 
@@ -235,6 +235,48 @@ impl fmt::Display for DeliveryId {
     }
 }
 
+/// Where a worker process runs: one host and data directory, which one process at a time owns.
+/// It labels the sandboxes a crash leaves behind and the job leases the process holds, so that
+/// the next start clears its own and no other process's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    host: String,
+    tag: String,
+}
+
+impl Instance {
+    /// The instance of `data_dir` on this host.
+    pub fn of(data_dir: &std::path::Path) -> Self {
+        use sha2::{Digest as _, Sha256};
+        let canonical = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let host = host.trim();
+        let identity = format!("{host}\0{}", canonical.to_string_lossy());
+        let tag = hex::encode(&Sha256::digest(identity.as_bytes())[..6]);
+        let host = if host.is_empty() { "vibeloop" } else { host };
+        Self {
+            host: host.replace('/', "-"),
+            tag,
+        }
+    }
+
+    /// Twelve hex digits naming host and data directory (the sandboxes' label).
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// What every lease owner of this instance starts with: `host/tag/` (a host name holds no
+    /// `/`, so no other instance's owner starts so).
+    pub fn owner_prefix(&self) -> String {
+        format!("{}/{}/", self.host, self.tag)
+    }
+
+    /// The lease owner of the process `pid` of this instance.
+    pub fn lease_owner(&self, pid: u32) -> String {
+        format!("{}{pid}", self.owner_prefix())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +305,21 @@ mod tests {
         assert!(DeliveryId::parse("").is_err());
         assert!(DeliveryId::parse("a/b").is_err());
         assert!(DeliveryId::parse(&"a".repeat(101)).is_err());
+    }
+
+    #[test]
+    fn an_instance_is_its_data_directory_and_owns_only_its_leases() {
+        let dir = std::env::temp_dir();
+        let (a, b) = (Instance::of(&dir), Instance::of(&dir.join("other")));
+        assert_eq!(
+            a,
+            Instance::of(&dir),
+            "the same directory, the same instance"
+        );
+        assert_ne!(a.tag(), b.tag());
+        assert_eq!(a.tag().len(), 12);
+        let owner = a.lease_owner(42);
+        assert!(owner.starts_with(&a.owner_prefix()) && owner.ends_with("/42"));
+        assert!(!owner.starts_with(&b.owner_prefix()));
     }
 }

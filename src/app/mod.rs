@@ -86,12 +86,24 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             role.as_str()
         );
     }
-    if store.dialect() == Dialect::Sqlite {
+    let instance = crate::ids::Instance::of(&config.data_dir);
+    let owner = instance.lease_owner(std::process::id());
+    let released = if store.dialect() == Dialect::Sqlite {
         // SQLite means one process: leases held by a previous, crashed run are free now.
-        let n = store.release_all_leases().await?;
-        if n > 0 {
-            info!(jobs = n, "resuming jobs interrupted by the last shutdown");
-        }
+        store.release_all_leases().await?
+    } else if role.runs_workers() {
+        // A shared database: only this data directory's earlier process is surely gone.
+        store
+            .release_leases_of(&instance.owner_prefix(), &owner)
+            .await?
+    } else {
+        0
+    };
+    if released > 0 {
+        info!(
+            jobs = released,
+            "resuming jobs interrupted by the last shutdown"
+        );
     }
     let jobs_queued = Arc::new(Notify::new());
     let listener = tokio::net::TcpListener::bind(config.listen)
@@ -101,7 +113,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let hive = match &config.app {
-        Some(creds) => Some(build_hive(&config, creds, &store, jobs_queued.clone()).await?),
+        Some(creds) => Some(build_hive(&config, creds, &store, owner, jobs_queued.clone()).await?),
         None => None,
     };
     let workers = match (&hive, role.runs_workers()) {
@@ -184,6 +196,7 @@ async fn build_hive(
     config: &ServeConfig,
     creds: &crate::config::AppCredentials,
     store: &Store,
+    owner: String,
     jobs_queued: Arc<Notify>,
 ) -> anyhow::Result<Arc<Hive>> {
     let sandbox = if config.role.runs_workers() {
@@ -213,7 +226,7 @@ async fn build_hive(
         sandbox,
         environments: crate::env::Settings::new(&config.data_dir),
         author: Author::default(),
-        owner: format!("{}-{}", hostname(), std::process::id()),
+        owner,
         sweep_every: config.sweep_interval,
         lease: config.lease,
         jobs_queued,
@@ -280,12 +293,6 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
     }
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "vibeloop".into())
 }
 
 /// The key that signs dashboard sessions: `VIBELOOP_SESSION_KEY`, else `<data>/session.key`,

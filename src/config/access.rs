@@ -39,7 +39,7 @@ pub struct AccessArgs {
     #[arg(long, env = "VIBELOOP_SWEEP_INTERVAL", default_value = "600")]
     pub sweep_interval: String,
     /// Seconds a worker holds a job without renewing its lease; a worker that dies loses its
-    /// jobs to the others after this long.
+    /// jobs to the others after this long, or at once to its own restart on its data directory.
     #[arg(long, env = "VIBELOOP_LEASE_SECONDS", default_value = "60")]
     pub lease_seconds: String,
     /// Seconds between two checks of a live timeline's viewer (still signed in, still allowed

@@ -540,6 +540,25 @@ impl Store {
         Ok(n)
     }
 
+    /// Frees the leases held by earlier processes of one instance, whose owners start with
+    /// `prefix` (the instance's, [`crate::ids::Instance::owner_prefix`]), but not `me`'s. At a
+    /// worker's start on a shared database: a data directory has one process at a time, so its
+    /// predecessor's jobs resume at once, and other processes' stay theirs.
+    pub async fn release_leases_of(&self, prefix: &str, me: &str) -> Result<u64> {
+        let n = sqlx::query(
+            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, run_after = $1 \
+             WHERE status = 'running' AND substr(lease_owner, 1, $2) = $3 AND lease_owner <> $4",
+        )
+        .bind(now_ms())
+        .bind(prefix.chars().count() as i32)
+        .bind(prefix)
+        .bind(me)
+        .execute(self.writer())
+        .await?
+        .rows_affected();
+        Ok(n)
+    }
+
     /// Number of jobs by status, for health pages and tests.
     pub async fn job_counts(&self) -> Result<Vec<(String, i64)>> {
         let rows = sqlx::query("SELECT status, COUNT(*) FROM jobs GROUP BY status ORDER BY status")

@@ -1,7 +1,8 @@
 //! Scale-out on PostgreSQL with three real processes: one `--role ingress` takes the webhooks,
 //! two `--role worker`s (each with its own data directory, as on two machines) share the job
 //! queue. The worker running a ticket is killed with SIGKILL mid-ticket; its lease runs out and
-//! the other worker resumes the ticket from its checkpoint, with every side effect once.
+//! the other worker resumes the ticket from its checkpoint, with every side effect once. A worker
+//! started again on its own data directory takes its predecessor's jobs back at once.
 
 use crate::support;
 
@@ -30,7 +31,7 @@ fn worker_env(w: &World, name: &str, database_url: &str) -> BotEnv {
     }
 }
 
-/// The lease owner of the ticket's running job (`<host>-<pid>`), if one runs it now.
+/// The lease owner of the ticket's running job (`<host>/<instance>/<pid>`), if one runs it now.
 async fn runner(w: &World) -> Option<String> {
     let store = w.bot.store().await;
     let jobs = store.queued_jobs(100).await.ok()?;
@@ -79,7 +80,7 @@ async fn a_worker_killed_mid_ticket_loses_its_lease_and_another_finishes_the_tic
     });
     let victim = workers
         .iter()
-        .position(|b| owner.ends_with(&format!("-{}", b.pid())))
+        .position(|b| owner.ends_with(&format!("/{}", b.pid())))
         .unwrap_or_else(|| panic!("{owner} is none of the workers"));
     let survivor = 1 - victim;
     workers[victim].kill();
@@ -124,4 +125,45 @@ async fn a_worker_killed_mid_ticket_loses_its_lease_and_another_finishes_the_tic
     {
         docker.remove_leftovers().await.unwrap();
     }
+}
+
+/// On a shared database a worker cannot tell a lease of a live process from a dead one's, but a
+/// data directory has one process at a time: a worker killed mid-ticket and started again on
+/// its own resumes the ticket at its start, not when the lease runs out (an hour here).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_started_again_on_its_data_directory_resumes_its_ticket_at_once() {
+    let database_url = support::pg::fresh_database().await;
+    let mut w = World::start_with(
+        happy_script(),
+        &calc(AUTO_YML),
+        vec![
+            ("DATABASE_URL".into(), database_url),
+            ("VIBELOOP_LEASE_SECONDS".into(), "3600".into()),
+        ],
+    )
+    .await;
+    w.gh.set_latency(Duration::from_millis(40));
+    w.label().await;
+    let owner = support::poll_until(Duration::from_secs(120), || async {
+        let past = w.checkpoints().await.iter().any(|c| c == "plan_check");
+        runner(&w).await.filter(|_| past)
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "the ticket did not get past the plan check\n{}",
+            w.bot.log()
+        )
+    });
+    w.bot.restart(&w.env).await;
+    w.gh.set_latency(Duration::ZERO);
+
+    let done = w.wait_state(TaskState::Completed).await;
+    assert_eq!(done.issue_number, w.issue);
+    w.assert_each_side_effect_once();
+    let log = w.bot.log();
+    assert!(
+        log.contains("resuming jobs interrupted by the last shutdown jobs=1"),
+        "the new process took back {owner}'s job:\n{log}"
+    );
 }

@@ -3,7 +3,8 @@
 //! a delivery's outcome recorded only by its job's owner, deliveries of one repository
 //! claimed one at a time in the order they were stored, and a requeued ticket (conflict strategy
 //! C) behind its repository's queued tickets, in a lane where one requeued ticket runs at a time;
-//! a ticket at a resting point giving its worker to a job that waits for one.
+//! a ticket at a resting point giving its worker to a job that waits for one; a restarted
+//! instance freeing its predecessor's leases and no other's.
 
 use std::collections::HashSet;
 
@@ -19,6 +20,7 @@ use crate::store_db::delivery;
 both!(
     a_delivery_outcome_is_recorded_only_by_its_jobs_owner,
     jobs_are_claimed_once_and_leases_expire,
+    a_restarted_instance_frees_only_its_own_earlier_leases,
     concurrent_claims_never_share_a_job,
     retries_wait_until_due,
     a_job_queued_for_later_can_be_hurried,
@@ -62,6 +64,30 @@ async fn a_delivery_outcome_is_recorded_only_by_its_jobs_owner(store: Store) {
         ("processed", Some("by w2"))
     );
     assert!(store.job_counts().await.unwrap().is_empty());
+}
+
+async fn a_restarted_instance_frees_only_its_own_earlier_leases(store: Store) {
+    for t in 1..=4 {
+        store.enqueue(&JobKey::Ticket(TicketKey(t))).await.unwrap();
+    }
+    // The instance `h/a1/` ran jobs 1 and 2 and died; `h/a10/` (a prefix of whose owners
+    // `h/a1` is) and `h/b2/` are alive.
+    for owner in ["h/a1/7", "h/a1/8", "h/a10/9", "h/b2/9"] {
+        store.claim_job(owner, 3_600_000).await.unwrap().unwrap();
+    }
+    let me = "h/a1/12";
+    assert_eq!(store.release_leases_of("h/a1/", me).await.unwrap(), 2);
+    let mut resumed = Vec::new();
+    while let Some(job) = store.claim_job(me, 3_600_000).await.unwrap() {
+        resumed.push(job.key);
+    }
+    let expect = [JobKey::Ticket(TicketKey(1)), JobKey::Ticket(TicketKey(2))];
+    assert_eq!(resumed, expect, "its own two jobs and nobody else's");
+    assert_eq!(
+        store.release_leases_of("h/a1/", me).await.unwrap(),
+        0,
+        "its own leases are not freed"
+    );
 }
 
 async fn jobs_are_claimed_once_and_leases_expire(store: Store) {

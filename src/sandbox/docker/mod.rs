@@ -16,7 +16,6 @@ use bollard::models::{ContainerCreateBody, HostConfig, Mount, ResourcesUlimits};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
 };
-use sha2::{Digest as _, Sha256};
 use tokio::sync::Mutex;
 
 use super::{SandboxError, SandboxSpec, contained_path};
@@ -85,10 +84,7 @@ impl DockerBackend {
             .unwrap_or_default();
         // One instance per host and data directory: several workers may share an engine (and,
         // in containers, the same data path), and each removes only its own leftovers.
-        let canonical = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        let identity = format!("{}\0{}", host.trim(), canonical.to_string_lossy());
-        let instance = hex::encode(&Sha256::digest(identity.as_bytes())[..6]);
+        let instance = crate::ids::Instance::of(data_dir).tag().to_owned();
         // SAFETY: getuid and getgid have no preconditions.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
         let (user, chown_to) = if uid == 0 {
