@@ -9,6 +9,9 @@
 #   --tag NAME        image tag to build (default vibeloop-runner:<ecosystem>)
 # Environment:
 #   VIBELOOP_DEBIAN_MIRROR  Debian mirror URL to use instead of the one found in apt sources
+#   VIBELOOP_RUNNER_BASE    a directory builds running together share: the first one makes the
+#                           common root there, the others copy it (scripts/test-deps; the
+#                           caller removes it)
 #
 # For machines that can pull from a registry, docker/runner.Dockerfile builds the
 # equivalent images (--build-arg PACKAGES=...).
@@ -182,12 +185,19 @@ log "building $TAG from Debian $SUITE at $MIRROR"
 WORKDIR="$(mktemp -d /var/tmp/vibeloop-runner-image.XXXXXX)"
 ROOTFS="$WORKDIR/rootfs"
 DEBOOTSTRAP_PID=""
+MAKING_BASE=""   # the shared common root this build was making, unfinished
 cleanup() {
     local rc=$?
     # Interrupted while debootstrap runs: stop it and let it undo its own mounts.
     if [ -n "$DEBOOTSTRAP_PID" ] && kill -0 "$DEBOOTSTRAP_PID" 2>/dev/null; then
         kill -TERM "$DEBOOTSTRAP_PID" 2>/dev/null || true
         wait "$DEBOOTSTRAP_PID" 2>/dev/null || true
+    fi
+    # A common root left half made: the next build waiting for it makes it again.
+    if [ -n "$MAKING_BASE" ] && [ -d "$MAKING_BASE" ]; then
+        awk -v p="$MAKING_BASE/" 'index($2, p) == 1 { print $2 }' /proc/mounts | sort -r \
+            | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+        rm -rf --one-file-system "$MAKING_BASE"
     fi
     # debootstrap unmounts proc/sys/dev itself, but if it was killed half-way they may
     # still be mounted: unmount anything below the scratch dir (deepest first) before
@@ -207,16 +217,41 @@ trap 'exit 143' TERM
 # the new root installs the toolchain (debootstrap's own --include resolver misses some
 # dependencies, e.g. npm's). It runs in the background so that INT/TERM reach our trap at
 # once instead of after debootstrap has finished.
-debootstrap --variant=minbase --components=main --keyring="$KEYRING" \
-    --include="$COMMON" "$SUITE" "$ROOTFS" "$MIRROR" </dev/null >"$WORKDIR/debootstrap.log" 2>&1 &
-DEBOOTSTRAP_PID=$!
-if ! wait "$DEBOOTSTRAP_PID"; then
+debootstrap_into() {
+    local into="$1" log="$2"
+    debootstrap --variant=minbase --components=main --keyring="$KEYRING" \
+        --include="$COMMON" "$SUITE" "$into" "$MIRROR" </dev/null >"$log" 2>&1 &
+    DEBOOTSTRAP_PID=$!
+    if ! wait "$DEBOOTSTRAP_PID"; then
+        DEBOOTSTRAP_PID=""
+        tail -n 30 "$log" >&2
+        [ -f "$into/debootstrap/debootstrap.log" ] && tail -n 30 "$into/debootstrap/debootstrap.log" >&2
+        die "debootstrap failed (see above); check that $MIRROR serves Debian $SUITE and that this machine can reach it"
+    fi
     DEBOOTSTRAP_PID=""
-    tail -n 30 "$WORKDIR/debootstrap.log" >&2
-    [ -f "$ROOTFS/debootstrap/debootstrap.log" ] && tail -n 30 "$ROOTFS/debootstrap/debootstrap.log" >&2
-    die "debootstrap failed (see above); check that $MIRROR serves Debian $SUITE and that this machine can reach it"
+}
+if [ -n "${VIBELOOP_RUNNER_BASE:-}" ]; then
+    # The common root (minbase and $COMMON: nine tenths of a build's work) made once for the
+    # builds running together, under a lock, and copied by each (seconds, where debootstrap
+    # takes most of a minute of a core).
+    BASE_ROOT="$VIBELOOP_RUNNER_BASE/$SUITE-rev$RUNNER_REV"
+    mkdir -p "$VIBELOOP_RUNNER_BASE"
+    exec 8>"$VIBELOOP_RUNNER_BASE/lock"
+    flock 8
+    if [ ! -f "$BASE_ROOT.done" ]; then
+        rm -rf --one-file-system "$BASE_ROOT"
+        MAKING_BASE="$BASE_ROOT"
+        debootstrap_into "$BASE_ROOT" "$VIBELOOP_RUNNER_BASE/debootstrap.log"
+        rm -f "$BASE_ROOT"/var/cache/apt/archives/*.deb
+        touch "$BASE_ROOT.done"
+        MAKING_BASE=""
+        log "made the common root in $BASE_ROOT after $((SECONDS - START))s"
+    fi
+    flock -u 8
+    cp -a "$BASE_ROOT" "$ROOTFS"
+else
+    debootstrap_into "$ROOTFS" "$WORKDIR/debootstrap.log"
 fi
-DEBOOTSTRAP_PID=""
 mount -t proc proc "$ROOTFS/proc"
 if ! chroot "$ROOTFS" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(echo "$PACKAGES" | tr , ' ')" \
         </dev/null >"$WORKDIR/apt.log" 2>&1; then
