@@ -1,7 +1,8 @@
 //! `vibeloop doctor` as users run it (the real binary), against the fake GitHub, the fake model
 //! server and this machine's Docker engine: a healthy setup passes every check and exits 0; a
 //! broken one says, one line per check, what is wrong and how to fix it, skips what depends on a
-//! failed check, exits 1 — and never prints a secret.
+//! failed check, exits 1 — and never prints a secret. A data directory on an ext4 without a
+//! journal is warned of (on disks the test mounts: root and loop devices).
 //!
 //! Needs a Docker engine and the runner image (`docker/build-runner-image.sh`), like the sandbox
 //! tests; "no Docker" is made deterministic with `DOCKER_HOST=unix:///nonexistent.sock`.
@@ -523,4 +524,70 @@ async fn the_setup_network_check_says_whether_the_ca_bundle_is_needed() {
         && d.out
             .contains(&format!("set VIBELOOP_SANDBOX_CA_BUNDLE={HOST_BUNDLE}"));
     assert!(leaves_tls_alone || names_the_fix, "{}", d.out);
+}
+
+/// A file system of its own for a test, loop-mounted (root and loop devices, as the sandbox's
+/// disk tests need); unmounted when dropped.
+struct Mounted(PathBuf);
+
+impl Mounted {
+    fn ext4(dir: &Path, name: &str, journal: bool) -> Self {
+        let (image, point) = (dir.join(format!("{name}.img")), dir.join(name));
+        std::fs::create_dir_all(&point).unwrap();
+        std::fs::File::create(&image)
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+        let features = if journal {
+            "has_journal"
+        } else {
+            "^has_journal"
+        };
+        let run = |cmd: &mut std::process::Command| {
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{cmd:?}: {out:?}");
+        };
+        run(std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-O", features])
+            .arg(&image));
+        run(std::process::Command::new("mount")
+            .args(["-o", "loop"])
+            .arg(&image)
+            .arg(&point));
+        Self(point)
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A data directory on an ext4 without a journal, where every new file gets slow once files
+/// are deleted, is warned of with the fix; one with a journal is not.
+#[tokio::test]
+async fn a_data_directory_on_an_ext4_without_a_journal_is_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    for journal in [false, true] {
+        let disk = Mounted::ext4(dir.path(), &format!("journal-{journal}"), journal);
+        let data = disk.0.join("data");
+        let d = doctor(&[
+            ("VIBELOOP_DATA_DIR", data.to_str().unwrap()),
+            ("DOCKER_HOST", NO_DOCKER),
+        ])
+        .await;
+        let warned = d.out.lines().find(|l| l.contains("without a journal"));
+        if journal {
+            assert_eq!(warned, None, "{}", d.out);
+            continue;
+        }
+        let line = warned.unwrap_or_else(|| panic!("no warning:\n{}", d.out));
+        assert!(
+            line.starts_with("! environments: the data directory is on /dev/loop")
+                && line.contains(&format!("({})", disk.0.display()))
+                && line.contains("tune2fs -O has_journal /dev/loop"),
+            "{line}"
+        );
+    }
 }

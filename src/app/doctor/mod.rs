@@ -13,6 +13,7 @@
 mod database;
 mod docker;
 mod github;
+mod journal;
 pub(crate) mod models;
 mod rules;
 mod workflows;
@@ -102,7 +103,8 @@ impl fmt::Display for Check {
 }
 
 /// The set-up environments kept under the data directory: how many, how large, and each one
-/// (its repository, key, size, and when it was last used), most recently used first.
+/// (its repository, key, size, and when it was last used), most recently used first; a warning
+/// when the data directory's file system makes new files slow ([`journal`]).
 fn environments(data_dir: &std::path::Path) -> Check {
     let settings = crate::env::Settings::new(data_dir);
     let list = settings.envs.list();
@@ -128,7 +130,11 @@ fn environments(data_dir: &std::path::Path) -> Check {
             e.record.image
         ));
     }
-    Check::pass("environments", detail)
+    let check = Check::pass("environments", detail);
+    match journal::warning(data_dir) {
+        Some(w) => check.warn(w),
+        None => check,
+    }
 }
 
 /// Runs the checks and prints them; returns the process exit code: 0 when none failed.
