@@ -242,6 +242,9 @@ impl fmt::Display for DeliveryId {
 pub struct Instance {
     host: String,
     tag: String,
+    /// The running kernel's boot (the start of `/proc/sys/kernel/random/boot_id`): two hosts
+    /// that share a name and a data path still own none of each other's leases.
+    boot: String,
 }
 
 impl Instance {
@@ -254,9 +257,11 @@ impl Instance {
         let identity = format!("{host}\0{}", canonical.to_string_lossy());
         let tag = hex::encode(&Sha256::digest(identity.as_bytes())[..6]);
         let host = if host.is_empty() { "vibeloop" } else { host };
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
         Self {
             host: host.replace('/', "-"),
             tag,
+            boot: boot.trim().chars().take(8).collect(),
         }
     }
 
@@ -265,10 +270,10 @@ impl Instance {
         &self.tag
     }
 
-    /// What every lease owner of this instance starts with: `host/tag/` (a host name holds no
-    /// `/`, so no other instance's owner starts so).
+    /// What every lease owner of this instance since the host's last boot starts with:
+    /// `host/tag/boot/` (a host name holds no `/`, so no other instance's owner starts so).
     pub fn owner_prefix(&self) -> String {
-        format!("{}/{}/", self.host, self.tag)
+        format!("{}/{}/{}/", self.host, self.tag, self.boot)
     }
 
     /// The lease owner of the process `pid` of this instance.
@@ -320,6 +325,11 @@ mod tests {
         assert_eq!(a.tag().len(), 12);
         let owner = a.lease_owner(42);
         assert!(owner.starts_with(&a.owner_prefix()) && owner.ends_with("/42"));
+        assert_eq!(
+            owner.split('/').count(),
+            4,
+            "host, data directory, boot, process: {owner}"
+        );
         assert!(!owner.starts_with(&b.owner_prefix()));
     }
 }
