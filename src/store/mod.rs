@@ -10,6 +10,7 @@ pub mod deliveries;
 pub mod flow;
 pub mod installations;
 pub mod jobs;
+mod leases;
 pub mod memory;
 pub mod questions;
 pub mod repositories;
