@@ -1,5 +1,6 @@
 //! Domain newtypes shared by every room: repository names, commit SHAs, installation and
-//! delivery ids, and the instance a worker process is. Each one validates on construction, so code holding one may trust it.
+//! delivery ids, each validated on construction, so code holding one may trust it; and the
+//! instance a worker process is.
 
 use std::fmt;
 

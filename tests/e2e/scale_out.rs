@@ -31,7 +31,8 @@ fn worker_env(w: &World, name: &str, database_url: &str) -> BotEnv {
     }
 }
 
-/// The lease owner of the ticket's running job (`<host>/<instance>/<boot>/<pid>`), if one runs it now.
+/// The lease owner of the ticket's running job (`<host>/<instance>/<boot>/<pid>`), if one runs
+/// it now.
 async fn runner(w: &World) -> Option<String> {
     let store = w.bot.store().await;
     let jobs = store.queued_jobs(100).await.ok()?;
