@@ -163,6 +163,9 @@ async fn set_up(
                     ready.key, ready.setup_seconds
                 );
             }
+            if let Some(how) = &ready.how {
+                eprintln!("setup: {how}");
+            }
             ready.apply(spec);
         }
         Ok(None) => {}

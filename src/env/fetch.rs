@@ -31,6 +31,8 @@ pub const WHEELS: &str = "/cache/wheels";
 const NO_GIT: &str = "GIT_ALLOW_PROTOCOL=none npm_config_git=false";
 /// The requirements the bot wrote for `pip download`.
 const REQUIREMENTS: &str = ".vibeloop-fetch/requirements.txt";
+/// The versions the project's constraints files pin, for `pip download -c`.
+const CONSTRAINTS: &str = ".vibeloop-fetch/constraints.txt";
 
 /// The download phase for the ecosystems `found`, given the worktree's dependency files
 /// (`inputs`, with their content); `None` when no ecosystem has one.
@@ -69,10 +71,16 @@ pub fn plan(found: &[Found], inputs: &[(String, Option<Vec<u8>>)]) -> Option<Pla
                 let wanted = python_requirements(&f.inputs, &text);
                 plan.files
                     .push((REQUIREMENTS.into(), wanted.specs.join("\n") + "\n"));
+                let mut pinned = String::new();
+                if !wanted.constraints.is_empty() {
+                    let pins = wanted.constraints.join("\n") + "\n";
+                    plan.files.push((CONSTRAINTS.into(), pins));
+                    pinned = format!(" -c {CONSTRAINTS}");
+                }
                 plan.refused.extend(wanted.refused);
                 commands.push(format!(
                     "{} && /tmp/fetch-venv/bin/pip download --quiet \
-                     --disable-pip-version-check --only-binary :all: --dest {WHEELS} -r {REQUIREMENTS}",
+                     --disable-pip-version-check --only-binary :all: --dest {WHEELS} -r {REQUIREMENTS}{pinned}",
                     venv_with_pip("/tmp/fetch-venv", false)
                 ));
                 plan.env.push(("PIP_FIND_LINKS".into(), WHEELS.into()));
@@ -166,6 +174,8 @@ struct Wanted {
     specs: Vec<String>,
     /// "`\"pytest\\r--no-binary x\"` in pyproject.toml: it holds a control character…".
     refused: Vec<String>,
+    /// Versions a constraints file (`-c pins.txt`) pins, as the parser wrote them back.
+    constraints: Vec<String>,
 }
 
 impl Wanted {
@@ -182,14 +192,28 @@ impl Wanted {
     /// Lines of `from` as a requirements file has them: options, paths and substitutions are
     /// setup's, read offline from the worktree; the rest must be requirements.
     fn lines(&mut self, from: &str, lines: Vec<super::requirement::Line>) {
+        let specs = self.read(from, lines);
+        self.specs.extend(specs);
+    }
+
+    /// Lines of the constraints file `from`, read as [`Wanted::lines`] reads requirements.
+    fn constraints(&mut self, from: &str, lines: Vec<super::requirement::Line>) {
+        let pins = self.read(from, lines);
+        self.constraints.extend(pins);
+    }
+
+    /// The requirements of `lines`; the refused ones are noted.
+    fn read(&mut self, from: &str, lines: Vec<super::requirement::Line>) -> Vec<String> {
         use super::requirement::Line;
+        let mut specs = Vec::new();
         for l in lines {
             match l {
-                Line::Index(c) => self.specs.push(c),
+                Line::Index(c) => specs.push(c),
                 Line::Skipped => {}
                 Line::Refused(text, why) => self.refuse(&text, from, &why),
             }
         }
+        specs
     }
 
     fn refuse(&mut self, spec: &str, from: &str, why: &str) {
@@ -208,7 +232,7 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
     use super::requirement::{line, requirements_file};
     let mut wanted = Wanted {
         specs: vec!["pytest".into()],
-        refused: vec![],
+        ..Wanted::default()
     };
     let pyproject = text("pyproject.toml").unwrap_or_default();
     if let Ok(py) = pyproject.parse::<toml::Table>() {
@@ -260,12 +284,30 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
         let lines = pins.iter().map(|(_, spec)| line(spec)).collect();
         wanted.lines(".pre-commit-config.yaml", lines);
     }
+    // A file only ever included as constraints (`-c pins.txt`) pins versions, and the download
+    // must honour the pins the offline setup will.
+    let roots: Vec<String> = inputs
+        .iter()
+        .filter(|p| super::includes::is_requirements_file(p))
+        .cloned()
+        .collect();
+    let pins: Vec<String> = super::includes::closure(&roots, &mut |p| text(p))
+        .into_iter()
+        .filter(|(k, _)| *k == super::includes::Kind::Constraints)
+        .map(|(_, p)| p)
+        .collect();
     for r in inputs.iter().filter(|p| p.ends_with(".txt")) {
         let lines = requirements_file(&text(r).unwrap_or_default());
-        wanted.lines(r, lines);
+        if pins.contains(r) {
+            wanted.constraints(r, lines);
+        } else {
+            wanted.lines(r, lines);
+        }
     }
     wanted.specs.sort();
     wanted.specs.dedup();
+    wanted.constraints.sort();
+    wanted.constraints.dedup();
     wanted
 }
 
@@ -357,6 +399,58 @@ mod tests {
             plan.refused
         );
         assert!(plan.refused[0].contains("U+000D"), "{:?}", plan.refused);
+    }
+
+    /// more-itertools' `requirements/development.txt` pulls in `typechecks.txt` (mypy) and
+    /// `../docs/requirements.txt` with `-r`: the download follows them as pip will, and takes
+    /// the versions a `-c` file pins.
+    #[test]
+    fn what_requirements_files_include_is_downloaded_with_their_pins() {
+        let files = [
+            ("pyproject.toml", "[project]\nname = \"p\"\n"),
+            (
+                "requirements/development.txt",
+                "--requirement typechecks.txt\n-r ../docs/requirements.txt\n-c ../pins.txt\n",
+            ),
+            ("requirements/typechecks.txt", "mypy\n"),
+            ("docs/requirements.txt", "Sphinx\n"),
+            ("pins.txt", "mypy==1.18.2\n--hash=sha256:00\n"),
+            ("docs/unrelated.txt", "evilpkg\n"),
+        ];
+        let found = detect(&Tree::of(&files));
+        for included in [
+            "requirements/typechecks.txt",
+            "docs/requirements.txt",
+            "pins.txt",
+        ] {
+            assert!(
+                found[0].inputs.iter().any(|i| i == included),
+                "{included} is not an input: {:?}",
+                found[0].inputs
+            );
+        }
+        let plan = plan(&found, &inputs(&files)).unwrap();
+        let file = |name: &str| {
+            plan.files
+                .iter()
+                .find(|(p, _)| p == name)
+                .unwrap()
+                .1
+                .clone()
+        };
+        let requirements = file(REQUIREMENTS);
+        for spec in ["mypy\n", "sphinx\n"] {
+            assert!(requirements.contains(spec), "{spec:?} in {requirements:?}");
+        }
+        assert!(!requirements.contains("evilpkg"), "{requirements:?}");
+        assert!(!requirements.contains("1.18.2"), "{requirements:?}");
+        assert_eq!(file(CONSTRAINTS), "mypy==1.18.2\n");
+        assert!(
+            plan.command
+                .ends_with(&format!("-r {REQUIREMENTS} -c {CONSTRAINTS}")),
+            "{}",
+            plan.command
+        );
     }
 
     /// Debian's npm runs a git dependency's `prepare` script even under `--ignore-scripts`:

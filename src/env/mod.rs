@@ -20,6 +20,7 @@ mod fill;
 pub mod hints;
 pub mod how;
 pub mod image;
+pub mod includes;
 pub mod instructions;
 pub mod manifests;
 pub mod node_deps;

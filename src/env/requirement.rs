@@ -66,6 +66,11 @@ pub enum Line {
 /// The logical lines of a requirements file (continuations joined), each read as [`Line`];
 /// also what tox's `deps` lines are.
 pub fn requirements_file(text: &str) -> Vec<Line> {
+    logical_lines(text).iter().map(|l| line(l)).collect()
+}
+
+/// The logical lines of a requirements file: a line ending in `\` goes on in the next.
+pub fn logical_lines(text: &str) -> Vec<String> {
     let mut logical = Vec::new();
     let mut open = String::new();
     for raw in text.split('\n') {
@@ -81,7 +86,7 @@ pub fn requirements_file(text: &str) -> Vec<Line> {
     if !open.is_empty() {
         logical.push(open);
     }
-    logical.iter().map(|l| line(l)).collect()
+    logical
 }
 
 /// One logical line of a requirements file (or one of tox's `deps`).

@@ -1,7 +1,7 @@
 //! The files of a commit, as the detector reads them ([`super::detect::Files`]): every path, and
 //! the text of the small files at the root and under `.devcontainer/` (all detection looks at,
-//! and a devcontainer's build context) and of the instructions for coding agents
-//! ([`super::instructions`]).
+//! and a devcontainer's build context), of the instructions for coding agents
+//! ([`super::instructions`]), and of Python's requirements files and what they include.
 
 use std::collections::BTreeMap;
 
@@ -44,6 +44,7 @@ impl Tree {
                     || devcontainer
                     || instruction
                     || super::devcontainer::PATHS.contains(&path.as_str())
+                    || super::includes::is_requirements_file(&path)
                 {
                     blobs.push((path.clone(), entry.id()));
                 }
@@ -60,15 +61,44 @@ impl Tree {
             }
         })?;
         for (path, id) in blobs {
-            let blob = repo.find_blob(id)?;
-            if blob.size() <= MAX_FILE_BYTES
-                && let Ok(text) = std::str::from_utf8(blob.content())
-            {
-                out.texts.insert(path, text.to_owned());
+            if let Some(text) = text_of(repo, id)? {
+                out.texts.insert(path, text);
             }
         }
+        out.read_included(repo, &tree);
         Ok(out)
     }
+
+    /// Reads the files the requirements files include (`-r docs/requirements.txt`), wherever
+    /// they are: setup installs them, so detection and the download phase read them too.
+    fn read_included(&mut self, repo: &git2::Repository, tree: &git2::Tree<'_>) {
+        let roots: Vec<String> = self
+            .texts
+            .keys()
+            .filter(|p| super::includes::is_requirements_file(p))
+            .cloned()
+            .collect();
+        let texts = &mut self.texts;
+        let mut read = |p: &str| {
+            if let Some(t) = texts.get(p) {
+                return Some(t.clone());
+            }
+            let entry = tree.get_path(std::path::Path::new(p)).ok()?;
+            let text = text_of(repo, entry.id()).ok()??;
+            texts.insert(p.to_owned(), text.clone());
+            Some(text)
+        };
+        super::includes::closure(&roots, &mut read);
+    }
+}
+
+/// The text of blob `id`, when it is one of at most [`MAX_FILE_BYTES`].
+fn text_of(repo: &git2::Repository, id: git2::Oid) -> Result<Option<String>, git2::Error> {
+    let blob = repo.find_blob(id)?;
+    if blob.size() > MAX_FILE_BYTES {
+        return Ok(None);
+    }
+    Ok(std::str::from_utf8(blob.content()).ok().map(str::to_owned))
 }
 
 #[cfg(test)]
@@ -91,5 +121,60 @@ impl Files for Tree {
     }
     fn read(&self, path: &str) -> Option<String> {
         self.texts.get(path).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A commit of `files`, in a repository in `dir`.
+    fn commit(dir: &std::path::Path, files: &[(&str, &str)]) -> (git2::Repository, git2::Oid) {
+        let repo = git2::Repository::init(dir).unwrap();
+        let mut index = repo.index().unwrap();
+        for (path, text) in files {
+            let full = dir.join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, text).unwrap();
+            index.add_path(std::path::Path::new(path)).unwrap();
+        }
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let me = git2::Signature::now("Me", "me@example.com").unwrap();
+        let oid = repo.commit(None, &me, &me, "init", &tree, &[]).unwrap();
+        drop(tree);
+        (repo, oid)
+    }
+
+    #[test]
+    fn requirements_files_and_what_they_include_are_read_wherever_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, oid) = commit(
+            dir.path(),
+            &[
+                ("pyproject.toml", "[project]\nname = \"p\"\n"),
+                (
+                    "requirements/dev.txt",
+                    "-r ../docs/requirements.txt\n-c ../ci/pins.txt\n",
+                ),
+                ("docs/requirements.txt", "Sphinx\n-r ../docs\n"),
+                ("ci/pins.txt", "sphinx==8.1.3\n"),
+                ("docs/other.txt", "not read\n"),
+                ("src/p/data.txt", "not read\n"),
+            ],
+        );
+        let tree = Tree::of_commit(&repo, oid).unwrap();
+        assert_eq!(
+            tree.read("pyproject.toml").as_deref(),
+            Some("[project]\nname = \"p\"\n")
+        );
+        assert!(tree.read("requirements/dev.txt").is_some());
+        assert_eq!(
+            tree.read("docs/requirements.txt").as_deref(),
+            Some("Sphinx\n-r ../docs\n")
+        );
+        assert_eq!(tree.read("ci/pins.txt").as_deref(), Some("sphinx==8.1.3\n"));
+        assert_eq!(tree.read("docs/other.txt"), None);
+        assert_eq!(tree.read("src/p/data.txt"), None);
+        assert_eq!(tree.paths().len(), 6);
     }
 }

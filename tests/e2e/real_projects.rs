@@ -209,11 +209,12 @@ async fn a_compiled_extension_is_built_in_every_worktree() {
         ),
         (
             // The Breaker's and the Builder's worktrees never ran setup: the extension is
-            // there only if each sandbox builds the project again.
+            // there only if each sandbox builds the project again. Typed: the project's mypy
+            // (strict, over `tests` too; `requirements/dev.txt` installs it) is the typecheck.
             "breaker".to_owned(),
             writes(
                 "tests/test_speedups_enabled.py",
-                "from markupsafe import speedups_enabled\n\n\ndef test_the_c_speedups_escape():\n    assert speedups_enabled()\n",
+                "from markupsafe import speedups_enabled\n\n\ndef test_the_c_speedups_escape() -> None:\n    assert speedups_enabled()\n",
                 "A test of speedups_enabled.",
             ),
         ),
@@ -231,7 +232,12 @@ async fn a_compiled_extension_is_built_in_every_worktree() {
     ]);
     let (code, stdout, stderr, _) = run(script, &repo, goal).await;
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    for line in ["✓ red_proof", "gate test: passed", "T-1 completed"] {
+    for line in [
+        "✓ red_proof",
+        "gate test: passed",
+        "gate typecheck: passed",
+        "T-1 completed",
+    ] {
         assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
     }
 }

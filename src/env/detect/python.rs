@@ -3,6 +3,7 @@
 //! as the project itself runs them.
 
 use super::{CACHE, Ecosystem, Files, Found, TestFormat, present, vars};
+use crate::env::includes::Kind;
 use crate::env::{precommit, pyproject};
 use crate::sandbox::quote;
 
@@ -29,17 +30,9 @@ pub fn venv_with_pip(dir: &str, compile: bool) -> String {
 /// `requirements*.txt` at the top; under `requirements/`, those and the test, dev and base
 /// sets (`requirements/test.txt`), not docs or release tools.
 fn requirement_files(paths: &[String]) -> Vec<String> {
-    let nested = ["requirements", "test", "dev", "base", "common"];
     paths
         .iter()
-        .filter(|p| {
-            let name = p.rsplit('/').next().unwrap_or(p);
-            let named = match p.strip_prefix("requirements/") {
-                Some(rest) => !rest.contains('/') && nested.iter().any(|n| name.starts_with(n)),
-                None => !p.contains('/') && name.starts_with("requirements"),
-            };
-            named && name.ends_with(".txt")
-        })
+        .filter(|p| crate::env::includes::is_requirements_file(p))
         .cloned()
         .collect()
 }
@@ -229,7 +222,20 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     ));
     // A lint or typecheck tool the project configures is a gate only where the project also
     // depends on it (setup installs it); else the gate is skipped with why.
-    let mut declared = pyproject::declared_python(&|p| files.read(p), &pyproject, &requirements);
+    // What the requirements files include (`-r ../docs/requirements.txt`, `-c pins.txt`):
+    // pip installs it, so it is declared, and the environment is made from it too.
+    let included = crate::env::includes::closure(&requirements, &mut |p| files.read(p));
+    let installed: Vec<String> = requirements
+        .iter()
+        .cloned()
+        .chain(
+            included
+                .iter()
+                .filter(|(k, _)| *k == Kind::Requirements)
+                .map(|(_, p)| p.clone()),
+        )
+        .collect();
+    let mut declared = pyproject::declared_python(&|p| files.read(p), &pyproject, &installed);
     let names = others.iter().flat_map(|(_, specs)| specs);
     declared.extend(names.map(|s| pyproject::requirement_name(s)));
     let checks = gates(files, &pyproject, &setup_cfg, &declared);
@@ -248,6 +254,7 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         .unwrap_or_else(|| requirements[0].clone());
     let mut inputs = markers.clone();
     inputs.extend(requirements.iter().cloned());
+    inputs.extend(included.into_iter().map(|(_, p)| p));
     if !checks.installs.is_empty() {
         inputs.push(".pre-commit-config.yaml".into());
     }
