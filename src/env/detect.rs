@@ -445,6 +445,57 @@ mod tests {
         assert!(!setup.contains("docs.txt"), "{setup}");
     }
 
+    /// tablib's shape: `tox.ini` installs the test tools from `tests/requirements.txt`
+    /// (`deps = -rtests/requirements.txt`), pytest-cov among them, which `--cov` in its pytest
+    /// options needs.
+    #[test]
+    fn a_requirements_file_tox_installs_is_installed_and_an_input() {
+        let tox = "[testenv]\ndeps =\n    -rtests/requirements.txt\n    -c ../pins.txt\ncommands = pytest {posargs:tests}\n";
+        let t = Tree::of(&[
+            ("pyproject.toml", "[project]\nname = \"x\"\n"),
+            ("tox.ini", tox),
+            (
+                "tests/requirements.txt",
+                "pytest-cov\n-r ../docs/requirements.txt\n",
+            ),
+            ("docs/requirements.txt", "sphinx\n"),
+        ]);
+        let f = &detect(&t)[0];
+        let setup = f.setup.as_deref().unwrap();
+        assert!(
+            setup.contains("pip install --quiet -r 'tests/requirements.txt'"),
+            "{setup}"
+        );
+        assert!(
+            f.why.contains("tests/requirements.txt as tox's deps name"),
+            "{}",
+            f.why
+        );
+        for input in ["tox.ini", "tests/requirements.txt", "docs/requirements.txt"] {
+            assert!(
+                f.inputs.iter().any(|i| i == input),
+                "{input}: {:?}",
+                f.inputs
+            );
+        }
+        // Not where a test extra names the tools, as with tox's other deps.
+        let t = Tree::of(&[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"x\"\noptional-dependencies.test = [\"pytest\"]\n",
+            ),
+            ("tox.ini", tox),
+            ("tests/requirements.txt", "pytest-cov\n"),
+        ]);
+        assert!(
+            !detect(&t)[0]
+                .setup
+                .clone()
+                .unwrap()
+                .contains("tests/requirements.txt")
+        );
+    }
+
     #[test]
     fn go_setup_downloads_and_fails_on_nothing_else() {
         let f = &detect(&Tree::of(&[("go.mod", "module x\n")]))[0];

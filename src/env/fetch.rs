@@ -286,11 +286,13 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
     }
     // A file only ever included as constraints (`-c pins.txt`) pins versions, and the download
     // must honour the pins the offline setup will.
-    let roots: Vec<String> = inputs
-        .iter()
-        .filter(|p| super::includes::is_requirements_file(p))
-        .cloned()
-        .collect();
+    let mut roots = super::pyproject::tox_requirement_files(&tox);
+    roots.extend(
+        inputs
+            .iter()
+            .filter(|p| super::includes::is_requirements_file(p))
+            .cloned(),
+    );
     let pins: Vec<String> = super::includes::closure(&roots, &mut |p| text(p))
         .into_iter()
         .filter(|(k, _)| *k == super::includes::Kind::Constraints)

@@ -255,6 +255,21 @@ pub(super) fn other_test_tools(pyproject: &str, tox_ini: &str) -> Vec<(&'static 
     out
 }
 
+/// The requirements files tox's `[testenv] deps` name (`-rtests/requirements.txt`), as
+/// repository paths (tox reads them relative to `tox.ini`, at the root).
+pub(super) fn tox_requirement_files(tox_ini: &str) -> Vec<String> {
+    let mut files: Vec<String> = setup_cfg_entries(tox_ini, "testenv")
+        .into_iter()
+        .filter(|(k, _)| k == "deps")
+        .flat_map(|(_, v)| v)
+        .flat_map(|line| super::includes::included("tox.ini", &line))
+        .filter(|(k, _)| *k == super::includes::Kind::Requirements)
+        .map(|(_, p)| p)
+        .collect();
+    files.dedup();
+    files
+}
+
 /// The names (with extras) of a Poetry dependency table, leaving out Python itself and what
 /// does not come from an index (`path`, `git`, `url`).
 fn poetry_names(table: Option<toml::Value>) -> Vec<String> {

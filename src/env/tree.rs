@@ -69,15 +69,18 @@ impl Tree {
         Ok(out)
     }
 
-    /// Reads the files the requirements files include (`-r docs/requirements.txt`), wherever
-    /// they are: setup installs them, so detection and the download phase read them too.
+    /// Reads the files the requirements files and tox's deps include (`-r
+    /// docs/requirements.txt`), wherever they are: setup installs them, so detection and the
+    /// download phase read them too.
     fn read_included(&mut self, repo: &git2::Repository, tree: &git2::Tree<'_>) {
-        let roots: Vec<String> = self
-            .texts
-            .keys()
-            .filter(|p| super::includes::is_requirements_file(p))
-            .cloned()
-            .collect();
+        let tox = self.texts.get("tox.ini").map(String::as_str).unwrap_or("");
+        let mut roots = super::pyproject::tox_requirement_files(tox);
+        roots.extend(
+            self.texts
+                .keys()
+                .filter(|p| super::includes::is_requirements_file(p))
+                .cloned(),
+        );
         let texts = &mut self.texts;
         let mut read = |p: &str| {
             if let Some(t) = texts.get(p) {
@@ -158,6 +161,8 @@ mod tests {
                 ),
                 ("docs/requirements.txt", "Sphinx\n-r ../docs\n"),
                 ("ci/pins.txt", "sphinx==8.1.3\n"),
+                ("tox.ini", "[testenv]\ndeps = -rtests/requirements.txt\n"),
+                ("tests/requirements.txt", "pytest-cov\n"),
                 ("docs/other.txt", "not read\n"),
                 ("src/p/data.txt", "not read\n"),
             ],
@@ -173,8 +178,12 @@ mod tests {
             Some("Sphinx\n-r ../docs\n")
         );
         assert_eq!(tree.read("ci/pins.txt").as_deref(), Some("sphinx==8.1.3\n"));
+        assert_eq!(
+            tree.read("tests/requirements.txt").as_deref(),
+            Some("pytest-cov\n")
+        );
         assert_eq!(tree.read("docs/other.txt"), None);
         assert_eq!(tree.read("src/p/data.txt"), None);
-        assert_eq!(tree.paths().len(), 6);
+        assert_eq!(tree.paths().len(), 8);
     }
 }

@@ -37,6 +37,32 @@ fn requirement_files(paths: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The requirements files tox's `[testenv] deps` install (`-rtests/requirements.txt`) that
+/// are there, each installed by setup, where nothing else names the test tools.
+fn tox_requirements(
+    files: &dyn Files,
+    tox_ini: &str,
+    named_for_tests: bool,
+    setup: &mut Setup,
+) -> Vec<String> {
+    if named_for_tests {
+        return vec![];
+    }
+    let present: Vec<String> = pyproject::tox_requirement_files(tox_ini)
+        .into_iter()
+        .filter(|p| files.paths().contains(p))
+        .collect();
+    for r in present.iter().map(|r| quote(r)) {
+        setup.run(format!("{{ test ! -e {r} || {PIP} -r {r}; }}"));
+    }
+    if !present.is_empty() {
+        setup
+            .why
+            .push(format!("{} as tox's deps name", present.join(", ")));
+    }
+    present
+}
+
 /// What setup runs, and why, in words for `--explain`.
 #[derive(Default)]
 struct Setup {
@@ -216,6 +242,8 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         setup.run(format!("{PIP} {}", quoted.join(" ")));
         setup.why.push(format!("the test tools {source} name"));
     }
+    // tox's deps that are requirements files (`-rtests/requirements.txt`), on the same terms.
+    let tox_files = tox_requirements(files, &tox_ini, named_for_tests, &mut setup);
     // pytest runs unittest suites too; installed when nothing above brings it.
     setup.run(format!(
         "(python -c 'import pytest' 2>/dev/null || {PIP} pytest)"
@@ -224,8 +252,9 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     // depends on it (setup installs it); else the gate is skipped with why.
     // What the requirements files include (`-r ../docs/requirements.txt`, `-c pins.txt`):
     // pip installs it, so it is declared, and the environment is made from it too.
-    let included = crate::env::includes::closure(&requirements, &mut |p| files.read(p));
-    let installed: Vec<String> = requirements
+    let roots: Vec<String> = requirements.iter().chain(&tox_files).cloned().collect();
+    let included = crate::env::includes::closure(&roots, &mut |p| files.read(p));
+    let installed: Vec<String> = roots
         .iter()
         .cloned()
         .chain(
@@ -253,7 +282,7 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         .cloned()
         .unwrap_or_else(|| requirements[0].clone());
     let mut inputs = markers.clone();
-    inputs.extend(requirements.iter().cloned());
+    inputs.extend(roots);
     inputs.extend(included.into_iter().map(|(_, p)| p));
     if !checks.installs.is_empty() {
         inputs.push(".pre-commit-config.yaml".into());
