@@ -496,6 +496,26 @@ mod tests {
         );
     }
 
+    /// tqdm's shape: tox's configuration inside `pyproject.toml` (`legacy_tox_ini`), its
+    /// `[testenv] deps` pulling in `{[core]deps}`, where pytest-asyncio and pytest-timeout are.
+    #[test]
+    fn tox_deps_are_read_from_pyproject_and_through_section_references() {
+        let tox = "[tox]\nenvlist = py3\n\n[core]\ndeps=\n    pytest\n    pytest-asyncio\n    git+https://x.example/nbval\n\n[testenv]\ndeps=\n    {[core]deps}\n    numpy\n    tf: tensorflow\n";
+        let pyproject = format!(
+            "[project]\nname = \"x\"\n\n[tool.tox]\nlegacy_tox_ini = \"\"\"\n{tox}\"\"\"\n"
+        );
+        let f = &detect(&Tree::of(&[("pyproject.toml", pyproject.as_str())]))[0];
+        let setup = f.setup.as_deref().unwrap();
+        assert!(
+            setup.contains("pip install --quiet 'numpy' 'pytest' 'pytest-asyncio'"),
+            "{setup}"
+        );
+        assert!(
+            !setup.contains("x.example") && !setup.contains("tensorflow"),
+            "{setup}"
+        );
+    }
+
     #[test]
     fn go_setup_downloads_and_fails_on_nothing_else() {
         let f = &detect(&Tree::of(&[("go.mod", "module x\n")]))[0];

@@ -266,9 +266,14 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
             strings(py.get("build-system").and_then(|b| b.get("requires"))),
         );
     }
-    let tox = text("tox.ini").unwrap_or_default();
+    let tox = super::pyproject::tox_config(text);
     for (source, specs) in super::pyproject::other_test_tools(&pyproject, &tox) {
-        wanted.lines(source, specs.iter().map(|s| line(s)).collect());
+        // Setup installs only their plain requirements and leaves the rest out (tox's factor
+        // lines such as `tf: tensorflow`, URLs): the download takes the same.
+        let plain = specs
+            .iter()
+            .filter(|s| super::pyproject::plain_requirement(s));
+        wanted.lines(source, plain.map(|s| line(s)).collect());
     }
     // A build without a declared backend uses setuptools; hatchling's editable builds need
     // `editables` (what the backend asks for at setup, offline then).

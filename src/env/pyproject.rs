@@ -241,12 +241,7 @@ pub(super) fn other_test_tools(pyproject: &str, tox_ini: &str) -> Vec<(&'static 
         }
     }
     out.push(("Hatch's environments", hatch));
-    let tox = setup_cfg_entries(tox_ini, "testenv")
-        .into_iter()
-        .filter(|(k, _)| k == "deps")
-        .flat_map(|(_, v)| v)
-        .collect();
-    out.push(("tox's deps", tox));
+    out.push(("tox's deps", tox_deps(tox_ini)));
     for (_, specs) in &mut out {
         specs.sort();
         specs.dedup();
@@ -255,13 +250,53 @@ pub(super) fn other_test_tools(pyproject: &str, tox_ini: &str) -> Vec<(&'static 
     out
 }
 
+/// tox's configuration: `tox.ini` (`read` gives a file's text), else the INI text
+/// `pyproject.toml` holds in `[tool.tox] legacy_tox_ini` (tqdm keeps it there).
+pub fn tox_config(read: &dyn Fn(&str) -> Option<String>) -> String {
+    if let Some(ini) = read("tox.ini").filter(|t| !t.trim().is_empty()) {
+        return ini;
+    }
+    let pyproject = read("pyproject.toml").unwrap_or_default();
+    let doc = pyproject.parse::<toml::Table>().unwrap_or_default();
+    let legacy = doc
+        .get("tool")
+        .and_then(|t| t.get("tox"))
+        .and_then(|t| t.get("legacy_tox_ini"))
+        .and_then(|t| t.as_str());
+    legacy.unwrap_or_default().to_owned()
+}
+
+/// The lines of tox's `[testenv] deps`, each `{[section]key}` replaced by that key's lines
+/// (tqdm's `{[core]deps}`), three references deep at most.
+fn tox_deps(tox_ini: &str) -> Vec<String> {
+    fn entry(tox_ini: &str, section: &str, key: &str, depth: u8) -> Vec<String> {
+        let lines = setup_cfg_entries(tox_ini, section)
+            .into_iter()
+            .filter(|(k, _)| k == key)
+            .flat_map(|(_, v)| v);
+        let mut out = Vec::new();
+        for line in lines {
+            let reference = line
+                .strip_prefix("{[")
+                .and_then(|r| r.strip_suffix('}'))
+                .and_then(|r| r.split_once(']'));
+            match reference {
+                Some((s, k)) if depth > 0 && !s.is_empty() && !k.is_empty() => {
+                    out.extend(entry(tox_ini, s, k, depth - 1));
+                }
+                _ => out.push(line),
+            }
+        }
+        out
+    }
+    entry(tox_ini, "testenv", "deps", 3)
+}
+
 /// The requirements files tox's `[testenv] deps` name (`-rtests/requirements.txt`), as
 /// repository paths (tox reads them relative to `tox.ini`, at the root).
 pub(super) fn tox_requirement_files(tox_ini: &str) -> Vec<String> {
-    let mut files: Vec<String> = setup_cfg_entries(tox_ini, "testenv")
+    let mut files: Vec<String> = tox_deps(tox_ini)
         .into_iter()
-        .filter(|(k, _)| k == "deps")
-        .flat_map(|(_, v)| v)
         .flat_map(|line| super::includes::included("tox.ini", &line))
         .filter(|(k, _)| *k == super::includes::Kind::Requirements)
         .map(|(_, p)| p)

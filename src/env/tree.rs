@@ -73,8 +73,8 @@ impl Tree {
     /// docs/requirements.txt`), wherever they are: setup installs them, so detection and the
     /// download phase read them too.
     fn read_included(&mut self, repo: &git2::Repository, tree: &git2::Tree<'_>) {
-        let tox = self.texts.get("tox.ini").map(String::as_str).unwrap_or("");
-        let mut roots = super::pyproject::tox_requirement_files(tox);
+        let tox = super::pyproject::tox_config(&|p| self.texts.get(p).cloned());
+        let mut roots = super::pyproject::tox_requirement_files(&tox);
         roots.extend(
             self.texts
                 .keys()

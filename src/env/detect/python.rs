@@ -156,7 +156,7 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
     );
     let typecheck = gate("typecheck", &[("mypy", "mypy.ini", "mypy .")]);
     // The command the project runs itself, where it says so, before a bare `tool .`.
-    let tox_ini = files.read("tox.ini").unwrap_or_default();
+    let tox_ini = pyproject::tox_config(&|p| files.read(p));
     let makefile = files.read("Makefile").unwrap_or_default();
     let mypy_ini = files.read("mypy.ini").unwrap_or_default();
     let mut own = |gate: &str, command: Option<String>| {
@@ -230,7 +230,7 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         || requirements
             .iter()
             .any(|r| r.contains("test") || r.contains("dev"));
-    let tox_ini = files.read("tox.ini").unwrap_or_default();
+    let tox_ini = pyproject::tox_config(&|p| files.read(p));
     let mut others = pyproject::other_test_tools(&pyproject, &tox_ini);
     others.retain(|_| !named_for_tests);
     for (_, specs) in &mut others {
