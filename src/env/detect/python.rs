@@ -37,6 +37,49 @@ fn requirement_files(paths: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The test tools Poetry, PDM, Hatch or tox name (plain requirements only) and the
+/// requirements files tox's deps install, each installed by setup where nothing else names the
+/// test tools (`named_for_tests`).
+fn test_tools(
+    files: &dyn Files,
+    pyproject: &str,
+    named_for_tests: bool,
+    setup: &mut Setup,
+) -> (Vec<(&'static str, Vec<String>)>, Vec<String>) {
+    let tox_ini = pyproject::tox_config(&|p| files.read(p));
+    let mut others = pyproject::other_test_tools(pyproject, &tox_ini);
+    others.retain(|_| !named_for_tests);
+    for (_, specs) in &mut others {
+        specs.retain(|s| pyproject::plain_requirement(s));
+    }
+    others.retain(|(_, specs)| !specs.is_empty());
+    for (source, specs) in &others {
+        let quoted: Vec<String> = specs.iter().map(|s| quote(s)).collect();
+        setup.run(format!("{PIP} {}", quoted.join(" ")));
+        setup.why.push(format!("the test tools {source} name"));
+    }
+    let tox_files = tox_requirements(files, &tox_ini, named_for_tests, setup);
+    (others, tox_files)
+}
+
+/// What the requirements files `roots` include (`-r ../docs/requirements.txt`, `-c
+/// pins.txt`): `roots` with the files pip installs from them (their tools are declared), and
+/// every file included (the environment is made from those too).
+fn with_included(files: &dyn Files, roots: &[String]) -> (Vec<String>, Vec<String>) {
+    let included = crate::env::includes::closure(roots, &mut |p| files.read(p));
+    let installed = roots
+        .iter()
+        .cloned()
+        .chain(
+            included
+                .iter()
+                .filter(|(k, _)| *k == Kind::Requirements)
+                .map(|(_, p)| p.clone()),
+        )
+        .collect();
+    (installed, included.into_iter().map(|(_, p)| p).collect())
+}
+
 /// The requirements files tox's `[testenv] deps` install (`-rtests/requirements.txt`) that
 /// are there, each installed by setup, where nothing else names the test tools.
 fn tox_requirements(
@@ -230,40 +273,15 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         || requirements
             .iter()
             .any(|r| r.contains("test") || r.contains("dev"));
-    let tox_ini = pyproject::tox_config(&|p| files.read(p));
-    let mut others = pyproject::other_test_tools(&pyproject, &tox_ini);
-    others.retain(|_| !named_for_tests);
-    for (_, specs) in &mut others {
-        specs.retain(|s| pyproject::plain_requirement(s));
-    }
-    others.retain(|(_, specs)| !specs.is_empty());
-    for (source, specs) in &others {
-        let quoted: Vec<String> = specs.iter().map(|s| quote(s)).collect();
-        setup.run(format!("{PIP} {}", quoted.join(" ")));
-        setup.why.push(format!("the test tools {source} name"));
-    }
-    // tox's deps that are requirements files (`-rtests/requirements.txt`), on the same terms.
-    let tox_files = tox_requirements(files, &tox_ini, named_for_tests, &mut setup);
+    let (others, tox_files) = test_tools(files, &pyproject, named_for_tests, &mut setup);
     // pytest runs unittest suites too; installed when nothing above brings it.
     setup.run(format!(
         "(python -c 'import pytest' 2>/dev/null || {PIP} pytest)"
     ));
+    let roots: Vec<String> = requirements.iter().chain(&tox_files).cloned().collect();
+    let (installed, included) = with_included(files, &roots);
     // A lint or typecheck tool the project configures is a gate only where the project also
     // depends on it (setup installs it); else the gate is skipped with why.
-    // What the requirements files include (`-r ../docs/requirements.txt`, `-c pins.txt`):
-    // pip installs it, so it is declared, and the environment is made from it too.
-    let roots: Vec<String> = requirements.iter().chain(&tox_files).cloned().collect();
-    let included = crate::env::includes::closure(&roots, &mut |p| files.read(p));
-    let installed: Vec<String> = roots
-        .iter()
-        .cloned()
-        .chain(
-            included
-                .iter()
-                .filter(|(k, _)| *k == Kind::Requirements)
-                .map(|(_, p)| p.clone()),
-        )
-        .collect();
     let mut declared = pyproject::declared_python(&|p| files.read(p), &pyproject, &installed);
     let names = others.iter().flat_map(|(_, specs)| specs);
     declared.extend(names.map(|s| pyproject::requirement_name(s)));
@@ -283,7 +301,7 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         .unwrap_or_else(|| requirements[0].clone());
     let mut inputs = markers.clone();
     inputs.extend(roots);
-    inputs.extend(included.into_iter().map(|(_, p)| p));
+    inputs.extend(included);
     if !checks.installs.is_empty() {
         inputs.push(".pre-commit-config.yaml".into());
     }
