@@ -44,7 +44,7 @@ impl Tree {
                     || devcontainer
                     || instruction
                     || super::devcontainer::PATHS.contains(&path.as_str())
-                    || super::includes::is_requirements_file(&path)
+                    || read_anywhere(&path)
                 {
                     blobs.push((path.clone(), entry.id()));
                 }
@@ -93,6 +93,13 @@ impl Tree {
         };
         super::includes::closure(&roots, &mut read);
     }
+}
+
+/// The files detection names as inputs below the root, read wherever they are: a workspace
+/// member's `Cargo.toml`, Python's requirements files. An input the tree did not read would
+/// look absent on the base, and every worktree would seem to change it.
+fn read_anywhere(path: &str) -> bool {
+    path.ends_with("/Cargo.toml") || super::includes::is_requirements_file(path)
 }
 
 /// The text of blob `id`, when it is one of at most [`MAX_FILE_BYTES`].
@@ -146,6 +153,42 @@ mod tests {
         let oid = repo.commit(None, &me, &me, "init", &tree, &[]).unwrap();
         drop(tree);
         (repo, oid)
+    }
+
+    /// An unchanged checkout is the base: every input detection names has its text in the
+    /// tree, so no worktree seems to change what it did not.
+    #[test]
+    fn every_input_detection_names_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, oid) = commit(
+            dir.path(),
+            &[
+                ("Cargo.toml", "[workspace]\nmembers = [\"crates/a\"]\n"),
+                (
+                    "crates/a/Cargo.toml",
+                    "[package]\nname = \"a\"\nversion = \"0.1.0\"\n",
+                ),
+                ("crates/a/src/lib.rs", ""),
+                ("pyproject.toml", "[project]\nname = \"p\"\n"),
+                ("requirements/dev.txt", "-r ../docs/requirements.txt\n"),
+                ("docs/requirements.txt", "sphinx\n"),
+                ("tox.ini", "[testenv]\ndeps = -rtests/requirements.txt\n"),
+                ("tests/requirements.txt", "pytest-cov\n"),
+                ("package.json", "{\"name\": \"n\", \"version\": \"1.0.0\"}"),
+                ("go.mod", "module example.com/m\n\ngo 1.22\n"),
+            ],
+        );
+        let tree = Tree::of_commit(&repo, oid).unwrap();
+        let found = super::super::detect::detect(&tree);
+        assert_eq!(found.len(), 4, "{found:?}");
+        for input in found.iter().flat_map(|f| &f.inputs) {
+            if tree.paths().contains(input) {
+                assert!(
+                    tree.read(input).is_some(),
+                    "{input} is an input the tree did not read"
+                );
+            }
+        }
     }
 
     #[test]

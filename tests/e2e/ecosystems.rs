@@ -414,3 +414,29 @@ fn an_environment_belongs_to_one_build_of_its_image() {
     let (code, out) = gates(&repo, envs.path(), &["--gate", "test"]);
     assert!(code == 0 && made(&out), "{out}");
 }
+
+/// A Rust workspace's member manifests are inputs of its environment. The base's copies were
+/// not read, so an unchanged checkout looked like a change to `crates/a/Cargo.toml`: every
+/// ticket set up an environment of its own, in two phases. Now the base's is made and kept.
+#[test]
+fn an_unchanged_rust_workspace_is_set_up_as_the_bases() {
+    let (_d, repo) = project(&[
+        (
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"crates/a\"]\nresolver = \"2\"\n",
+        ),
+        (
+            "crates/a/Cargo.toml",
+            "[package]\nname = \"a\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "crates/a/src/lib.rs",
+            "pub fn one() -> u8 {\n    1\n}\n\n#[test]\nfn is_one() {\n    assert_eq!(one(), 1);\n}\n",
+        ),
+    ]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, out) = gates(&repo, envs.path(), &["--gate", "test"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("made in"), "{out}");
+    assert!(!out.contains("the change edits"), "{out}");
+}
