@@ -252,7 +252,7 @@ pub(super) fn other_test_tools(pyproject: &str, tox_ini: &str) -> Vec<(&'static 
 
 /// tox's configuration: `tox.ini` (`read` gives a file's text), else the INI text
 /// `pyproject.toml` holds in `[tool.tox] legacy_tox_ini` (tqdm keeps it there).
-pub fn tox_config(read: &dyn Fn(&str) -> Option<String>) -> String {
+pub(super) fn tox_config(read: &dyn Fn(&str) -> Option<String>) -> String {
     if let Some(ini) = read("tox.ini").filter(|t| !t.trim().is_empty()) {
         return ini;
     }

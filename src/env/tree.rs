@@ -1,7 +1,8 @@
 //! The files of a commit, as the detector reads them ([`super::detect::Files`]): every path, and
 //! the text of the small files at the root and under `.devcontainer/` (all detection looks at,
 //! and a devcontainer's build context), of the instructions for coding agents
-//! ([`super::instructions`]), and of Python's requirements files and what they include.
+//! ([`super::instructions`]), and of the inputs detection names below the root (every
+//! `Cargo.toml`, Python's requirements files and what they include).
 
 use std::collections::BTreeMap;
 
