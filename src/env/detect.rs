@@ -450,7 +450,7 @@ mod tests {
     /// options needs.
     #[test]
     fn a_requirements_file_tox_installs_is_installed_and_an_input() {
-        let tox = "[testenv]\ndeps =\n    -rtests/requirements.txt\n    -c ../pins.txt\ncommands = pytest {posargs:tests}\n";
+        let tox = "[testenv]\ndeps =\n    -rtests/requirements.txt\n    -r{toxinidir}/test-requirements.txt\n    -c ../pins.txt\ncommands = pytest {posargs:tests}\n";
         let t = Tree::of(&[
             ("pyproject.toml", "[project]\nname = \"x\"\n"),
             ("tox.ini", tox),
@@ -459,6 +459,7 @@ mod tests {
                 "pytest-cov\n-r ../docs/requirements.txt\n",
             ),
             ("docs/requirements.txt", "sphinx\n"),
+            ("test-requirements.txt", "pytest-timeout\n"),
         ]);
         let f = &detect(&t)[0];
         let setup = f.setup.as_deref().unwrap();
@@ -467,9 +468,14 @@ mod tests {
             "{setup}"
         );
         assert!(
-            f.why.contains("tests/requirements.txt as tox's deps name"),
+            f.why
+                .contains("tests/requirements.txt, test-requirements.txt as tox's deps name"),
             "{}",
             f.why
+        );
+        assert!(
+            setup.contains("pip install --quiet -r 'test-requirements.txt'"),
+            "{setup}"
         );
         for input in ["tox.ini", "tests/requirements.txt", "docs/requirements.txt"] {
             assert!(

@@ -297,6 +297,8 @@ fn tox_deps(tox_ini: &str) -> Vec<String> {
 pub(super) fn tox_requirement_files(tox_ini: &str) -> Vec<String> {
     let mut files: Vec<String> = tox_deps(tox_ini)
         .into_iter()
+        // `-r{toxinidir}/requirements-test.txt`: tox's own directory is the root.
+        .map(|line| line.replace("{toxinidir}/", ""))
         .flat_map(|line| super::includes::included("tox.ini", &line))
         .filter(|(k, _)| *k == super::includes::Kind::Requirements)
         .map(|(_, p)| p)
