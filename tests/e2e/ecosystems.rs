@@ -41,6 +41,19 @@ pub(crate) fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// A change on a new branch `branch` of `repo`: `files` written (over what is there) and
+/// committed, the branch left checked out.
+pub(crate) fn change(repo: &Path, branch: &str, files: &[(&str, &str)]) {
+    git(repo, &["checkout", "-q", "-b", branch]);
+    for (name, text) in files {
+        let p = repo.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-qm", "a change"]);
+}
+
 /// `vibeloop gates` on `repo` with environments kept in `envs`: exit code and stdout+stderr.
 pub(crate) fn gates(repo: &Path, envs: &Path, extra: &[&str]) -> (i32, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_vibeloop"))
@@ -191,13 +204,14 @@ fn go_coverage_and_docs_are_measured_on_the_lines_a_change_adds() {
             "acceptance:\n  coverage: { changed_lines: 0.8, project: 0.1 }\n  docs: true\n",
         ),
     ]);
-    git(&go, &["checkout", "-q", "-b", "double"]);
-    std::fs::write(
-        go.join("half.go"),
-        "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 2 }\n\nfunc Double(n int) int {\n\treturn n * 2\n}\n",
-    )
-    .unwrap();
-    git(&go, &["commit", "-qam", "Double"]);
+    change(
+        &go,
+        "double",
+        &[(
+            "half.go",
+            "package half\n\n// Half halves n.\nfunc Half(n int) int { return n / 2 }\n\nfunc Double(n int) int {\n\treturn n * 2\n}\n",
+        )],
+    );
     let envs = tempfile::tempdir().unwrap();
     let (code, all, err) = gates_json(&go, envs.path());
     assert_ne!(code, 0, "an unmet criterion fails the run: {all}\n{err}");
@@ -312,35 +326,32 @@ fn a_devcontainer_gives_the_image_the_setup_and_the_environment() {
 #[test]
 fn the_security_gate_reads_rust_typescript_and_go_with_their_own_parsers() {
     let (_d, repo) = project(&[("README.md", "a library\n")]);
-    git(&repo, &["checkout", "-q", "-b", "change"]);
-    for (name, text) in [
-        (
-            "src/lib.rs",
-            "use std::process::Command as Cmd;\n\npub fn run() {\n    Cmd::new(\"sh\");\n}\n",
-        ),
-        (
-            "src/main.rs",
-            "fn main() {\n    std::process::Command::new(\"sh\");\n}\n",
-        ),
-        (
-            "web/app.ts",
-            "import { exec } from \"node:child_process\";\nexport const go = (s: string) => exec(s);\n",
-        ),
-        (
-            "pkg/run/run.go",
-            "package run\n\nimport x \"os/exec\"\n\nfunc Run() { x.Command(\"sh\") }\n",
-        ),
-        (
-            "pkg/run/ok.go",
-            "package run\n\n// \"os/exec\" in a comment is not code.\nvar s = \"os/exec\"\n",
-        ),
-    ] {
-        let p = repo.join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-qm", "a change"]);
+    change(
+        &repo,
+        "change",
+        &[
+            (
+                "src/lib.rs",
+                "use std::process::Command as Cmd;\n\npub fn run() {\n    Cmd::new(\"sh\");\n}\n",
+            ),
+            (
+                "src/main.rs",
+                "fn main() {\n    std::process::Command::new(\"sh\");\n}\n",
+            ),
+            (
+                "web/app.ts",
+                "import { exec } from \"node:child_process\";\nexport const go = (s: string) => exec(s);\n",
+            ),
+            (
+                "pkg/run/run.go",
+                "package run\n\nimport x \"os/exec\"\n\nfunc Run() { x.Command(\"sh\") }\n",
+            ),
+            (
+                "pkg/run/ok.go",
+                "package run\n\n// \"os/exec\" in a comment is not code.\nvar s = \"os/exec\"\n",
+            ),
+        ],
+    );
     let envs = tempfile::tempdir().unwrap();
     let (code, all, err) = gates_json(&repo, envs.path());
     assert_ne!(code, 0, "{all}\n{err}");

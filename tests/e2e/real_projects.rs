@@ -3,10 +3,11 @@
 //! maintainers' checkout looks, and driven through `vibeloop gates` and `vibeloop run`. Each
 //! has a shape that well-known projects share and that broke setup before: a version from git
 //! tags, a version file the install generates, a compiled extension, test extras as dotted keys
-//! and dependency groups. And the programs real projects' tests call
+//! and dependency groups, requirements files that include others, a requirements file only tox
+//! names, tox's configuration inside `pyproject.toml`. And the programs real projects' tests call
 //! (make, a C compiler, pkg-config, less, git) are in the images, a missing one named.
 
-use crate::ecosystems::{gate, gates_json};
+use crate::ecosystems::{gate, gates_json, gates_json_with};
 use crate::ecosystems_run::{plan, run};
 use crate::support::fake_llm::{Script, Step};
 use crate::support::hive::{approve_json, writes};
@@ -240,4 +241,78 @@ async fn a_compiled_extension_is_built_in_every_worktree() {
     ] {
         assert!(stdout.contains(line), "no {line:?} in:\n{stdout}\n{stderr}");
     }
+}
+
+/// `requirements/development.txt` pulls in `testing.txt`, `typechecks.txt`,
+/// `../docs/requirements.txt` and `packaging.txt` with `--requirement`.
+const MORE_ITERTOOLS: Sdist = Sdist {
+    name: "more-itertools",
+    version: "11.2.1",
+    sha256: "cbf08fd0af284dc69718b9b76a8e6203df624d70209ea511e4219d350c856f63",
+};
+
+/// The base's requirements files under `requirements/` were not read, so an unchanged checkout
+/// looked like a change to them and set up in two phases, whose download skipped what they
+/// include: "No matching distribution found for mypy". Now the base's setup runs, and the
+/// project's 765 tests pass.
+#[test]
+fn requirements_files_that_include_others_set_up_as_the_bases() {
+    let err = test_gate_passes(&MORE_ITERTOOLS, 700);
+    assert!(!err.contains("the change edits"), "{err}");
+}
+
+/// `vibeloop gates --gate test` on the release `sdist` (without its `PKG-INFO`): it passes, with
+/// at least `at_least` tests passed; what it printed besides the JSON.
+fn test_gate_passes(sdist: &Sdist, at_least: u64) -> String {
+    let (_d, repo) = sdist.repository(&["PKG-INFO"], &[]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, all, err) = gates_json_with(&repo, envs.path(), &["--gate", "test"]);
+    assert_eq!(code, 0, "{all}\n{err}");
+    let passed = gate(&all, "test")["counts"]["passed"].as_u64().unwrap_or(0);
+    assert!(passed >= at_least, "{all}");
+    err
+}
+
+/// pytest.ini adds `--cov`; pytest-cov comes only from `tox.ini`'s
+/// `deps = -rtests/requirements.txt`.
+const TABLIB: Sdist = Sdist {
+    name: "tablib",
+    version: "3.10.0",
+    sha256: "781cfa9a42de8f33c52aff857fd0a04e483de4fd1c53eaaa9a6aeac62bad11de",
+};
+
+/// Before, nothing installed the file tox names, and pytest stopped at `--cov` (exit code 4).
+#[test]
+fn the_requirements_file_tox_installs_brings_the_test_tools() {
+    test_gate_passes(&TABLIB, 150);
+}
+
+/// tox's configuration in `pyproject.toml` (`legacy_tox_ini`), whose `[testenv] deps` pull in
+/// `{[core]deps}`: pytest-asyncio and pytest-timeout, which tqdm's pytest options need.
+const TQDM: Sdist = Sdist {
+    name: "tqdm",
+    version: "4.70.1",
+    sha256: "cefd0eca11b2a37a3aee776544d4f4ae913f02688135b5556b8788dfa474afc4",
+};
+
+/// What setup installs is read from the release's own manifests (`--explain`: nothing runs).
+#[test]
+fn tox_in_pyproject_names_the_test_tools_setup_installs() {
+    let (_d, repo) = TQDM.repository(&["PKG-INFO", "tqdm.egg-info"], &[]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, explained) = crate::ecosystems::gates(&repo, envs.path(), &["--explain"]);
+    assert_eq!(code, 0, "{explained}");
+    // The setup command runs over several lines, up to the next setting's.
+    let setup = explained
+        .split_once("\nsetup ")
+        .and_then(|(_, rest)| rest.split_once("\nprepare "))
+        .map(|(setup, _)| setup)
+        .unwrap_or_else(|| panic!("no setup in:\n{explained}"));
+    for tool in ["'pytest-asyncio'", "'pytest-timeout'", "'pytest-cov'"] {
+        assert!(setup.contains(tool), "no {tool} in:\n{setup}");
+    }
+    assert!(
+        explained.contains("the test tools tox's deps name"),
+        "{explained}"
+    );
 }

@@ -95,14 +95,7 @@ fn tox_requirements(
         .into_iter()
         .filter(|p| files.paths().contains(p))
         .collect();
-    for r in present.iter().map(|r| quote(r)) {
-        setup.run(format!("{{ test ! -e {r} || {PIP} -r {r}; }}"));
-    }
-    if !present.is_empty() {
-        setup
-            .why
-            .push(format!("{} as tox's deps name", present.join(", ")));
-    }
+    setup.requirements_files(&present, "as tox's deps name");
     present
 }
 
@@ -116,6 +109,17 @@ struct Setup {
 impl Setup {
     fn run(&mut self, step: String) {
         self.steps.push(step);
+    }
+
+    /// Installs each of `files` (requirements files), said as "`files` `why`". A change (or a
+    /// later commit) may remove one: nothing of it to install then.
+    fn requirements_files(&mut self, files: &[String], why: &str) {
+        for r in files.iter().map(|r| quote(r)) {
+            self.run(format!("{{ test ! -e {r} || {PIP} -r {r}; }}"));
+        }
+        if !files.is_empty() {
+            self.why.push(format!("{} {why}", files.join(", ")));
+        }
     }
 }
 
@@ -248,15 +252,7 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     if installable {
         install_project(&mut setup, &pyproject, &extras);
     }
-    // A change (or a later commit) may remove one: nothing of it to install then.
-    for r in requirements.iter().map(|r| quote(r)) {
-        setup.run(format!("{{ test ! -e {r} || {PIP} -r {r}; }}"));
-    }
-    if !requirements.is_empty() {
-        setup
-            .why
-            .push(format!("{} installed", requirements.join(", ")));
-    }
+    setup.requirements_files(&requirements, "installed");
     // PEP 735 groups: pip reads them from ./pyproject.toml (pip 25.1 and later).
     for g in &groups {
         setup.run(format!("{PIP} --group {g}"));
