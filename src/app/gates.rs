@@ -287,10 +287,10 @@ fn table(results: &[GateResult]) -> String {
         } else {
             format!("{:.1}s", r.duration.as_secs_f64())
         };
-        let cmd = r
-            .command
-            .clone()
-            .unwrap_or_else(|| r.notes.first().cloned().unwrap_or_default());
+        let cmd = r.command.as_deref().map_or_else(
+            || r.notes.first().cloned().unwrap_or_default(),
+            crate::gates::report::shown,
+        );
         s.push_str(&format!(
             "{:<10} {:<14} {:>8} {:>9}  {}\n",
             r.gate,

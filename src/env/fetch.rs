@@ -286,7 +286,16 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
     }
     if let Some(config) = text(".pre-commit-config.yaml") {
         let pins = super::pyproject::precommit_pins(&config);
-        let lines = pins.iter().map(|(_, spec)| line(spec)).collect();
+        let mut lines: Vec<_> = pins.iter().map(|(_, spec)| line(spec)).collect();
+        // What pre-commit installs beside the hooks: the refused ones are noted, as setup
+        // leaves them out.
+        for tool in ["ruff", "mypy", "flake8"] {
+            let (plain, refused) = super::precommit::hook_dependencies(&config, tool);
+            lines.extend(plain.iter().chain(&refused).map(|d| {
+                use super::requirement::{Line, from_index};
+                from_index(d).map_or_else(|why| Line::Refused(d.clone(), why), Line::Index)
+            }));
+        }
         wanted.lines(".pre-commit-config.yaml", lines);
     }
     // A file only ever included as constraints (`-c pins.txt`) pins versions, and the download
@@ -366,6 +375,17 @@ mod tests {
                 "wheel"
             ]
         );
+    }
+
+    #[test]
+    fn what_pre_commit_installs_beside_a_hook_is_downloaded_and_an_option_refused() {
+        let config = "repos:\n- repo: local\n  hooks:\n  - id: mypy\n    \
+                      additional_dependencies: [types-pytz, '--index-url=http://x.example/']\n";
+        let text = |p: &str| (p == ".pre-commit-config.yaml").then(|| config.to_owned());
+        let wanted = python_requirements(&[".pre-commit-config.yaml".into()], &text);
+        assert!(wanted.specs.iter().any(|s| s == "types-pytz"), "{wanted:?}");
+        assert_eq!(wanted.refused.len(), 1, "{wanted:?}");
+        assert!(wanted.refused[0].contains("--index-url"), "{wanted:?}");
     }
 
     /// A model-written `pyproject.toml` whose requirement strings carry a line break pip

@@ -32,6 +32,40 @@ const FIXING: &[&str] = &[
 /// The command `tool`'s pre-commit hook runs (`ruff`, `mypy`, `flake8`), with where it came
 /// from; `None` when no hook of it is configured.
 pub fn hook_command(config: &str, tool: &str) -> Option<(String, String)> {
+    let (id, hook) = tool_hook(config, tool)?;
+    let entry: &[&str] = match tool {
+        "ruff" => &["ruff", "check", "--force-exclude"],
+        _ => &[tool],
+    };
+    let args: Vec<String> = hook["args"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str())
+        .filter(|a| !FIXING.contains(&a.split('=').next().unwrap_or(a)))
+        .map(str::to_owned)
+        .collect();
+    let files = hook["files"].as_str().unwrap_or("");
+    let exclude = hook["exclude"].as_str().unwrap_or("");
+    let mut words: Vec<String> = vec![
+        "python3".into(),
+        "-c".into(),
+        ON_HOOK_FILES.into(),
+        files.into(),
+        exclude.into(),
+    ];
+    words.extend(entry.iter().map(|w| (*w).to_owned()));
+    words.extend(args);
+    let command: Vec<String> = words.iter().map(|w| crate::sandbox::quote(w)).collect();
+    let mut from = format!(".pre-commit-config.yaml's {id} hook");
+    if !files.is_empty() || !exclude.is_empty() {
+        from.push_str(" (its files and exclude patterns)");
+    }
+    Some((command.join(" "), from))
+}
+
+/// The first hook that runs `tool` (`ruff`, `mypy`, `flake8`), with its id.
+fn tool_hook(config: &str, tool: &str) -> Option<(String, serde_yaml_ng::Value)> {
     let doc = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(config).ok()?;
     let hooks = doc["repos"]
         .as_sequence()?
@@ -39,39 +73,31 @@ pub fn hook_command(config: &str, tool: &str) -> Option<(String, String)> {
         .flat_map(|r| r["hooks"].as_sequence().into_iter().flatten());
     for hook in hooks {
         let id = hook["id"].as_str().unwrap_or_default();
-        let entry: &[&str] = match (tool, id) {
-            ("ruff", "ruff" | "ruff-check") => &["ruff", "check", "--force-exclude"],
-            ("mypy", "mypy") => &["mypy"],
-            ("flake8", "flake8") => &["flake8"],
-            _ => continue,
-        };
-        let args: Vec<String> = hook["args"]
-            .as_sequence()
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.as_str())
-            .filter(|a| !FIXING.contains(&a.split('=').next().unwrap_or(a)))
-            .map(str::to_owned)
-            .collect();
-        let files = hook["files"].as_str().unwrap_or("");
-        let exclude = hook["exclude"].as_str().unwrap_or("");
-        let mut words: Vec<String> = vec![
-            "python3".into(),
-            "-c".into(),
-            ON_HOOK_FILES.into(),
-            files.into(),
-            exclude.into(),
-        ];
-        words.extend(entry.iter().map(|w| (*w).to_owned()));
-        words.extend(args);
-        let command: Vec<String> = words.iter().map(|w| crate::sandbox::quote(w)).collect();
-        let mut from = format!(".pre-commit-config.yaml's {id} hook");
-        if !files.is_empty() || !exclude.is_empty() {
-            from.push_str(" (its files and exclude patterns)");
+        if matches!(
+            (tool, id),
+            ("ruff", "ruff" | "ruff-check") | ("mypy", "mypy") | ("flake8", "flake8")
+        ) {
+            return Some((id.to_owned(), hook.clone()));
         }
-        return Some((command.join(" "), from));
     }
     None
+}
+
+/// What pre-commit installs beside `tool`'s hook (`additional_dependencies: [types-pytz]`:
+/// mypy's stubs, flake8's plugins), as `(plain, refused)`: only a requirement pip resolves from
+/// the index is installed; an option (`--index-url=…`), a URL or a path is refused.
+pub fn hook_dependencies(config: &str, tool: &str) -> (Vec<String>, Vec<String>) {
+    let Some((_, hook)) = tool_hook(config, tool) else {
+        return (vec![], vec![]);
+    };
+    let all = hook["additional_dependencies"]
+        .as_sequence()
+        .into_iter()
+        .flatten();
+    all.filter_map(|d| d.as_str().map(str::trim))
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned)
+        .partition(|d| super::pyproject::plain_requirement(d))
 }
 
 /// The command a tox environment runs `tool` with (`[testenv:type] commands = mypy src`: `mypy

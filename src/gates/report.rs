@@ -28,7 +28,7 @@ pub fn summary(r: &GateResult) -> String {
     let mut s = match &r.command {
         Some(cmd) => format!(
             "`{}` ran in {:.1} s: **{}**.\n\n",
-            cmd.replace('`', "'"),
+            shown(cmd).replace('`', "'"),
             r.duration.as_secs_f64(),
             r.describe()
         ),
@@ -94,6 +94,44 @@ pub fn verdict_table(verdicts: &[TestVerdict]) -> String {
     s
 }
 
+/// `command` as a person reads it: a quoted script of several lines (the pre-commit file list's
+/// `python3 -c '…'`) shown as `'<script: 11 lines>'`, and the quotes around a plain word
+/// (`'ruff'`) left out. Only for showing: the command that runs is the one given.
+pub fn shown(command: &str) -> String {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-./=:,+@%^$".contains(c))
+    };
+    let mut out = String::with_capacity(command.len());
+    let mut rest = command;
+    while let Some(open) = rest.find('\'') {
+        let Some(len) = rest[open + 1..].find('\'') else {
+            break;
+        };
+        let (before, word, after) = (
+            &rest[..open],
+            &rest[open + 1..open + 1 + len],
+            &rest[open + len + 2..],
+        );
+        out.push_str(before);
+        let alone =
+            (out.is_empty() || out.ends_with(' ')) && (after.is_empty() || after.starts_with(' '));
+        if word.contains('\n') {
+            out.push_str(&format!("'<script: {} lines>'", word.lines().count()));
+        } else if alone && plain(word) {
+            out.push_str(word);
+        } else {
+            out.push('\'');
+            out.push_str(word);
+            out.push('\'');
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +160,24 @@ mod tests {
              | `t\\|z` | failed | did not run: skipped (conftest.py: x) |\n\n"
         );
         assert_eq!(verdict_table(&[]), "");
+    }
+
+    #[test]
+    fn a_command_is_shown_on_one_line_without_needless_quotes() {
+        let (command, _) = crate::env::precommit::hook_command(
+            "repos:\n- repo: local\n  hooks:\n  - id: mypy\n    exclude: ^tests/x/.*$\n",
+            "mypy",
+        )
+        .unwrap();
+        assert_eq!(
+            super::shown(&command),
+            "python3 -c '<script: 11 lines>' '' '^tests/x/.*$' mypy"
+        );
+        assert_eq!(
+            super::shown("pytest -q 'a b' x'\\''y"),
+            "pytest -q 'a b' x'\\''y"
+        );
+        assert_eq!(super::shown("echo 'it'\\''s'"), "echo 'it'\\''s'");
+        assert_eq!(super::shown("cargo test"), "cargo test");
     }
 }

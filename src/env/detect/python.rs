@@ -208,8 +208,21 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
     let mypy_ini = files.read("mypy.ini").unwrap_or_default();
     let mut own = |gate: &str, command: Option<String>| {
         let tool = command.as_deref()?.split_whitespace().next()?.to_owned();
-        let own = precommit::hook_command(&precommit, &tool)
-            .or_else(|| precommit::tox_command(&tox_ini, &tool))
+        if let Some((command, mut from)) = precommit::hook_command(&precommit, &tool) {
+            // What pre-commit installs beside the hook (mypy's stubs, flake8's plugins).
+            let (plain, refused) = precommit::hook_dependencies(&precommit, &tool);
+            g.installs.extend(plain);
+            if !refused.is_empty() {
+                let refused: Vec<String> = refused.iter().map(|r| format!("`{r}`")).collect();
+                from.push_str(&format!(
+                    "; not installed, as not a plain requirement: {}",
+                    refused.join(", ")
+                ));
+            }
+            g.sources.push((gate.to_owned(), from));
+            return Some(command);
+        }
+        let own = precommit::tox_command(&tox_ini, &tool)
             .or_else(|| precommit::make_command(&makefile, gate, &tool));
         if let Some((command, from)) = own {
             g.sources.push((gate.to_owned(), from));
@@ -282,13 +295,20 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     let names = others.iter().flat_map(|(_, specs)| specs);
     declared.extend(names.map(|s| pyproject::requirement_name(s)));
     let checks = gates(files, &pyproject, &setup_cfg, &declared);
-    // The version pre-commit runs, where that is all that names the tool.
-    if !checks.installs.is_empty() {
-        let quoted: Vec<String> = checks.installs.iter().map(|s| quote(s)).collect();
+    // The version pre-commit runs, where that is all that names the tool, and what its hooks
+    // install beside it.
+    let mut installs: Vec<String> = Vec::new();
+    for spec in &checks.installs {
+        if !installs.contains(spec) {
+            installs.push(spec.clone());
+        }
+    }
+    if !installs.is_empty() {
+        let quoted: Vec<String> = installs.iter().map(|s| quote(s)).collect();
         setup.run(format!("{PIP} {}", quoted.join(" ")));
         setup.why.push(format!(
-            "{} as .pre-commit-config.yaml pins",
-            checks.installs.join(", ")
+            "{} as .pre-commit-config.yaml's hooks install",
+            installs.join(", ")
         ));
     }
     let manifest = markers
@@ -298,7 +318,7 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     let mut inputs = markers.clone();
     inputs.extend(roots);
     inputs.extend(included);
-    if !checks.installs.is_empty() {
+    if !installs.is_empty() {
         inputs.push(".pre-commit-config.yaml".into());
     }
     Some(Found {
@@ -341,4 +361,66 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         sources: checks.sources,
         left_out: checks.left_out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::env::detect::detect;
+    use crate::env::tree::Tree;
+
+    /// marshmallow 3.23's mypy hook: its stubs come only from `additional_dependencies`, and
+    /// without them its typecheck fails on the base ("Library stubs not installed").
+    const MARSHMALLOW_HOOKS: &str = "repos:
+- repo: https://github.com/astral-sh/ruff-pre-commit
+  rev: v0.6.9
+  hooks:
+    - id: ruff
+- repo: https://github.com/pre-commit/mirrors-mypy
+  rev: v1.11.2
+  hooks:
+  - id: mypy
+    additional_dependencies: [types-simplejson, types-pytz, packaging]
+    exclude: ^tests/mypy_test_cases/.*$
+";
+
+    #[test]
+    fn what_pre_commit_installs_beside_a_hook_is_installed_with_it() {
+        let pyproject = "[project]\nname = \"m\"\n[tool.ruff]\n[tool.mypy]\n";
+        let t = Tree::of(&[
+            ("pyproject.toml", pyproject),
+            (".pre-commit-config.yaml", MARSHMALLOW_HOOKS),
+        ]);
+        let f = &detect(&t)[0];
+        let setup = f.setup.as_deref().unwrap();
+        assert!(
+            setup.ends_with(
+                "install --quiet 'ruff==0.6.9' 'mypy==1.11.2' 'types-simplejson' 'types-pytz' \
+                 'packaging'"
+            ),
+            "{setup}"
+        );
+        assert!(f.inputs.iter().any(|i| i == ".pre-commit-config.yaml"));
+    }
+
+    #[test]
+    fn a_hooks_dependency_that_is_not_a_plain_requirement_never_reaches_pip() {
+        let hostile = MARSHMALLOW_HOOKS.replace(
+            "[types-simplejson, types-pytz, packaging]",
+            "['--index-url=http://x.example/simple', '-e git+https://x.example/p', \
+             'p @ https://x.example/p.whl', './vendored', 'types-pytz']",
+        );
+        let t = Tree::of(&[
+            ("pyproject.toml", "[project]\nname = \"m\"\n[tool.mypy]\n"),
+            (".pre-commit-config.yaml", hostile.as_str()),
+        ]);
+        let f = &detect(&t)[0];
+        let setup = f.setup.as_deref().unwrap();
+        assert!(setup.ends_with("'mypy==1.11.2' 'types-pytz'"), "{setup}");
+        assert!(!setup.contains("x.example") && !setup.contains("vendored"));
+        let (_, from) = f.sources.iter().find(|(g, _)| g == "typecheck").unwrap();
+        assert!(
+            from.contains("not installed, as not a plain requirement: `--index-url="),
+            "{from}"
+        );
+    }
 }

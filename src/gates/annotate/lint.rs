@@ -24,11 +24,34 @@ use super::{Found, level_of, text};
 use crate::annotation::{Annotation, Level};
 
 pub fn parse(lines: &[&str], _roots: &Roots) -> Vec<Found> {
-    lines
-        .iter()
-        .enumerate()
-        .filter_map(|(at, line)| finding(line).map(|a| Found::new(at, a)))
-        .collect()
+    let mut found: Vec<Found> = Vec::new();
+    // The output line the last finding ended on: a note folds only into the line just above.
+    let mut last_at = usize::MAX;
+    for (at, line) in lines.iter().enumerate() {
+        let Some(annotation) = finding(line) else {
+            continue;
+        };
+        match found.last_mut() {
+            Some(prev)
+                if last_at.wrapping_add(1) == at && explains(&prev.annotation, &annotation) =>
+            {
+                prev.annotation.message.push_str("; ");
+                prev.annotation.message.push_str(&annotation.message);
+            }
+            _ => found.push(Found::new(at, annotation)),
+        }
+        last_at = at;
+    }
+    found
+}
+
+/// Whether `note` is mypy's continuation of `finding` (`a.py:9: error: …` then `a.py:9: note:
+/// Hint: …` on the next line): one finding, not two.
+fn explains(finding: &Annotation, note: &Annotation) -> bool {
+    note.level == Level::Notice
+        && finding.level != Level::Notice
+        && note.path == finding.path
+        && note.start_line == finding.start_line
 }
 
 fn finding(line: &str) -> Option<Annotation> {
@@ -133,6 +156,7 @@ mod tests {
     const RUFF_COLOUR: &str = include_str!("../../../tests/fixtures/tool-output/ruff-color.txt");
     const MYPY: &str = include_str!("../../../tests/fixtures/tool-output/mypy.txt");
     const MYPY_COLUMNS: &str = include_str!("../../../tests/fixtures/tool-output/mypy-columns.txt");
+    const MYPY_NOTES: &str = include_str!("../../../tests/fixtures/tool-output/mypy-notes.txt");
     const ESLINT: &str = include_str!("../../../tests/fixtures/tool-output/eslint-unix.txt");
 
     #[test]
@@ -184,6 +208,23 @@ mod tests {
         };
         let without: Vec<String> = want.iter().map(no_column).collect();
         assert_eq!(show(&parse("typecheck", MYPY, &[])), without);
+    }
+
+    /// mypy 1.11 on marshmallow 3.23 without its stubs: an error's notes are one finding with it.
+    #[test]
+    fn mypys_notes_under_an_error_are_part_of_it() {
+        let hint = "Library stubs not installed for \"simplejson\"; Hint: \"python3 -m pip install \
+                    types-simplejson\"; (or run \"mypy --install-types\" to install all missing \
+                    stub packages); See https://mypy.readthedocs.io/en/stable/running_mypy.html\
+                    #missing-imports";
+        let want = [
+            format!("tests/base.py:9 failure [import-untyped] {hint}"),
+            "tests/test_schema.py:8 failure [import-untyped] Library stubs not installed for \
+             \"simplejson\""
+                .to_string(),
+            "tests/test_schema.py:12 notice [] Revealed type is \"int\"".to_string(),
+        ];
+        assert_eq!(show(&parse("typecheck", MYPY_NOTES, &[])), want);
     }
 
     #[test]
