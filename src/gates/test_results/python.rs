@@ -117,10 +117,10 @@ fn unit_of(id: &str) -> Option<&str> {
 
 /// `tests/t.py::test_a PASSED [ 14%]`, `… SKIPPED (later) [ 42%]`.
 fn verbose_line(line: &str) -> Option<Case> {
-    let (id, rest) = line.split_once(' ')?;
-    if !id.contains("::") {
-        return None;
-    }
+    let (id, rest) = node_id(line, |after| {
+        let word = after.trim_start().split(' ').next().unwrap_or_default();
+        after.starts_with(' ') && pytest_outcome(word).is_some()
+    })?;
     let rest = rest.trim_start();
     let (word, after) = rest.split_once(' ').unwrap_or((rest, ""));
     let outcome = pytest_outcome(word)?;
@@ -137,12 +137,25 @@ fn verbose_line(line: &str) -> Option<Case> {
 fn summary_line(line: &str) -> Option<Case> {
     let (word, rest) = line.split_once(' ')?;
     let outcome = pytest_outcome(word)?;
-    let (id, why) = rest.split_once(" - ").unwrap_or((rest, ""));
-    let id = id.trim();
-    if !id.contains("::") || id.contains(' ') {
-        return None;
-    }
+    let (id, after) = node_id(rest, |after| after.is_empty() || after.starts_with(" - "))?;
+    let why = after.strip_prefix(" - ").unwrap_or("");
     Some(Case::new(id, unit_of(id), outcome).because(why))
+}
+
+/// The node id `line` starts with, and what follows it: `tests/t.py::test_a`, up to the first
+/// space; a parametrized `tests/t.py::test_w[a b]`, whose id may hold spaces, ` - ` and `]`
+/// (`test_w[x - y]`, `test_w[]]`), up to the first `]` that `ends` accepts what follows of.
+fn node_id(line: &str, ends: impl Fn(&str) -> bool) -> Option<(&str, &str)> {
+    let plain_end = line.find(' ').unwrap_or(line.len());
+    let end = match line.find('[') {
+        Some(open) if open < plain_end => {
+            let closes = line.match_indices(']').map(|(i, _)| i + 1);
+            closes.filter(|&i| i > open).find(|&i| ends(&line[i..]))?
+        }
+        _ => plain_end,
+    };
+    let (id, after) = line.split_at(end);
+    (id.contains("::") && ends(after)).then_some((id, after))
 }
 
 /// `SKIPPED [2] tests/test_calc.py:14: later`.

@@ -462,3 +462,53 @@ fn noise_between_results_is_dropped_and_changes_no_verdict() {
     let run = TestRun::read(&small).unwrap();
     assert_eq!(run.failing, ["tests/test_a.py::test_7"]);
 }
+
+/// Parametrized ids hold spaces, quotes, ` - ` and `]` (cleo 2.1.0's `test_create[  foo  bar
+/// -tokens2]`): every test is named whole, in both of pytest's forms.
+#[test]
+fn parametrized_ids_with_spaces_and_brackets_are_named_whole() {
+    let want = [
+        ("tests/test_ids.py::test_words[a b]", Outcome::Passed),
+        (
+            "tests/test_ids.py::test_words[  two  spaces  ]",
+            Outcome::Passed,
+        ),
+        (
+            "tests/test_ids.py::test_words[quoted 'twice']",
+            Outcome::Passed,
+        ),
+        ("tests/test_ids.py::test_words[x - y]", Outcome::Failed),
+        ("tests/test_ids.py::test_words[]]", Outcome::Passed),
+        ("tests/test_ids.py::test_words[tab\\there]", Outcome::Passed),
+        ("tests/test_ids.py::test_plain[1]", Outcome::Passed),
+        ("tests/test_ids.py::test_plain[2]", Outcome::Passed),
+        ("tests/test_ids.py::test_xfail[x fail]", Outcome::Skipped),
+    ];
+    for fixture in [
+        runner_output!("pytest-param-ids-rA"),
+        runner_output!("pytest-param-ids-v"),
+    ] {
+        let run = TestRun::read(fixture).unwrap();
+        for (name, outcome) in want {
+            let case = run.cases.iter().find(|c| c.name == name);
+            assert_eq!(
+                case.map(|c| c.outcome),
+                Some(outcome),
+                "{name}: {:?}",
+                run.cases
+            );
+        }
+        assert_eq!(run.failing, ["tests/test_ids.py::test_words[x - y]"]);
+    }
+    let summary = TestRun::read(runner_output!("pytest-param-ids-rA")).unwrap();
+    assert_eq!(summary.cases.len(), 9, "{:?}", summary.cases);
+    let failed = summary
+        .cases
+        .iter()
+        .find(|c| c.outcome == Outcome::Failed)
+        .unwrap();
+    assert_eq!(
+        failed.why.as_deref(),
+        Some("AssertionError: assert 'x - y' ...")
+    );
+}
