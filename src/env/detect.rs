@@ -406,12 +406,13 @@ mod tests {
 
     #[test]
     fn test_tools_named_by_poetry_tox_or_a_requirements_folder_are_installed() {
-        // Poetry's groups: pytest-mock and the configured ruff are installed, by name.
+        // Poetry's groups: pytest-mock and the configured ruff are installed, at the versions
+        // the group allows.
         let poetry = "[tool.poetry]\nname = \"x\"\n\n[tool.poetry.group.dev.dependencies]\npytest-mock = \"^3.11\"\nruff = \"^0.4\"\n\n[build-system]\nrequires = [\"poetry-core\"]\nbuild-backend = \"poetry.core.masonry.api\"\n\n[tool.ruff]\n";
         let f = &detect(&Tree::of(&[("pyproject.toml", poetry)]))[0];
         let setup = f.setup.as_deref().unwrap();
         assert!(
-            setup.contains("pip install --quiet 'pytest-mock' 'ruff'"),
+            setup.contains("pip install --quiet 'pytest-mock>=3.11,<4' 'ruff>=0.4,<0.5'"),
             "{setup}"
         );
         assert!(f.why.contains("Poetry's dev dependencies"), "{}", f.why);

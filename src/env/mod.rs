@@ -24,6 +24,7 @@ pub mod includes;
 pub mod instructions;
 pub mod manifests;
 pub mod node_deps;
+pub mod poetry;
 pub mod precommit;
 pub mod pyproject;
 pub mod reach;

@@ -212,8 +212,7 @@ pub(super) fn other_test_tools(pyproject: &str, tox_ini: &str) -> Vec<(&'static 
             .filter_map(|s| s.as_str().map(str::to_owned))
             .collect()
     };
-    // Poetry: `name = "^1.2"` or `{ version = …, extras = […] }`, by name (its version
-    // syntax is not pip's).
+    // Poetry: `name = "^1.2"` or `{ version = …, extras = […] }`, its constraints as pip's.
     // The test groups of a table of groups (`dev` only where no other is named).
     let test_keys = |table: Option<toml::Value>| -> Vec<String> {
         let keys = table.and_then(|t| t.as_table().map(|t| t.keys().cloned().collect()));
@@ -224,9 +223,14 @@ pub(super) fn other_test_tools(pyproject: &str, tox_ini: &str) -> Vec<(&'static 
                 .collect(),
         )
     };
-    let mut poetry = poetry_names(tool(&["poetry", "dev-dependencies"]));
+    let mut poetry = super::poetry::requirements(tool(&["poetry", "dev-dependencies"]));
     for g in test_keys(tool(&["poetry", "group"])) {
-        poetry.extend(poetry_names(tool(&["poetry", "group", &g, "dependencies"])));
+        poetry.extend(super::poetry::requirements(tool(&[
+            "poetry",
+            "group",
+            &g,
+            "dependencies",
+        ])));
     }
     out.push(("Poetry's dev dependencies", poetry));
     let pdm_specs = test_keys(tool(&["pdm", "dev-dependencies"]))
@@ -305,36 +309,6 @@ pub(super) fn tox_requirement_files(tox_ini: &str) -> Vec<String> {
         .collect();
     files.dedup();
     files
-}
-
-/// The names (with extras) of a Poetry dependency table, leaving out Python itself and what
-/// does not come from an index (`path`, `git`, `url`).
-fn poetry_names(table: Option<toml::Value>) -> Vec<String> {
-    let Some(toml::Value::Table(t)) = table else {
-        return vec![];
-    };
-    t.iter()
-        .filter(|(name, _)| name.as_str() != "python")
-        .filter_map(|(name, spec)| {
-            let extras = match spec {
-                toml::Value::Table(o) => {
-                    if ["path", "git", "url"].iter().any(|k| o.contains_key(*k)) {
-                        return None;
-                    }
-                    o.get("extras")
-                        .and_then(|e| e.as_array())
-                        .map(|e| e.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>())
-                        .unwrap_or_default()
-                }
-                _ => vec![],
-            };
-            Some(if extras.is_empty() {
-                name.clone()
-            } else {
-                format!("{name}[{}]", extras.join(","))
-            })
-        })
-        .collect()
 }
 
 /// A requirement pip resolves from an index (`pytest ~= 8.2`, `rich[jupyter]>=13;
@@ -455,9 +429,9 @@ dependencies = ["coverage[toml]>=6.5", "pytest"]
                 (
                     "Poetry's dev dependencies",
                     vec![
-                        "black".to_owned(),
-                        "pytest".into(),
-                        "pytest-mock[extra]".into()
+                        "black>=23,<24".to_owned(),
+                        "pytest-mock[extra]>=3.11,<4".into(),
+                        "pytest>=7.4,<8".into()
                     ]
                 ),
                 ("PDM's dev dependencies", vec!["hypothesis>=6".to_owned()]),

@@ -183,7 +183,8 @@ fn each_release_of_a_real_projects_history_is_a_verified_task() {
 }
 
 /// Poetry: its test tools only in `[tool.poetry.group.dev.dependencies]` (pytest-mock's
-/// `mocker` fixture, which its tests use), mypy's files in its own `[tool.mypy] files`.
+/// `mocker` fixture, which its tests use), with Poetry's constraints (`^7.1.2`, one for each
+/// Python), mypy's files in its own `[tool.mypy] files`.
 const CLEO: Sdist = Sdist {
     name: "cleo",
     version: "2.1.0",
@@ -199,6 +200,13 @@ fn a_poetry_projects_dev_dependencies_are_its_test_tools() {
         explained.contains("the test tools Poetry's dev dependencies name"),
         "{explained}"
     );
+    // At the versions the group allows: its `^7.1.2`, and mypy's `^1.5` from Python 3.8.
+    for pinned in [
+        "'pytest>=7.1.2,<8'",
+        "'mypy>=1.5,<2; python_full_version >= \"3.8\"'",
+    ] {
+        assert!(explained.contains(pinned), "{pinned}: {explained}");
+    }
     assert!(
         explained.contains("the command from mypy's own `files` setting"),
         "{explained}"
@@ -208,8 +216,9 @@ fn a_poetry_projects_dev_dependencies_are_its_test_tools() {
     let test = crate::ecosystems::gate(&all, "test");
     assert_eq!(test["status"], "passed", "{test}\n{out}");
     assert_eq!(out_code, 0, "{out}");
+    // Every one of its 253 tests named, parametrized ids with spaces among them.
     let passed = test["counts"]["passed"].as_u64().unwrap_or(0);
-    assert!(passed >= 200, "{test}");
+    assert!(passed >= 250, "{test}");
 }
 
 /// The download phase over real projects' dependency files as their releases ship them
