@@ -62,6 +62,12 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
     let scratch = tempfile::tempdir().context("cannot make a scratch directory")?;
     let worktree = scratch.path().join("work");
     checkout(&repo, &head, &worktree)?;
+    let head_oid = git2::Oid::from_str(head.as_str())?;
+    for path in crate::workspace::submodules_at(&repo, head_oid).unwrap_or_default() {
+        eprintln!(
+            "note: `{path}` is a git submodule, which is not checked out: the sandbox sees an empty directory"
+        );
+    }
 
     let (backend, fallback) = Backend::detect(scratch.path(), force).await?;
     if let Some(why) = fallback {

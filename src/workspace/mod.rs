@@ -32,7 +32,7 @@ pub use changes::{Conflict, Merged, PersonCommit, Squashed};
 pub use replay::{Change, Content, Replay, to_replay};
 pub use snapshot::Snapshot;
 pub use version::version_at;
-pub use worktree::Worktree;
+pub use worktree::{Worktree, submodules_at};
 use worktree::{checkout_size, link_leaves, refuse_links_out};
 
 use crate::ids::{CommitSha, RepoName};

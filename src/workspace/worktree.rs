@@ -104,6 +104,13 @@ impl Worktree {
         }
     }
 
+    /// The paths of the submodules in the branch's head commit (see [`submodules_at`]).
+    pub fn submodules(&self) -> Result<Vec<String>, WorkspaceError> {
+        let git = self.open()?;
+        let head = git.head()?.peel_to_commit()?.id();
+        submodules_at(&git, head)
+    }
+
     /// No FIFO, socket or device anywhere in the worktree (the `.git` apart).
     pub fn check_special_files(&self) -> Result<(), WorkspaceError> {
         match crate::untrusted::files::special_files(&self.path, 5) {
@@ -230,4 +237,18 @@ pub(super) fn checkout_size(
         Some(e) => Err(e),
         None => Ok((bytes, files)),
     }
+}
+
+/// The paths of the submodules in `commit` (`tests/toml-test`): the bot does not check them
+/// out, so a sandbox sees each as an empty directory.
+pub fn submodules_at(git: &Repository, commit: git2::Oid) -> Result<Vec<String>, WorkspaceError> {
+    let tree = git.find_commit(commit)?.tree()?;
+    let mut found = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        if entry.filemode() == i32::from(git2::FileMode::Commit) {
+            found.push(format!("{dir}{}", entry.name().unwrap_or_default()));
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    Ok(found)
 }

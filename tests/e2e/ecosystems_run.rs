@@ -157,6 +157,50 @@ async fn a_base_whose_tests_cannot_import_stops_at_the_baseline_before_any_model
     }
 }
 
+/// tomlkit's shape: its tests read cases from `tests/toml-test`, a git submodule, which the bot
+/// does not check out. The stop names the submodule rather than asking for a `setup:`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_whose_tests_read_a_submodule_stops_naming_the_submodule() {
+    let cases = "import pathlib\n\nCASES = pathlib.Path(__file__).parent / \"toml-test\" / \"files\"\n\
+                 NAMES = CASES.read_text().split()\n\n\ndef test_cases():\n    assert NAMES\n";
+    let (_d, repo) = project(&[
+        ("pyproject.toml", PYPROJECT),
+        ("src/widthy/__init__.py", WIDTHY),
+        ("tests/test_width.py", WIDTHY_TESTS),
+        ("tests/test_cases.py", cases),
+        (
+            ".gitmodules",
+            "[submodule \"tests/toml-test\"]\n\tpath = tests/toml-test\n\turl = https://github.com/toml-lang/toml-test.git\n",
+        ),
+    ]);
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    let gitlink = format!("160000,{sha},tests/toml-test");
+    crate::ecosystems::git(&repo, &["update-index", "--add", "--cacheinfo", &gitlink]);
+    crate::ecosystems::git(&repo, &["commit", "-qm", "the submodule"]);
+    let (code, stdout, stderr, llm) = run(
+        Script::from([(
+            "architect".to_owned(),
+            vec![Step::say(&plan("widths", "src/widthy/__init__.py"))],
+        )]),
+        &repo,
+        "Count emoji as two columns",
+    )
+    .await;
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    let report = &stdout[stdout.find("T-1 stopped: HumanNeeded").expect(&stdout)..];
+    for words in [
+        "The test command fails on `main` before any change",
+        "`tests/toml-test` is a git submodule, and the bot does not check submodules out",
+        "Commit the files the tests read",
+    ] {
+        assert!(report.contains(words), "no {words:?} in:\n{report}");
+    }
+    assert!(!report.contains("Add a `setup:`"), "{report}");
+    for role in ["architect", "breaker", "builder", "critic"] {
+        assert!(llm.requests(role).is_empty(), "the {role} asked the model");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dependency_the_builder_breaks_setup_with_goes_back_to_the_builder() {
     const GO_MOD: &str = "module example.com/half\n\ngo 1.21\n";

@@ -172,6 +172,7 @@ async fn conclude(
         }
         Err(e) => return Err(e.into()),
     };
+    let submodules = empty_submodules(wt, &output.output);
     let why = match judge(&output, seen.and_then(|s| s.run)) {
         Judgement::Ran(run) => {
             let b = Baseline {
@@ -216,6 +217,23 @@ async fn conclude(
             format!(
                 "The test command hit a sandbox limit on `{branch}` before any change, so no model was asked: {line} (`{test}`).\n\n\
                  Fix the tests, or raise the limit in `{CONFIG_PATH}` (`limits.timeout_seconds`, `limits.disk_mb`, `limits.memory_mb`, `limits.pids`) if they need more, then `/hive retry`.\n\n{}",
+                code_block(&output.tail(15))
+            )
+        }
+        Judgement::Broken(line) if !submodules.is_empty() => {
+            let named: Vec<String> = submodules.iter().map(|p| format!("`{p}`")).collect();
+            let are = if named.len() == 1 {
+                "is a git submodule"
+            } else {
+                "are git submodules"
+            };
+            format!(
+                "The test command fails on `{branch}` before any change, so no model was asked: `{line}` (`{test}`, {}).\n\n\
+                 {} {are}, and the bot does not check submodules out: its sandboxes see an empty directory there. \
+                 Commit the files the tests read into the repository (or have the tests skip when they are absent), \
+                 then `/hive retry`.\n\n{}",
+                output.describe(),
+                named.join(", "),
                 code_block(&output.tail(15))
             )
         }
@@ -333,4 +351,13 @@ async fn run_in(
         }
     }
     (output, known)
+}
+
+/// The submodules of the base (`tests/toml-test`) that the tests' `output` names: the bot does
+/// not check them out, which is then why the tests cannot run.
+fn empty_submodules(wt: &crate::workspace::Worktree, output: &str) -> Vec<String> {
+    let all = wt.submodules().unwrap_or_default();
+    all.into_iter()
+        .filter(|p| output.contains(&format!("{p}/")) || output.contains(&format!("{p}'")))
+        .collect()
 }
