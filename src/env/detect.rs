@@ -368,7 +368,7 @@ mod tests {
         // …and run as its hook runs it, on the files the hook would get.
         let typecheck = f.typecheck.as_deref().unwrap();
         assert!(
-            typecheck.starts_with("'python3' '-c' ") && typecheck.ends_with("'' '' 'mypy'"),
+            typecheck.starts_with("'python3' '-c' ") && typecheck.ends_with("'' '' '' 'mypy'"),
             "{typecheck}"
         );
         assert_eq!(f.sources[0].1, ".pre-commit-config.yaml's mypy hook");
@@ -446,12 +446,34 @@ mod tests {
         assert!(!setup.contains("docs.txt"), "{setup}");
     }
 
+    /// urllib3 1.26 and many others keep their test tools in `dev-requirements.txt` or
+    /// `test-requirements.txt` at the root: installed, and inputs.
+    #[test]
+    fn dev_and_test_requirements_files_at_the_root_are_installed() {
+        for name in ["dev-requirements.txt", "test-requirements.txt"] {
+            let t = Tree::of(&[
+                (
+                    "setup.py",
+                    "from setuptools import setup\nsetup(name='x')\n",
+                ),
+                (name, "pytest-timeout\n"),
+            ]);
+            let f = &detect(&t)[0];
+            let setup = f.setup.as_deref().unwrap();
+            assert!(
+                setup.contains(&format!("pip install --quiet -r '{name}'")),
+                "{setup}"
+            );
+            assert!(f.inputs.iter().any(|i| i == name), "{:?}", f.inputs);
+        }
+    }
+
     /// tablib's shape: `tox.ini` installs the test tools from `tests/requirements.txt`
     /// (`deps = -rtests/requirements.txt`), pytest-cov among them, which `--cov` in its pytest
     /// options needs.
     #[test]
     fn a_requirements_file_tox_installs_is_installed_and_an_input() {
-        let tox = "[testenv]\ndeps =\n    -rtests/requirements.txt\n    -r{toxinidir}/test-requirements.txt\n    -c ../pins.txt\ncommands = pytest {posargs:tests}\n";
+        let tox = "[testenv]\ndeps =\n    -rtests/requirements.txt\n    -r{toxinidir}/ci/test-requirements.txt\n    -c ../pins.txt\ncommands = pytest {posargs:tests}\n";
         let t = Tree::of(&[
             ("pyproject.toml", "[project]\nname = \"x\"\n"),
             ("tox.ini", tox),
@@ -460,7 +482,7 @@ mod tests {
                 "pytest-cov\n-r ../docs/requirements.txt\n",
             ),
             ("docs/requirements.txt", "sphinx\n"),
-            ("test-requirements.txt", "pytest-timeout\n"),
+            ("ci/test-requirements.txt", "pytest-timeout\n"),
         ]);
         let f = &detect(&t)[0];
         let setup = f.setup.as_deref().unwrap();
@@ -470,12 +492,12 @@ mod tests {
         );
         assert!(
             f.why
-                .contains("tests/requirements.txt, test-requirements.txt as tox's deps name"),
+                .contains("tests/requirements.txt, ci/test-requirements.txt as tox's deps name"),
             "{}",
             f.why
         );
         assert!(
-            setup.contains("pip install --quiet -r 'test-requirements.txt'"),
+            setup.contains("pip install --quiet -r 'ci/test-requirements.txt'"),
             "{setup}"
         );
         for input in ["tox.ini", "tests/requirements.txt", "docs/requirements.txt"] {

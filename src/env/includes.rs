@@ -14,14 +14,22 @@ pub enum Kind {
 /// At most this many files are followed from one project's requirements files.
 const MAX_FOLLOWED: usize = 64;
 
-/// Whether `path` is a requirements file setup installs: `requirements*.txt` at the root, or
+/// Whether `path` is a requirements file setup installs: `requirements*.txt` and
+/// `{test,tests,testing,dev}[-_]requirements.txt` at the root, or
 /// `requirements/{requirements,test,dev,base,common}*.txt`.
 pub fn is_requirements_file(path: &str) -> bool {
     const NESTED: [&str; 5] = ["requirements", "test", "dev", "base", "common"];
+    const PREFIXED: [&str; 4] = ["test", "tests", "testing", "dev"];
     let name = path.rsplit('/').next().unwrap_or(path);
+    let prefixed = || {
+        let prefix = name.strip_suffix("requirements.txt");
+        prefix
+            .and_then(|p| p.strip_suffix(['-', '_']))
+            .is_some_and(|p| PREFIXED.contains(&p))
+    };
     let named = match path.strip_prefix("requirements/") {
         Some(rest) => !rest.contains('/') && NESTED.iter().any(|n| name.starts_with(n)),
-        None => !path.contains('/') && name.starts_with("requirements"),
+        None => !path.contains('/') && (name.starts_with("requirements") || prefixed()),
     };
     named && name.ends_with(".txt")
 }
@@ -132,6 +140,9 @@ mod tests {
             "requirements/dev.txt",
             "requirements/testing.txt",
             "requirements/base-py3.txt",
+            "dev-requirements.txt",
+            "test-requirements.txt",
+            "test_requirements.txt",
         ] {
             assert!(is_requirements_file(p), "{p}");
         }
@@ -141,6 +152,9 @@ mod tests {
             "requirements/sub/dev.txt",
             "tests.txt",
             "requirements.in",
+            "docs-requirements.txt",
+            "sub/dev-requirements.txt",
+            "devrequirements.txt",
         ] {
             assert!(!is_requirements_file(p), "{p}");
         }

@@ -49,7 +49,7 @@ impl Declared {
                 continue;
             };
             match path.as_str() {
-                p if p.starts_with("requirements") && p.ends_with(".txt") => d.requirements(&text),
+                p if super::includes::is_requirements_file(p) => d.requirements(&text),
                 "pyproject.toml" => d.pyproject(&text),
                 "Pipfile" | "Cargo.toml" => d.toml_tables(&text),
                 "poetry.lock" | "Cargo.lock" => d.lock_names(&text),

@@ -5,21 +5,14 @@
 //! what the project never checks (`docs/examples/setup.py` beside `setup.py`: "Duplicate
 //! module named setup") and fails every change for it.
 
-/// Runs a tool on the files a pre-commit hook would get: `argv[1]` the hook's `files` pattern,
-/// `argv[2]` its `exclude`, then the tool and its arguments; Python files (`.py`, `.pyi`) in the
-/// tree, build and cache folders left out, sorted. Nothing to check is a pass.
-const ON_HOOK_FILES: &str = r#"import os, re, subprocess, sys
-files, exclude, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
-skip = {".git", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
-names = []
-for d, ds, fs in os.walk("."):
-    ds[:] = [x for x in ds if x not in skip and not x.endswith(".egg-info")]
-    for f in fs:
-        p = os.path.relpath(os.path.join(d, f))
-        if p.endswith((".py", ".pyi")) and re.search(files, p) and not (exclude and re.search(exclude, p)):
-            names.append(p)
-sys.exit(subprocess.call(argv + sorted(names)) if names else 0)
-"#;
+/// Runs a tool on the files a pre-commit hook would get (`precommit/hook_files.py`): `argv[1]`
+/// the hook's `files` pattern, `argv[2]` its `exclude`, `argv[3]` the base's root `.gitignore`,
+/// then the tool and its arguments; the Python files that `.gitignore` does not ignore, as
+/// pre-commit takes those git tracks.
+const ON_HOOK_FILES: &str = include_str!("precommit/hook_files.py");
+
+/// A root `.gitignore` longer than this is not passed to [`ON_HOOK_FILES`].
+const MAX_GITIGNORE: usize = 32 * 1024;
 
 /// Arguments that make a hook change files: a gate reports, it does not fix.
 const FIXING: &[&str] = &[
@@ -29,9 +22,9 @@ const FIXING: &[&str] = &[
     "--show-fixes",
 ];
 
-/// The command `tool`'s pre-commit hook runs (`ruff`, `mypy`, `flake8`), with where it came
-/// from; `None` when no hook of it is configured.
-pub fn hook_command(config: &str, tool: &str) -> Option<(String, String)> {
+/// The command `tool`'s pre-commit hook runs (`ruff`, `mypy`, `flake8`), on the files the base's
+/// root `gitignore` leaves, with where it came from; `None` when no hook of it is configured.
+pub fn hook_command(config: &str, tool: &str, gitignore: &str) -> Option<(String, String)> {
     let (id, hook) = tool_hook(config, tool)?;
     let entry: &[&str] = match tool {
         "ruff" => &["ruff", "check", "--force-exclude"],
@@ -53,6 +46,12 @@ pub fn hook_command(config: &str, tool: &str) -> Option<(String, String)> {
         ON_HOOK_FILES.into(),
         files.into(),
         exclude.into(),
+        // Larger than any written by hand: its rules are left out rather than the command grown.
+        if gitignore.len() <= MAX_GITIGNORE {
+            gitignore.into()
+        } else {
+            String::new()
+        },
     ];
     words.extend(entry.iter().map(|w| (*w).to_owned()));
     words.extend(args);
@@ -198,22 +197,24 @@ mod tests {
     #[test]
     fn a_hooks_args_files_and_exclude_make_the_command_and_fixing_is_left_out() {
         let config = "repos:\n  - repo: https://github.com/pre-commit/mirrors-mypy\n    rev: v1.10.0\n    hooks:\n      - id: mypy\n        args: [--ignore-missing-imports, --strict]\n        files: ^src/\n        exclude: ^docs/\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.6.9\n    hooks:\n      - id: ruff\n        args: [--fix, --exit-non-zero-on-fix, --select=I]\n";
-        let (mypy, from) = hook_command(config, "mypy").unwrap();
+        let (mypy, from) = hook_command(config, "mypy", "*.gen.py\n").unwrap();
         assert!(
-            mypy.ends_with("'^src/' '^docs/' 'mypy' '--ignore-missing-imports' '--strict'"),
+            mypy.ends_with(
+                "'^src/' '^docs/' '*.gen.py\n' 'mypy' '--ignore-missing-imports' '--strict'"
+            ),
             "{mypy}"
         );
         assert_eq!(
             from,
             ".pre-commit-config.yaml's mypy hook (its files and exclude patterns)"
         );
-        let (ruff, _) = hook_command(config, "ruff").unwrap();
+        let (ruff, _) = hook_command(config, "ruff", &"x".repeat(MAX_GITIGNORE + 1)).unwrap();
         assert!(
-            ruff.ends_with("'' '' 'ruff' 'check' '--force-exclude' '--select=I'"),
+            ruff.ends_with("'' '' '' 'ruff' 'check' '--force-exclude' '--select=I'"),
             "{ruff}"
         );
-        assert_eq!(hook_command(config, "flake8"), None);
-        assert_eq!(hook_command("repos: [", "mypy"), None);
+        assert_eq!(hook_command(config, "flake8", ""), None);
+        assert_eq!(hook_command("repos: [", "mypy", ""), None);
     }
 
     #[test]
@@ -236,6 +237,52 @@ mod tests {
         // A target with a prerequisite (which may install) is not taken.
         assert_eq!(make_command(make, "lint", "ruff"), None);
         assert_eq!(make_command(make, "lint", "flake8"), None);
+    }
+
+    /// pytest-mock's shape: setuptools-scm writes `src/pytest_mock/_version.py` at install,
+    /// which `.gitignore` names and pre-commit never lints; the hook's files are the rest. The
+    /// rules are the base's, passed in: a `.gitignore` in the worktree (a change's) is not read.
+    #[test]
+    fn a_hook_gets_the_python_files_the_bases_gitignore_leaves() {
+        let gitignore = "src/pkg/_version.py\n*.gen.py\n/top.py\ndocs/_build/\n!keep/x.gen.py\n\
+                         sub/**/skip.py\n# a comment\n/[ab].py\n";
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            (".gitignore", "src/pkg/a.py\n"),
+            ("sub/.gitignore", "kept.py\n"),
+            ("src/pkg/_version.py", ""),
+            ("src/pkg/a.py", ""),
+            ("x.gen.py", ""),
+            ("keep/x.gen.py", ""),
+            ("top.py", ""),
+            ("sub/top.py", ""),
+            ("docs/_build/b.py", ""),
+            ("docs/c.pyi", ""),
+            ("sub/deep/skip.py", ""),
+            ("sub/kept.py", ""),
+            ("b.py", ""),
+            ("build/z.py", ""),
+            ("notes.txt", ""),
+        ];
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let listed = |files: &str, exclude: &str| {
+            let out = std::process::Command::new("python3")
+                .args(["-c", ON_HOOK_FILES, files, exclude, gitignore, "echo"])
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        assert_eq!(
+            listed("", ""),
+            "docs/c.pyi keep/x.gen.py src/pkg/a.py sub/kept.py sub/top.py"
+        );
+        assert_eq!(listed("^(src|sub)/", "kept"), "src/pkg/a.py sub/top.py");
     }
 
     #[test]

@@ -95,7 +95,8 @@ pub fn verdict_table(verdicts: &[TestVerdict]) -> String {
 }
 
 /// `command` as a person reads it: a quoted script of several lines (the pre-commit file list's
-/// `python3 -c '…'`) shown as `'<script: 11 lines>'`, and the quotes around a plain word
+/// `python3 -c '…'`) shown by its title comment (`'<script: The tool, run on …>'`), other text
+/// of several lines by its length (`'<12 lines>'`), and the quotes around a plain word
 /// (`'ruff'`) left out. Only for showing: the command that runs is the one given.
 pub fn shown(command: &str) -> String {
     let plain = |w: &str| {
@@ -103,33 +104,53 @@ pub fn shown(command: &str) -> String {
             && w.chars()
                 .all(|c| c.is_ascii_alphanumeric() || "_-./=:,+@%^$".contains(c))
     };
-    let mut out = String::with_capacity(command.len());
-    let mut rest = command;
-    while let Some(open) = rest.find('\'') {
-        let Some(len) = rest[open + 1..].find('\'') else {
-            break;
-        };
-        let (before, word, after) = (
-            &rest[..open],
-            &rest[open + 1..open + 1 + len],
-            &rest[open + len + 2..],
-        );
-        out.push_str(before);
-        let alone =
-            (out.is_empty() || out.ends_with(' ')) && (after.is_empty() || after.starts_with(' '));
-        if word.contains('\n') {
-            out.push_str(&format!("'<script: {} lines>'", word.lines().count()));
-        } else if alone && plain(word) {
-            out.push_str(word);
-        } else {
-            out.push('\'');
-            out.push_str(word);
-            out.push('\'');
-        }
-        rest = after;
+    let mut out: Vec<String> = Vec::new();
+    let mut after_c = false;
+    for (token, word) in shell_words(command) {
+        // A script (`-c '…'`) by its title comment, where it starts with one.
+        let title = word.lines().next().unwrap_or_default().strip_prefix("# ");
+        out.push(match title {
+            Some(title) if after_c && word.contains('\n') => {
+                format!("'<script: {}>'", title.trim_end_matches('.'))
+            }
+            _ if word.contains('\n') => format!("'<{} lines>'", word.lines().count()),
+            _ if plain(&word) => word.clone(),
+            _ => token.to_owned(),
+        });
+        after_c = word == "-c";
     }
-    out.push_str(rest);
-    out
+    out.join(" ")
+}
+
+/// The words of `command` split as a POSIX shell splits them at blanks outside quotes, each as
+/// written and as the shell reads it: `'it'\''s'` is the word `it's`.
+fn shell_words(command: &str) -> Vec<(&str, String)> {
+    let mut words = Vec::new();
+    let (mut start, mut word, mut quote) = (None, String::new(), None::<char>);
+    let mut chars = command.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match (quote, c) {
+            (None, ' ' | '\t' | '\n') => {
+                if let Some(s) = start.take() {
+                    words.push((&command[s..i], std::mem::take(&mut word)));
+                }
+                continue;
+            }
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None | Some('"'), '\\') => {
+                if let Some((_, next)) = chars.next() {
+                    word.push(next);
+                }
+            }
+            _ => word.push(c),
+        }
+        start.get_or_insert(i);
+    }
+    if let Some(s) = start {
+        words.push((&command[s..], word));
+    }
+    words
 }
 
 #[cfg(test)]
@@ -167,11 +188,13 @@ mod tests {
         let (command, _) = crate::env::precommit::hook_command(
             "repos:\n- repo: local\n  hooks:\n  - id: mypy\n    exclude: ^tests/x/.*$\n",
             "mypy",
+            "*.gen.py\n",
         )
         .unwrap();
         assert_eq!(
             super::shown(&command),
-            "python3 -c '<script: 11 lines>' '' '^tests/x/.*$' mypy"
+            "python3 -c '<script: The tool, run on the files a pre-commit hook would get>' '' \
+             '^tests/x/.*$' '<1 lines>' mypy"
         );
         assert_eq!(
             super::shown("pytest -q 'a b' x'\\''y"),
@@ -179,5 +202,7 @@ mod tests {
         );
         assert_eq!(super::shown("echo 'it'\\''s'"), "echo 'it'\\''s'");
         assert_eq!(super::shown("cargo test"), "cargo test");
+        assert_eq!(super::shown("sh -c 'a\nb' x"), "sh -c '<2 lines>' x");
+        assert_eq!(super::shown("x '# a\nb'"), "x '<2 lines>'");
     }
 }

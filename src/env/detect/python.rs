@@ -27,8 +27,9 @@ pub fn venv_with_pip(dir: &str, compile: bool) -> String {
     )
 }
 
-/// `requirements*.txt` at the top; under `requirements/`, those and the test, dev and base
-/// sets (`requirements/test.txt`), not docs or release tools.
+/// The requirements files setup installs ([`crate::env::includes::is_requirements_file`]):
+/// `requirements*.txt` and `dev-requirements.txt` at the top; under `requirements/`, those and
+/// the test, dev and base sets (`requirements/test.txt`), not docs or release tools.
 fn requirement_files(paths: &[String]) -> Vec<String> {
     paths
         .iter()
@@ -208,7 +209,8 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
     let mypy_ini = files.read("mypy.ini").unwrap_or_default();
     let mut own = |gate: &str, command: Option<String>| {
         let tool = command.as_deref()?.split_whitespace().next()?.to_owned();
-        if let Some((command, mut from)) = precommit::hook_command(&precommit, &tool) {
+        let gitignore = files.read(".gitignore").unwrap_or_default();
+        if let Some((command, mut from)) = precommit::hook_command(&precommit, &tool, &gitignore) {
             // What pre-commit installs beside the hook (mypy's stubs, flake8's plugins).
             let (plain, refused) = precommit::hook_dependencies(&precommit, &tool);
             g.installs.extend(plain);
