@@ -62,12 +62,6 @@ async fn gates(args: &GatesArgs) -> anyhow::Result<i32> {
     let scratch = tempfile::tempdir().context("cannot make a scratch directory")?;
     let worktree = scratch.path().join("work");
     checkout(&repo, &head, &worktree)?;
-    let head_oid = git2::Oid::from_str(head.as_str())?;
-    for path in crate::workspace::submodules_at(&repo, head_oid).unwrap_or_default() {
-        eprintln!(
-            "note: `{path}` is a git submodule, which is not checked out: the sandbox sees an empty directory"
-        );
-    }
 
     let (backend, fallback) = Backend::detect(scratch.path(), force).await?;
     if let Some(why) = fallback {
@@ -270,14 +264,19 @@ fn snapshot(repo: &Repository) -> anyhow::Result<CommitSha> {
     Ok(oid.into())
 }
 
+/// Checks `head` out into `dir`, noting each submodule (which it leaves empty).
 fn checkout(repo: &Repository, head: &CommitSha, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let tree = repo
-        .find_commit(git2::Oid::from_str(head.as_str())?)?
-        .tree()?;
+    let head = git2::Oid::from_str(head.as_str())?;
+    let tree = repo.find_commit(head)?.tree()?;
     let mut co = CheckoutBuilder::new();
     co.target_dir(dir).force().recreate_missing(true);
     repo.checkout_tree(tree.as_object(), Some(&mut co))?;
+    for path in crate::workspace::submodules_at(repo, head)? {
+        eprintln!(
+            "note: `{path}` is a git submodule, which is not checked out: the sandbox sees an empty directory"
+        );
+    }
     Ok(())
 }
 

@@ -260,7 +260,11 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
             from,
             tests(project.and_then(|p| p.get("optional-dependencies"))),
         );
-        wanted.strict(from, tests(py.get("dependency-groups")));
+        // The groups setup installs, with the groups they include.
+        let uv_lock = inputs.iter().any(|p| p == "uv.lock");
+        for group in super::groups::installed(&py, uv_lock) {
+            wanted.strict(from, super::groups::requirements(&py, &group));
+        }
         wanted.strict(
             from,
             strings(py.get("build-system").and_then(|b| b.get("requires"))),
@@ -285,18 +289,10 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
         wanted.lines("setup.cfg", requires.iter().map(|s| line(s)).collect());
     }
     if let Some(config) = text(".pre-commit-config.yaml") {
-        let pins = super::pyproject::precommit_pins(&config);
-        let mut lines: Vec<_> = pins.iter().map(|(_, spec)| line(spec)).collect();
-        // What pre-commit installs beside the hooks: the refused ones are noted, as setup
-        // leaves them out.
-        for tool in ["ruff", "mypy", "flake8"] {
-            let (plain, refused) = super::precommit::hook_dependencies(&config, tool);
-            lines.extend(plain.iter().chain(&refused).map(|d| {
-                use super::requirement::{Line, from_index};
-                from_index(d).map_or_else(|why| Line::Refused(d.clone(), why), Line::Index)
-            }));
-        }
-        wanted.lines(".pre-commit-config.yaml", lines);
+        wanted.lines(
+            ".pre-commit-config.yaml",
+            super::precommit::installs(&config),
+        );
     }
     // A file only ever included as constraints (`-c pins.txt`) pins versions, and the download
     // must honour the pins the offline setup will.

@@ -17,6 +17,7 @@ pub mod detect;
 pub mod devcontainer;
 pub mod fetch;
 mod fill;
+pub mod groups;
 pub mod hints;
 pub mod how;
 pub mod image;

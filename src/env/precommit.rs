@@ -63,6 +63,24 @@ pub fn hook_command(config: &str, tool: &str, gitignore: &str) -> Option<(String
     Some((command.join(" "), from))
 }
 
+/// What setup installs for the lint and typecheck hooks, as requirement lines for the download:
+/// the tools at the versions pre-commit pins and the hooks' `additional_dependencies`, those
+/// setup leaves out as refusals with the reason.
+pub fn installs(config: &str) -> Vec<super::requirement::Line> {
+    use super::requirement::{Line, from_index, line};
+    let pins = super::pyproject::precommit_pins(config);
+    let mut lines: Vec<Line> = pins.iter().map(|(_, spec)| line(spec)).collect();
+    for tool in ["ruff", "mypy", "flake8"] {
+        let (plain, refused) = hook_dependencies(config, tool);
+        lines.extend(
+            plain.iter().chain(&refused).map(|d| {
+                from_index(d).map_or_else(|why| Line::Refused(d.clone(), why), Line::Index)
+            }),
+        );
+    }
+    lines
+}
+
 /// The first hook that runs `tool` (`ruff`, `mypy`, `flake8`), with its id.
 fn tool_hook(config: &str, tool: &str) -> Option<(String, serde_yaml_ng::Value)> {
     let doc = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(config).ok()?;

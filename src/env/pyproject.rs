@@ -24,14 +24,13 @@ pub(super) fn declared_python(
         let project = doc.get("project");
         list(project.and_then(|p| p.get("dependencies")));
         // Only the extras and groups setup installs (a `type` extra holding mypy is not).
-        let (extras, groups) = test_groups(pyproject, "");
-        for (table, names) in [
-            (project.and_then(|p| p.get("optional-dependencies")), extras),
-            (doc.get("dependency-groups"), groups),
-        ] {
-            for name in names {
-                list(table.and_then(|t| t.get(name.as_str())));
-            }
+        let (extras, groups) = test_groups(pyproject, "", read("uv.lock").is_some());
+        let table = project.and_then(|p| p.get("optional-dependencies"));
+        for name in extras {
+            list(table.and_then(|t| t.get(name.as_str())));
+        }
+        for name in groups {
+            specs.extend(super::groups::requirements(&doc, &name));
         }
     }
     for r in requirements {
@@ -148,9 +147,14 @@ pub(super) fn build_requires(pyproject: &str) -> Vec<String> {
 pub(super) const TEST_GROUPS: [&str; 4] = ["test", "tests", "testing", "dev"];
 
 /// The test extras (`[project.optional-dependencies]`, dotted keys too, and `setup.cfg`'s
-/// `[options.extras_require]`) and PEP 735 dependency groups (`[dependency-groups]`) of a
-/// project, its `pyproject.toml` read as TOML.
-pub(super) fn test_groups(pyproject: &str, setup_cfg: &str) -> (Vec<String>, Vec<String>) {
+/// `[options.extras_require]`) and the PEP 735 dependency groups setup installs
+/// ([`super::groups::installed`]; `uv_lock`: the project has a `uv.lock`) of a project, its
+/// `pyproject.toml` read as TOML.
+pub(super) fn test_groups(
+    pyproject: &str,
+    setup_cfg: &str,
+    uv_lock: bool,
+) -> (Vec<String>, Vec<String>) {
     let mut extras: Vec<String> = setup_cfg_entries(setup_cfg, "options.extras_require")
         .into_iter()
         .map(|(k, _)| k)
@@ -178,8 +182,7 @@ pub(super) fn test_groups(pyproject: &str, setup_cfg: &str) -> (Vec<String>, Vec
             extras.push(e);
         }
     }
-    let groups = names(doc.get("dependency-groups"));
-    (without_dev(extras), without_dev(groups))
+    (without_dev(extras), super::groups::installed(&doc, uv_lock))
 }
 
 /// `dev` only where no group is named for tests: a `dev` group beside a `test` one is usually
@@ -384,14 +387,20 @@ mod tests {
             ["click>=8", "rich", "pytest", "hypothesis", "pytest-cov"]
         );
         assert_eq!(
-            test_groups("", cfg),
+            test_groups("", cfg, false),
             (vec!["test".to_owned(), "testing".to_owned()], vec![])
         );
         // A dev group beside a test group is left out; alone, it is the test tools.
         let both = "[dependency-groups]\ndev = [{ include-group = \"test\" }, \"sphinx\"]\ntest = [\"pytest\"]\n";
-        assert_eq!(test_groups(both, ""), (vec![], vec!["test".to_owned()]));
+        assert_eq!(
+            test_groups(both, "", false),
+            (vec![], vec!["test".to_owned()])
+        );
         let dev = "[project]\noptional-dependencies.dev = [\"pytest\"]\n";
-        assert_eq!(test_groups(dev, ""), (vec!["dev".to_owned()], vec![]));
+        assert_eq!(
+            test_groups(dev, "", false),
+            (vec!["dev".to_owned()], vec![])
+        );
     }
 
     #[test]

@@ -246,6 +246,27 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
     }
 }
 
+/// Installs what pre-commit would for the gates' hooks (`specs`: the version it pins, where
+/// that is all that names the tool, and what its hooks install beside it), each once; returns
+/// what it installs.
+fn install_pre_commits(setup: &mut Setup, specs: &[String]) -> Vec<String> {
+    let mut installs: Vec<String> = Vec::new();
+    for spec in specs {
+        if !installs.contains(spec) {
+            installs.push(spec.clone());
+        }
+    }
+    if !installs.is_empty() {
+        let quoted: Vec<String> = installs.iter().map(|s| quote(s)).collect();
+        setup.run(format!("{PIP} {}", quoted.join(" ")));
+        setup.why.push(format!(
+            "{} as .pre-commit-config.yaml's hooks install",
+            installs.join(", ")
+        ));
+    }
+    installs
+}
+
 pub(super) fn python(files: &dyn Files) -> Option<Found> {
     let requirements = requirement_files(files.paths());
     let markers = present(
@@ -263,7 +284,8 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     let mut setup = Setup::default();
     setup.run(venv_with_pip("\"$VIRTUAL_ENV\"", true));
     let setup_cfg = files.read("setup.cfg").unwrap_or_default();
-    let (extras, groups) = pyproject::test_groups(&pyproject, &setup_cfg);
+    let uv_lock = files.paths().iter().any(|p| p == "uv.lock");
+    let (extras, groups) = pyproject::test_groups(&pyproject, &setup_cfg, uv_lock);
     if installable {
         install_project(&mut setup, &pyproject, &extras);
     }
@@ -297,22 +319,7 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     let names = others.iter().flat_map(|(_, specs)| specs);
     declared.extend(names.map(|s| pyproject::requirement_name(s)));
     let checks = gates(files, &pyproject, &setup_cfg, &declared);
-    // The version pre-commit runs, where that is all that names the tool, and what its hooks
-    // install beside it.
-    let mut installs: Vec<String> = Vec::new();
-    for spec in &checks.installs {
-        if !installs.contains(spec) {
-            installs.push(spec.clone());
-        }
-    }
-    if !installs.is_empty() {
-        let quoted: Vec<String> = installs.iter().map(|s| quote(s)).collect();
-        setup.run(format!("{PIP} {}", quoted.join(" ")));
-        setup.why.push(format!(
-            "{} as .pre-commit-config.yaml's hooks install",
-            installs.join(", ")
-        ));
-    }
+    let installs = install_pre_commits(&mut setup, &checks.installs);
     let manifest = markers
         .first()
         .cloned()
@@ -322,6 +329,10 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     inputs.extend(included);
     if !installs.is_empty() {
         inputs.push(".pre-commit-config.yaml".into());
+    }
+    // Whether there is one decides which dependency groups are installed.
+    if uv_lock {
+        inputs.push("uv.lock".into());
     }
     Some(Found {
         ecosystem: Ecosystem::Python,
@@ -424,5 +435,23 @@ mod tests {
             from.contains("not installed, as not a plain requirement: `--index-url="),
             "{from}"
         );
+    }
+
+    /// urllib3's shape: a `test` group for packagers and a `dev` group its developers' `uv run
+    /// pytest` installs; its `conftest.py` needs what only `dev` names.
+    #[test]
+    fn a_uv_project_installs_the_groups_uv_run_would() {
+        let pyproject = "[project]\nname = \"u\"\n\n[dependency-groups]\ntest = [\"pytest\"]\n\
+                         dev = [{include-group = \"test\"}, \"trustme\"]\n";
+        let t = Tree::of(&[("pyproject.toml", pyproject), ("uv.lock", "version = 1\n")]);
+        let f = &detect(&t)[0];
+        let setup = f.setup.as_deref().unwrap();
+        assert!(
+            setup.contains("--group test") && setup.contains("--group dev"),
+            "{setup}"
+        );
+        assert!(f.inputs.iter().any(|i| i == "uv.lock"), "{:?}", f.inputs);
+        let f = &detect(&Tree::of(&[("pyproject.toml", pyproject)]))[0];
+        assert!(!f.setup.as_deref().unwrap().contains("--group dev"));
     }
 }

@@ -220,30 +220,7 @@ async fn conclude(
                 code_block(&output.tail(15))
             )
         }
-        Judgement::Broken(line) if !submodules.is_empty() => {
-            let named: Vec<String> = submodules.iter().map(|p| format!("`{p}`")).collect();
-            let are = if named.len() == 1 {
-                "is a git submodule"
-            } else {
-                "are git submodules"
-            };
-            format!(
-                "The test command fails on `{branch}` before any change, so no model was asked: `{line}` (`{test}`, {}).\n\n\
-                 {} {are}, and the bot does not check submodules out: its sandboxes see an empty directory there. \
-                 Commit the files the tests read into the repository (or have the tests skip when they are absent), \
-                 then `/hive retry`.\n\n{}",
-                output.describe(),
-                named.join(", "),
-                code_block(&output.tail(15))
-            )
-        }
-        Judgement::Broken(line) => format!(
-            "The test command fails on `{branch}` before any change, so no model was asked: `{line}` (`{test}`, {}).\n\n\
-             Add a `setup:` to `{CONFIG_PATH}` that installs what the tests need, or fix `gates.test` \
-             (`vibeloop gates --explain` shows what runs now), then `/hive retry`.\n\n{}",
-            output.describe(),
-            code_block(&output.tail(15))
-        ),
+        Judgement::Broken(line) => broken(&branch, test, &line, &output, &submodules),
     };
     Ok(Err(why))
 }
@@ -351,6 +328,42 @@ async fn run_in(
         }
     }
     (output, known)
+}
+
+/// Why a person must step in when the test command fails on the base before any change: the
+/// submodules the output names (`submodules`), which the bot does not check out, or else the
+/// setup or test command to fix.
+fn broken(
+    branch: &str,
+    test: &str,
+    line: &str,
+    output: &CommandOutput,
+    submodules: &[String],
+) -> String {
+    let fix = if submodules.is_empty() {
+        format!(
+            "Add a `setup:` to `{CONFIG_PATH}` that installs what the tests need, or fix `gates.test` \
+             (`vibeloop gates --explain` shows what runs now), then `/hive retry`."
+        )
+    } else {
+        let named: Vec<String> = submodules.iter().map(|p| format!("`{p}`")).collect();
+        let are = if named.len() == 1 {
+            "is a git submodule"
+        } else {
+            "are git submodules"
+        };
+        format!(
+            "{} {are}, and the bot does not check submodules out: its sandboxes see an empty directory there. \
+             Commit the files the tests read into the repository (or have the tests skip when they are absent), \
+             then `/hive retry`.",
+            named.join(", ")
+        )
+    };
+    format!(
+        "The test command fails on `{branch}` before any change, so no model was asked: `{line}` (`{test}`, {}).\n\n{fix}\n\n{}",
+        output.describe(),
+        code_block(&output.tail(15))
+    )
 }
 
 /// The submodules of the base (`tests/toml-test`) that the tests' `output` names: the bot does
