@@ -235,6 +235,8 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
         ..Wanted::default()
     };
     let pyproject = text("pyproject.toml").unwrap_or_default();
+    let tox = super::pyproject::tox_config(text);
+    let tox_extras = super::pyproject::tox_extras(&tox);
     if let Ok(py) = pyproject.parse::<toml::Table>() {
         let strings = |v: Option<&toml::Value>| -> Vec<String> {
             v.and_then(|v| v.as_array())
@@ -249,7 +251,10 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
             t.and_then(|t| t.as_table())
                 .into_iter()
                 .flatten()
-                .filter(|(name, _)| super::pyproject::TEST_GROUPS.contains(&name.as_str()))
+                .filter(|(name, _)| {
+                    super::pyproject::TEST_GROUPS.contains(&name.as_str())
+                        || tox_extras.contains(name)
+                })
                 .flat_map(|(_, list)| strings(Some(list)))
                 .collect()
         };
@@ -270,7 +275,6 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
             strings(py.get("build-system").and_then(|b| b.get("requires"))),
         );
     }
-    let tox = super::pyproject::tox_config(text);
     for (source, specs) in super::pyproject::other_test_tools(&pyproject, &tox) {
         // Setup installs only their plain requirements and leaves the rest out (tox's factor
         // lines such as `tf: tensorflow`, URLs): the download takes the same.
@@ -285,7 +289,7 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
         .specs
         .extend(["setuptools", "wheel", "editables"].map(str::to_owned));
     if let Some(cfg) = text("setup.cfg") {
-        let requires = super::pyproject::setup_cfg_requires(&cfg);
+        let requires = super::pyproject::setup_cfg_requires(&cfg, &tox);
         wanted.lines("setup.cfg", requires.iter().map(|s| line(s)).collect());
     }
     if let Some(config) = text(".pre-commit-config.yaml") {

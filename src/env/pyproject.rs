@@ -24,7 +24,8 @@ pub(super) fn declared_python(
         let project = doc.get("project");
         list(project.and_then(|p| p.get("dependencies")));
         // Only the extras and groups setup installs (a `type` extra holding mypy is not).
-        let (extras, groups) = test_groups(pyproject, "", read("uv.lock").is_some());
+        let tox = tox_config(read);
+        let (extras, groups) = test_groups(pyproject, "", &tox, read("uv.lock").is_some());
         let table = project.and_then(|p| p.get("optional-dependencies"));
         for name in extras {
             list(table.and_then(|t| t.get(name.as_str())));
@@ -37,7 +38,7 @@ pub(super) fn declared_python(
         specs.extend(read(r).iter().flat_map(|t| t.lines().map(str::to_owned)));
     }
     if let Some(cfg) = read("setup.cfg") {
-        specs.extend(setup_cfg_requires(&cfg));
+        specs.extend(setup_cfg_requires(&cfg, &tox_config(read)));
     }
     specs
         .iter()
@@ -147,42 +148,41 @@ pub(super) fn build_requires(pyproject: &str) -> Vec<String> {
 pub(super) const TEST_GROUPS: [&str; 4] = ["test", "tests", "testing", "dev"];
 
 /// The test extras (`[project.optional-dependencies]`, dotted keys too, and `setup.cfg`'s
-/// `[options.extras_require]`) and the PEP 735 dependency groups setup installs
-/// ([`super::groups::installed`]; `uv_lock`: the project has a `uv.lock`) of a project, its
-/// `pyproject.toml` read as TOML.
+/// `[options.extras_require]`), with those tox's `[testenv] extras` installs, and the PEP 735
+/// dependency groups setup installs ([`super::groups::installed`]; `uv_lock`: the project has
+/// a `uv.lock`) of a project, its `pyproject.toml` read as TOML.
 pub(super) fn test_groups(
     pyproject: &str,
     setup_cfg: &str,
+    tox_ini: &str,
     uv_lock: bool,
 ) -> (Vec<String>, Vec<String>) {
-    let mut extras: Vec<String> = setup_cfg_entries(setup_cfg, "options.extras_require")
+    let mut all: Vec<String> = setup_cfg_entries(setup_cfg, "options.extras_require")
         .into_iter()
         .map(|(k, _)| k)
-        .filter(|k| TEST_GROUPS.contains(&k.as_str()))
         .collect();
-    let Ok(doc) = pyproject.parse::<toml::Table>() else {
-        return (extras, vec![]);
-    };
-    let names = |table: Option<&toml::Value>| -> Vec<String> {
-        table
-            .and_then(|t| t.as_table())
-            .map(|t| {
-                t.keys()
-                    .filter(|k| TEST_GROUPS.contains(&k.as_str()))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    for e in names(
-        doc.get("project")
-            .and_then(|p| p.get("optional-dependencies")),
-    ) {
-        if !extras.contains(&e) {
+    let doc = pyproject.parse::<toml::Table>().ok();
+    let table = doc.as_ref().and_then(|d| d.get("project"));
+    let table = table.and_then(|p| p.get("optional-dependencies"));
+    for k in table
+        .and_then(|t| t.as_table())
+        .into_iter()
+        .flat_map(|t| t.keys())
+    {
+        if !all.contains(k) {
+            all.push(k.clone());
+        }
+    }
+    let named = all.iter().filter(|k| TEST_GROUPS.contains(&k.as_str()));
+    let mut extras = without_dev(named.cloned().collect());
+    // What tox's tests run with (pyjwt's `crypto: crypto`, without which 140 tests skip).
+    for e in tox_extras(tox_ini) {
+        if all.contains(&e) && !extras.contains(&e) {
             extras.push(e);
         }
     }
-    (without_dev(extras), super::groups::installed(&doc, uv_lock))
+    let groups = doc.map(|d| super::groups::installed(&d, uv_lock));
+    (extras, groups.unwrap_or_default())
 }
 
 /// `dev` only where no group is named for tests: a `dev` group beside a `test` one is usually
@@ -276,6 +276,23 @@ pub(super) fn tox_config(read: &dyn Fn(&str) -> Option<String>) -> String {
 /// The lines of tox's `[testenv] deps`, each `{[section]key}` replaced by that key's lines
 /// (tqdm's `{[core]deps}`), three references deep at most.
 fn tox_deps(tox_ini: &str) -> Vec<String> {
+    tox_entry(tox_ini, "deps")
+}
+
+/// The extras tox's `[testenv] extras` names, a factor's condition taken as met (`crypto:
+/// crypto` is `crypto`).
+pub(super) fn tox_extras(tox_ini: &str) -> Vec<String> {
+    let lines = tox_entry(tox_ini, "extras");
+    let names = lines.iter().flat_map(|line| {
+        let names = line.rsplit_once(':').map_or(line.as_str(), |(_, n)| n);
+        names.split([',', ' ']).map(str::trim).map(str::to_owned)
+    });
+    names.filter(|n| !n.is_empty()).collect()
+}
+
+/// The lines of `[testenv]`'s `key`, each `{[section]key}` replaced by that key's lines, three
+/// references deep at most.
+fn tox_entry(tox_ini: &str, key: &str) -> Vec<String> {
     fn entry(tox_ini: &str, section: &str, key: &str, depth: u8) -> Vec<String> {
         let lines = setup_cfg_entries(tox_ini, section)
             .into_iter()
@@ -296,7 +313,7 @@ fn tox_deps(tox_ini: &str) -> Vec<String> {
         }
         out
     }
-    entry(tox_ini, "testenv", "deps", 3)
+    entry(tox_ini, "testenv", key, 3)
 }
 
 /// The requirements files tox's `[testenv] deps` name (`-rtests/requirements.txt`), as
@@ -322,8 +339,9 @@ pub(super) fn plain_requirement(r: &str) -> bool {
 }
 
 /// What a `setup.cfg` installs: `[options] install_requires` and the test extras of
-/// `[options.extras_require]`.
-pub(super) fn setup_cfg_requires(cfg: &str) -> Vec<String> {
+/// `[options.extras_require]`, with those tox's `[testenv] extras` names (`tox_ini`).
+pub(super) fn setup_cfg_requires(cfg: &str, tox_ini: &str) -> Vec<String> {
+    let tox = tox_extras(tox_ini);
     let mut out: Vec<String> = setup_cfg_entries(cfg, "options")
         .into_iter()
         .filter(|(k, _)| k == "install_requires")
@@ -332,7 +350,7 @@ pub(super) fn setup_cfg_requires(cfg: &str) -> Vec<String> {
     out.extend(
         setup_cfg_entries(cfg, "options.extras_require")
             .into_iter()
-            .filter(|(k, _)| TEST_GROUPS.contains(&k.as_str()))
+            .filter(|(k, _)| TEST_GROUPS.contains(&k.as_str()) || tox.contains(k))
             .flat_map(|(_, v)| v),
     );
     out
@@ -383,22 +401,43 @@ mod tests {
     fn setup_cfg_requirements_and_test_extras_are_read() {
         let cfg = "[metadata]\nname = x\n\n[options]\npackages = find:\ninstall_requires =\n    click>=8\n    # a comment\n    rich\n\n[options.extras_require]\ntest = pytest\ndocs =\n    sphinx\ntesting =\n    hypothesis\n    pytest-cov\n";
         assert_eq!(
-            setup_cfg_requires(cfg),
+            setup_cfg_requires(cfg, ""),
             ["click>=8", "rich", "pytest", "hypothesis", "pytest-cov"]
         );
+        // tox's `extras`, a factor's condition taken as met, adds its extras.
+        let tox = "[testenv]\nextras =\n    docs\n    py39: nosuch\n";
+        assert_eq!(tox_extras(tox), ["docs", "nosuch"]);
         assert_eq!(
-            test_groups("", cfg, false),
+            setup_cfg_requires(cfg, tox),
+            [
+                "click>=8",
+                "rich",
+                "pytest",
+                "sphinx",
+                "hypothesis",
+                "pytest-cov"
+            ]
+        );
+        assert_eq!(
+            test_groups("", cfg, tox, false),
+            (
+                vec!["test".to_owned(), "testing".into(), "docs".into()],
+                vec![]
+            )
+        );
+        assert_eq!(
+            test_groups("", cfg, "", false),
             (vec!["test".to_owned(), "testing".to_owned()], vec![])
         );
         // A dev group beside a test group is left out; alone, it is the test tools.
         let both = "[dependency-groups]\ndev = [{ include-group = \"test\" }, \"sphinx\"]\ntest = [\"pytest\"]\n";
         assert_eq!(
-            test_groups(both, "", false),
+            test_groups(both, "", "", false),
             (vec![], vec!["test".to_owned()])
         );
         let dev = "[project]\noptional-dependencies.dev = [\"pytest\"]\n";
         assert_eq!(
-            test_groups(dev, "", false),
+            test_groups(dev, "", "", false),
             (vec!["dev".to_owned()], vec![])
         );
     }

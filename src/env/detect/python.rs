@@ -285,7 +285,8 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     setup.run(venv_with_pip("\"$VIRTUAL_ENV\"", true));
     let setup_cfg = files.read("setup.cfg").unwrap_or_default();
     let uv_lock = files.paths().iter().any(|p| p == "uv.lock");
-    let (extras, groups) = pyproject::test_groups(&pyproject, &setup_cfg, uv_lock);
+    let tox_ini = pyproject::tox_config(&|p| files.read(p));
+    let (extras, groups) = pyproject::test_groups(&pyproject, &setup_cfg, &tox_ini, uv_lock);
     if installable {
         install_project(&mut setup, &pyproject, &extras);
     }
@@ -453,5 +454,25 @@ mod tests {
         assert!(f.inputs.iter().any(|i| i == "uv.lock"), "{:?}", f.inputs);
         let f = &detect(&Tree::of(&[("pyproject.toml", pyproject)]))[0];
         assert!(!f.setup.as_deref().unwrap().contains("--group dev"));
+    }
+
+    /// pyjwt 2.10's tox runs its tests with `extras = crypto: crypto`: without cryptography,
+    /// 140 of its 348 tests skip, so a change to its RSA code would be judged by none.
+    #[test]
+    fn the_extras_toxs_tests_run_with_are_installed() {
+        let pyproject = "[project]\nname = \"jwt\"\n\n[project.optional-dependencies]\n\
+                         crypto = [\"cryptography>=3.4.0\"]\ndocs = [\"sphinx\"]\n\n\
+                         [dependency-groups]\ntests = [\"pytest\"]\n";
+        let tox = "[testenv]\ndependency_groups =\n    tests\nextras =\n    crypto: crypto\n\
+                   \n[testenv:docs]\nextras =\n    docs\n";
+        let t = Tree::of(&[("pyproject.toml", pyproject), ("tox.ini", tox)]);
+        let setup = detect(&t)[0].setup.clone().unwrap();
+        assert!(setup.contains("-e '.[crypto]'"), "{setup}");
+        assert!(setup.contains("--group tests"), "{setup}");
+        // An extra the project does not declare is not asked for.
+        let tox = "[testenv]\nextras = nosuch\n";
+        let t = Tree::of(&[("pyproject.toml", pyproject), ("tox.ini", tox)]);
+        let setup = detect(&t)[0].setup.clone().unwrap();
+        assert!(!setup.contains("nosuch"), "{setup}");
     }
 }
