@@ -2,8 +2,9 @@
 //! ANSI colours are stripped, every format parser below runs on the whole text (a test gate may
 //! run pytest or `cargo test`, a lint gate ruff or mypy, so content decides, not the gate), and
 //! only when none of them found anything does the `generic` fallback look for Python
-//! tracebacks and `path:line:` mentions. Paths are made relative to the repository root
-//! (`paths::Roots`) and anything outside it is dropped; messages become one trimmed line of at
+//! tracebacks and `path:line:` mentions (not in the logs of Go tests that passed: `go_test`).
+//! Paths are made relative to the repository root (`paths::Roots`) and anything outside it is
+//! dropped; messages become one trimmed line of at
 //! most 500 characters; duplicates (same path, line and message) go, keeping the highest level
 //! and, among equals, the finding of a parser of the gate's own kind (the only use of the gate
 //! name); Failures come first, then Warnings, then Notices, each in output order, at most 500.
@@ -15,6 +16,7 @@
 mod arrow;
 mod cargo_json;
 mod generic;
+mod go_test;
 mod lint;
 mod paths;
 mod pytest;
@@ -88,6 +90,11 @@ pub fn parse(gate: &str, output: &str, roots: &[&str]) -> Vec<Annotation> {
     let kept = finish(found, &roots);
     if !kept.is_empty() {
         return kept;
+    }
+    // A passing or skipped Go test's `t.Log` lines are not findings.
+    let mut lines = lines;
+    for at in go_test::passed_logs(&lines).unwrap_or_default() {
+        lines[at] = "";
     }
     let fallback = generic::parse(&lines, &roots).into_iter().map(|f| (0, f));
     finish(fallback, &roots)
