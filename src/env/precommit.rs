@@ -120,6 +120,29 @@ pub fn hook_dependencies(config: &str, tool: &str) -> (Vec<String>, Vec<String>)
 /// The command a tox environment runs `tool` with (`[testenv:type] commands = mypy src`: `mypy
 /// src`), `{posargs}` and `{toxinidir}/` left out; with where it came from.
 pub fn tox_command(tox_ini: &str, tool: &str) -> Option<(String, String)> {
+    let (section, command) = tox_env(tox_ini, tool)?;
+    Some((command, format!("tox.ini's [{section}]")))
+}
+
+/// What the tox environment that runs `tool` installs for it (`[testenv:mypy] deps = mypy
+/// types-requests`), where its `deps` name the tool: their plain requirements, never an option,
+/// a path or a URL. Empty where no environment runs the tool or installs it.
+pub fn tox_env_deps(tox_ini: &str, tool: &str) -> Vec<String> {
+    let Some((section, _)) = tox_env(tox_ini, tool) else {
+        return vec![];
+    };
+    let deps: Vec<String> = values(tox_ini, &section, "deps")
+        .into_iter()
+        .filter(|d| super::pyproject::plain_requirement(d))
+        .collect();
+    let names_tool = deps
+        .iter()
+        .any(|d| super::pyproject::requirement_name(d) == tool);
+    if names_tool { deps } else { vec![] }
+}
+
+/// The tox environment (`testenv:type`) whose `commands` run `tool`, with that command.
+fn tox_env(tox_ini: &str, tool: &str) -> Option<(String, String)> {
     let mut section = String::new();
     let mut in_commands = false;
     for line in tox_ini.lines() {
@@ -152,10 +175,42 @@ pub fn tox_command(tox_ini: &str, tool: &str) -> Option<(String, String)> {
         let runs = command.split_whitespace().next() == Some(tool)
             || command.starts_with(&format!("python -m {tool}"));
         if runs && !command.contains(['{', '}', '`', '$', ';', '&', '|', '>', '<']) {
-            return Some((command, format!("tox.ini's [{section}]")));
+            return Some((section, command));
         }
     }
     None
+}
+
+/// The values of `key` in the INI `section` of `text`, one a line (`deps = a` and the indented
+/// lines under it), comments left out.
+fn values(text: &str, section: &str, key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut inside, mut in_key) = (false, false);
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            inside = t.trim_matches(['[', ']']) == section;
+            in_key = false;
+            continue;
+        }
+        if !inside || t.is_empty() || t.starts_with(['#', ';']) {
+            continue;
+        }
+        if line.starts_with([' ', '\t']) {
+            if in_key {
+                out.push(t.to_owned());
+            }
+            continue;
+        }
+        in_key = false;
+        if let Some((k, v)) = t.split_once('=') {
+            in_key = k.trim() == key;
+            if in_key && !v.trim().is_empty() {
+                out.push(v.trim().to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// `make <target>` for a Makefile target named for the gate (`lint`, `typecheck`, `mypy`…),
@@ -301,6 +356,33 @@ mod tests {
             "docs/c.pyi keep/x.gen.py src/pkg/a.py sub/kept.py sub/top.py"
         );
         assert_eq!(listed("^(src|sub)/", "kept"), "src/pkg/a.py sub/top.py");
+    }
+
+    /// The download takes what setup installs for a hook, and says which dependency it refused.
+    #[test]
+    fn what_pre_commit_installs_beside_a_hook_is_downloaded_and_an_option_refused() {
+        use crate::env::requirement::Line;
+        let config = "repos:\n- repo: local\n  hooks:\n  - id: mypy\n    \
+                      additional_dependencies: [types-pytz, '--index-url=http://x.example/']\n";
+        let lines = installs(config);
+        assert!(
+            matches!(&lines[..], [Line::Index(p), Line::Refused(r, _)]
+            if p == "types-pytz" && r.starts_with("--index-url")),
+            "{lines:?}"
+        );
+    }
+
+    /// pyjwt's tox environment that runs mypy installs it; one that installs nothing for it,
+    /// or an option, gives nothing.
+    #[test]
+    fn a_tox_environment_that_runs_a_tool_installs_its_deps() {
+        let tox = "[testenv]\ndeps = pytest\n\n[testenv:py{39,313}{,-crypto}-mypy]\n\
+                   dependency_groups =\n    tests\ndeps =\n    mypy\n    types-requests\n    \
+                   --index-url=http://x.example/\ncommands =\n    mypy\n";
+        assert_eq!(tox_env_deps(tox, "mypy"), ["mypy", "types-requests"]);
+        assert!(tox_env_deps(tox, "ruff").is_empty());
+        let without = tox.replace("    mypy\n    types", "    types");
+        assert!(tox_env_deps(&without, "mypy").is_empty());
     }
 
     #[test]

@@ -155,6 +155,8 @@ struct Gates {
     lint: Option<String>,
     typecheck: Option<String>,
     installs: Vec<String>,
+    /// What the tox environment that runs a gate's tool installs for it (`deps = mypy`).
+    tox_installs: Vec<String>,
     left_out: Vec<(String, String)>,
     sources: Vec<(String, String)>,
 }
@@ -170,9 +172,11 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
         lint: None,
         typecheck: None,
         installs: vec![],
+        tox_installs: vec![],
         left_out: vec![],
         sources: vec![],
     };
+    let tox_ini = pyproject::tox_config(&|p| files.read(p));
     let mut gate = |gate: &str, tools: &[(&str, &str, &str)]| {
         for (name, file, command) in tools {
             if !(configures(name) || paths.iter().any(|p| p == file)) {
@@ -185,10 +189,15 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
                 g.installs.push(spec.clone());
                 return Some((*command).to_owned());
             }
+            let deps = precommit::tox_env_deps(&tox_ini, name);
+            if !deps.is_empty() {
+                g.tox_installs.extend(deps);
+                return Some((*command).to_owned());
+            }
             g.left_out.push((
                 gate.to_owned(),
                 format!(
-                    "the project configures {name} but neither depends on it nor pins it in .pre-commit-config.yaml, so it is not installed: add {name} to a test dependency group or requirements file, or set `gates.{gate}`"
+                    "the project configures {name} but neither depends on it nor pins it in .pre-commit-config.yaml, nor does a tox environment that runs it install it, so it is not installed: add {name} to a test dependency group or requirements file, or set `gates.{gate}`"
                 ),
             ));
             return None;
@@ -204,7 +213,6 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
     );
     let typecheck = gate("typecheck", &[("mypy", "mypy.ini", "mypy .")]);
     // The command the project runs itself, where it says so, before a bare `tool .`.
-    let tox_ini = pyproject::tox_config(&|p| files.read(p));
     let makefile = files.read("Makefile").unwrap_or_default();
     let mypy_ini = files.read("mypy.ini").unwrap_or_default();
     let mut own = |gate: &str, command: Option<String>| {
@@ -246,10 +254,10 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
     }
 }
 
-/// Installs what pre-commit would for the gates' hooks (`specs`: the version it pins, where
-/// that is all that names the tool, and what its hooks install beside it), each once; returns
-/// what it installs.
-fn install_pre_commits(setup: &mut Setup, specs: &[String]) -> Vec<String> {
+/// Installs what `source` would for the gates' tools (`specs`: for pre-commit the version it
+/// pins, where that is all that names the tool, and what its hooks install beside it; for tox
+/// the `deps` of the environment that runs the tool), each once; returns what it installs.
+fn install_for_gates(setup: &mut Setup, specs: &[String], source: &str) -> Vec<String> {
     let mut installs: Vec<String> = Vec::new();
     for spec in specs {
         if !installs.contains(spec) {
@@ -259,10 +267,9 @@ fn install_pre_commits(setup: &mut Setup, specs: &[String]) -> Vec<String> {
     if !installs.is_empty() {
         let quoted: Vec<String> = installs.iter().map(|s| quote(s)).collect();
         setup.run(format!("{PIP} {}", quoted.join(" ")));
-        setup.why.push(format!(
-            "{} as .pre-commit-config.yaml's hooks install",
-            installs.join(", ")
-        ));
+        setup
+            .why
+            .push(format!("{} as {source} install", installs.join(", ")));
     }
     installs
 }
@@ -320,7 +327,12 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     let names = others.iter().flat_map(|(_, specs)| specs);
     declared.extend(names.map(|s| pyproject::requirement_name(s)));
     let checks = gates(files, &pyproject, &setup_cfg, &declared);
-    let installs = install_pre_commits(&mut setup, &checks.installs);
+    let installs = install_for_gates(
+        &mut setup,
+        &checks.installs,
+        ".pre-commit-config.yaml's hooks",
+    );
+    install_for_gates(&mut setup, &checks.tox_installs, "tox's environments");
     let manifest = markers
         .first()
         .cloned()
@@ -474,5 +486,25 @@ mod tests {
         let t = Tree::of(&[("pyproject.toml", pyproject), ("tox.ini", tox)]);
         let setup = detect(&t)[0].setup.clone().unwrap();
         assert!(!setup.contains("nosuch"), "{setup}");
+    }
+
+    /// pyjwt's mypy runs in a tox environment of its own, whose `deps` install it: the
+    /// typecheck gate runs that command, with what it installs (it had been skipped).
+    #[test]
+    fn a_tool_a_tox_environment_runs_and_installs_is_a_gate() {
+        let pyproject = "[project]\nname = \"jwt\"\n\n[tool.mypy]\nfiles = [\"jwt\"]\n";
+        let tox = "[testenv]\ncommands = pytest\n\n[testenv:py313-mypy]\ndeps =\n    mypy\n\
+                   commands =\n    mypy {posargs}\n";
+        let t = Tree::of(&[("pyproject.toml", pyproject), ("tox.ini", tox)]);
+        let f = &detect(&t)[0];
+        assert_eq!(f.typecheck.as_deref(), Some("mypy"));
+        assert!(f.left_out.is_empty(), "{:?}", f.left_out);
+        let setup = f.setup.as_deref().unwrap();
+        assert!(setup.ends_with("pip install --quiet 'mypy'"), "{setup}");
+        assert!(
+            f.why.contains("mypy as tox's environments install"),
+            "{}",
+            f.why
+        );
     }
 }
