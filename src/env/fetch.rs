@@ -297,10 +297,8 @@ fn python_requirements(inputs: &[String], text: &dyn Fn(&str) -> Option<String>)
         wanted.lines(".pre-commit-config.yaml", lines);
     }
     // What tox's environments install for the lint and typecheck tools they run.
-    for tool in ["ruff", "mypy", "flake8"] {
-        let deps = super::precommit::tox_env_deps(&tox, tool);
-        wanted.lines("tox.ini", deps.iter().map(|d| line(d)).collect());
-    }
+    let deps = ["ruff", "mypy", "flake8"].map(|t| super::precommit::tox_env_deps(&tox, t));
+    wanted.lines("tox.ini", deps.iter().flatten().map(|d| line(d)).collect());
     // A file only ever included as constraints (`-c pins.txt`) pins versions, and the download
     // must honour the pins the offline setup will.
     let mut roots = super::pyproject::tox_requirement_files(&tox);

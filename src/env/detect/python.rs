@@ -274,6 +274,19 @@ fn install_for_gates(setup: &mut Setup, specs: &[String], source: &str) -> Vec<S
     installs
 }
 
+/// Installs PEP 735 dependency groups: pip reads them from ./pyproject.toml (pip 25.1 and
+/// later).
+fn install_groups(setup: &mut Setup, groups: &[String]) {
+    for g in groups {
+        setup.run(format!("{PIP} --group {g}"));
+    }
+    if !groups.is_empty() {
+        setup
+            .why
+            .push(format!("the {} dependency group(s)", groups.join(", ")));
+    }
+}
+
 pub(super) fn python(files: &dyn Files) -> Option<Found> {
     let requirements = requirement_files(files.paths());
     let markers = present(
@@ -298,15 +311,7 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         install_project(&mut setup, &pyproject, &extras);
     }
     setup.requirements_files(&requirements, "installed");
-    // PEP 735 groups: pip reads them from ./pyproject.toml (pip 25.1 and later).
-    for g in &groups {
-        setup.run(format!("{PIP} --group {g}"));
-    }
-    if !groups.is_empty() {
-        setup
-            .why
-            .push(format!("the {} dependency group(s)", groups.join(", ")));
-    }
+    install_groups(&mut setup, &groups);
     // No extra, group or requirements file names the test tools: what Poetry, PDM, Hatch or
     // tox name for them.
     let named_for_tests = !extras.is_empty()
