@@ -7,6 +7,17 @@ const TEST_NAMED: [&str; 4] = ["test", "tests", "testing", "dev"];
 /// At most this many groups are read through includes from one group.
 const MAX_INCLUDED: usize = 32;
 
+/// Whether `name` is a name as PEP 508 and 735 spell an extra or a group (`dev-base`,
+/// `tests_2`): a letter or digit at each end, letters, digits, `.`, `_` and `-` between. Only
+/// such a name is ever written into a setup command: a repository's TOML keys are any string.
+pub(super) fn is_name(name: &str) -> bool {
+    let inner = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+        && name.chars().all(inner)
+}
+
 /// The groups setup installs (`pip install --group …`): those named for tests (`dev` only where
 /// none of the others is), and where the project runs its tests with uv (`[tool.uv]` or a
 /// `uv.lock`) the groups `uv run` installs by default as well — `tool.uv.default-groups`, else
@@ -34,7 +45,7 @@ pub(super) fn installed(doc: &toml::Table, uv_lock: bool) -> Vec<String> {
             None => vec!["dev"],
         };
         for d in defaults {
-            if groups.contains_key(d) && !names.iter().any(|n| n == d) {
+            if is_name(d) && groups.contains_key(d) && !names.iter().any(|n| n == d) {
                 names.push(d.to_owned());
             }
         }

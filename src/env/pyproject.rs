@@ -177,7 +177,7 @@ pub(super) fn test_groups(
     let mut extras = without_dev(named.cloned().collect());
     // What tox's tests run with (pyjwt's `crypto: crypto`, without which 140 tests skip).
     for e in tox_extras(tox_ini) {
-        if all.contains(&e) && !extras.contains(&e) {
+        if super::groups::is_name(&e) && all.contains(&e) && !extras.contains(&e) {
             extras.push(e);
         }
     }

@@ -134,7 +134,7 @@ fn install_project(setup: &mut Setup, pyproject: &str, extras: &[String]) {
     let target = if extras.is_empty() {
         ".".to_owned()
     } else {
-        format!("'.[{}]'", extras.join(","))
+        quote(&format!(".[{}]", extras.join(",")))
     };
     // Its build tools are in the environment now: pip need not make an isolated one with them
     // again (2-3 s for a setuptools project).
@@ -277,6 +277,7 @@ fn install_for_gates(setup: &mut Setup, specs: &[String], source: &str) -> Vec<S
 /// Installs PEP 735 dependency groups: pip reads them from ./pyproject.toml (pip 25.1 and
 /// later).
 fn install_groups(setup: &mut Setup, groups: &[String]) {
+    // Names only (`groups::installed`): a group named with shell syntax is never one of them.
     for g in groups {
         setup.run(format!("{PIP} --group {g}"));
     }
@@ -511,5 +512,25 @@ mod tests {
             "{}",
             f.why
         );
+    }
+
+    /// A repository's TOML keys are any string: an extra or a group named with shell syntax,
+    /// which tox or uv names, never reaches the setup command.
+    #[test]
+    fn an_extra_or_group_named_with_shell_syntax_never_reaches_setup() {
+        let evil = "x';touch /tmp/owned;'";
+        let pyproject = format!(
+            "[project]\nname = \"p\"\n\n[project.optional-dependencies]\n\"{evil}\" = []\n\
+             tests = [\"pytest\"]\n\n[dependency-groups]\n\"{evil}\" = [\"six\"]\n\n\
+             [tool.uv]\ndefault-groups = [\"{evil}\"]\n"
+        );
+        let tox = format!("[testenv]\nextras =\n    {evil}\n");
+        let t = Tree::of(&[
+            ("pyproject.toml", pyproject.as_str()),
+            ("tox.ini", tox.as_str()),
+        ]);
+        let setup = detect(&t)[0].setup.clone().unwrap();
+        assert!(!setup.contains("owned"), "{setup}");
+        assert!(setup.contains("-e '.[tests]'"), "{setup}");
     }
 }
