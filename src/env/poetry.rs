@@ -24,10 +24,18 @@ pub(super) fn requirements(table: Option<toml::Value>) -> Vec<String> {
                 // One that is not read (a path, a marker of its own): the name alone, once.
                 out.extend(read.unwrap_or_else(|| vec![name.clone()]));
             }
-            _ => out.extend(entry(name, spec)),
+            // One that is not read (a marker of its own, an odd `python`): by name, as before.
+            _ => out.extend(entry(name, spec).or_else(|| from_index(spec).then(|| name.clone()))),
         }
     }
     out
+}
+
+/// Whether a dependency comes from an index: not a `path`, `git` or `url` one.
+fn from_index(spec: &toml::Value) -> bool {
+    !["path", "git", "url"]
+        .iter()
+        .any(|k| spec.get(*k).is_some())
 }
 
 /// One constraint of dependency `name`: `"^1.2"` or `{ version, extras, python }`; `None` for
@@ -36,10 +44,7 @@ fn entry(name: &str, spec: &toml::Value) -> Option<String> {
     let (version, extras, python) = match spec {
         toml::Value::String(v) => (Some(v.as_str()), vec![], None),
         toml::Value::Table(o) => {
-            if ["path", "git", "url", "markers"]
-                .iter()
-                .any(|k| o.contains_key(*k))
-            {
+            if !from_index(spec) || o.contains_key("markers") {
                 return None;
             }
             let extras = o.get("extras").and_then(|e| e.as_array());
@@ -195,13 +200,16 @@ mod tests {
         }
     }
 
-    /// tomlkit 0.15.1's dev group pins mypy: the typecheck must run that version.
+    /// tomlkit 0.15.1's dev group pins mypy: the typecheck must run that version. What is not
+    /// read here (a marker of its own, an alternative) is still installed, by name.
     #[test]
     fn a_groups_versions_and_extras_are_kept() {
         let table: toml::Value = toml::from_str(
             "python = \">=3.9\"\npytest = \"^7.2.0\"\nmypy = \"1.19.1\"\nmock = { version = \"~3.11\", \
              extras = [\"x\"] }\nany = \"*\"\nlocal = { path = \"../l\" }\nalt = \"^1 || ^2\"\n\
-             multi = [{ version = \"^1\", python = \"<3.10\" }]\n",
+             multi = [{ version = \"^1\", python = \"<3.10\" }]\n\
+             xdist = { version = \"^3\", markers = \"sys_platform != 'win32'\" }\n\
+             odd = { version = \"^1\", python = \"3.8 || 3.9\" }\n",
         )
         .unwrap();
         let mut got = requirements(Some(table));
@@ -214,7 +222,9 @@ mod tests {
                 "mock[x]>=3.11,<3.12",
                 "multi>=1,<2; python_full_version < \"3.10\"",
                 "mypy==1.19.1",
-                "pytest>=7.2.0,<8"
+                "odd",
+                "pytest>=7.2.0,<8",
+                "xdist"
             ]
         );
     }
