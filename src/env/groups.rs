@@ -1,8 +1,19 @@
 //! PEP 735 dependency groups (`[dependency-groups]`): which ones setup installs, and what each
-//! requires with the groups it includes (`{include-group = "test"}`) followed.
+//! requires with the groups it includes (`{include-group = "test"}`) followed; the names of the
+//! groups and extras that hold test tools, which `pyproject` picks extras by.
 
-/// Groups named for tests; `dev` counts only where none of the others is there.
-const TEST_NAMED: [&str; 4] = ["test", "tests", "testing", "dev"];
+/// Extras and dependency groups that hold test tools (`dev` only when none of the others is
+/// there).
+pub(super) const TEST_GROUPS: [&str; 4] = ["test", "tests", "testing", "dev"];
+
+/// `dev` only where no group is named for tests: a `dev` group beside a `test` one is usually
+/// the docs, release and lint tools too (heavy, and not what the tests need).
+pub(super) fn without_dev(mut names: Vec<String>) -> Vec<String> {
+    if names.iter().any(|n| n != "dev") {
+        names.retain(|n| n != "dev");
+    }
+    names
+}
 
 /// At most this many groups are read through includes from one group.
 const MAX_INCLUDED: usize = 32;
@@ -27,14 +38,8 @@ pub(super) fn installed(doc: &toml::Table, uv_lock: bool) -> Vec<String> {
     let Some(groups) = doc.get("dependency-groups").and_then(|g| g.as_table()) else {
         return vec![];
     };
-    let mut names: Vec<String> = groups
-        .keys()
-        .filter(|k| TEST_NAMED.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    if names.iter().any(|n| n != "dev") {
-        names.retain(|n| n != "dev");
-    }
+    let named = groups.keys().filter(|k| TEST_GROUPS.contains(&k.as_str()));
+    let mut names = without_dev(named.cloned().collect());
     let uv = doc.get("tool").and_then(|t| t.get("uv"));
     if uv.is_some() || uv_lock {
         let defaults = uv

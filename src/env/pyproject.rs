@@ -3,6 +3,8 @@
 //! `setup.cfg`'s options, for detection (what setup installs, which gates have their tool) and
 //! for the download phase of a changed dependency file.
 
+use super::groups::{TEST_GROUPS, without_dev};
+
 /// The names of the packages a Python project depends on where setup installs from: its
 /// dependencies, the test extras and groups setup picks, its requirements files and
 /// `setup.cfg` (lower-cased, without versions or extras).
@@ -12,6 +14,7 @@ pub(super) fn declared_python(
     requirements: &[String],
 ) -> Vec<String> {
     let mut specs: Vec<String> = Vec::new();
+    let tox = tox_config(read);
     if let Ok(doc) = pyproject.parse::<toml::Table>() {
         let mut list = |v: Option<&toml::Value>| {
             specs.extend(
@@ -24,7 +27,6 @@ pub(super) fn declared_python(
         let project = doc.get("project");
         list(project.and_then(|p| p.get("dependencies")));
         // Only the extras and groups setup installs (a `type` extra holding mypy is not).
-        let tox = tox_config(read);
         let (extras, groups) = test_groups(pyproject, "", &tox, read("uv.lock").is_some());
         let table = project.and_then(|p| p.get("optional-dependencies"));
         for name in extras {
@@ -38,7 +40,7 @@ pub(super) fn declared_python(
         specs.extend(read(r).iter().flat_map(|t| t.lines().map(str::to_owned)));
     }
     if let Some(cfg) = read("setup.cfg") {
-        specs.extend(setup_cfg_requires(&cfg, &tox_config(read)));
+        specs.extend(setup_cfg_requires(&cfg, &tox));
     }
     specs
         .iter()
@@ -143,10 +145,6 @@ pub(super) fn build_requires(pyproject: &str) -> Vec<String> {
     requires.iter().map(|r| crate::sandbox::quote(r)).collect()
 }
 
-/// Extras and dependency groups that hold test tools (`dev` only when none of the others is
-/// there).
-pub(super) const TEST_GROUPS: [&str; 4] = ["test", "tests", "testing", "dev"];
-
 /// The test extras (`[project.optional-dependencies]`, dotted keys too, and `setup.cfg`'s
 /// `[options.extras_require]`), with those tox's `[testenv] extras` installs, and the PEP 735
 /// dependency groups setup installs ([`super::groups::installed`]; `uv_lock`: the project has
@@ -183,15 +181,6 @@ pub(super) fn test_groups(
     }
     let groups = doc.map(|d| super::groups::installed(&d, uv_lock));
     (extras, groups.unwrap_or_default())
-}
-
-/// `dev` only where no group is named for tests: a `dev` group beside a `test` one is usually
-/// the docs, release and lint tools too (heavy, and not what the tests need).
-fn without_dev(mut names: Vec<String>) -> Vec<String> {
-    if names.iter().any(|n| n != "dev") {
-        names.retain(|n| n != "dev");
-    }
-    names
 }
 
 /// The test tools a project names outside the packaging standards, each source with the

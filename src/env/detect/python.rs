@@ -43,12 +43,11 @@ fn requirement_files(paths: &[String]) -> Vec<String> {
 /// test tools (`named_for_tests`).
 fn test_tools(
     files: &dyn Files,
-    pyproject: &str,
+    (pyproject, tox_ini): (&str, &str),
     named_for_tests: bool,
     setup: &mut Setup,
 ) -> (Vec<(&'static str, Vec<String>)>, Vec<String>) {
-    let tox_ini = pyproject::tox_config(&|p| files.read(p));
-    let mut others = pyproject::other_test_tools(pyproject, &tox_ini);
+    let mut others = pyproject::other_test_tools(pyproject, tox_ini);
     others.retain(|_| !named_for_tests);
     for (_, specs) in &mut others {
         specs.retain(|s| pyproject::plain_requirement(s));
@@ -59,7 +58,7 @@ fn test_tools(
         setup.run(format!("{PIP} {}", quoted.join(" ")));
         setup.why.push(format!("the test tools {source} name"));
     }
-    let tox_files = tox_requirements(files, &tox_ini, named_for_tests, setup);
+    let tox_files = tox_requirements(files, tox_ini, named_for_tests, setup);
     (others, tox_files)
 }
 
@@ -161,7 +160,11 @@ struct Gates {
     sources: Vec<(String, String)>,
 }
 
-fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String]) -> Gates {
+fn gates(
+    files: &dyn Files,
+    (pyproject, setup_cfg, tox_ini): (&str, &str, &str),
+    declared: &[String],
+) -> Gates {
     let doc = pyproject.parse::<toml::Table>().unwrap_or_default();
     let paths = files.paths();
     // `[tool.ruff]`, `[tool.ruff.lint]` or `tool.ruff.line-length = 88`: the same table.
@@ -176,7 +179,6 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
         left_out: vec![],
         sources: vec![],
     };
-    let tox_ini = pyproject::tox_config(&|p| files.read(p));
     let mut gate = |gate: &str, tools: &[(&str, &str, &str)]| {
         for (name, file, command) in tools {
             if !(configures(name) || paths.iter().any(|p| p == file)) {
@@ -189,7 +191,7 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
                 g.installs.push(spec.clone());
                 return Some((*command).to_owned());
             }
-            let deps = precommit::tox_env_deps(&tox_ini, name);
+            let deps = precommit::tox_env_deps(tox_ini, name);
             if !deps.is_empty() {
                 g.tox_installs.extend(deps);
                 return Some((*command).to_owned());
@@ -215,9 +217,9 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
     // The command the project runs itself, where it says so, before a bare `tool .`.
     let makefile = files.read("Makefile").unwrap_or_default();
     let mypy_ini = files.read("mypy.ini").unwrap_or_default();
+    let gitignore = files.read(".gitignore").unwrap_or_default();
     let mut own = |gate: &str, command: Option<String>| {
         let tool = command.as_deref()?.split_whitespace().next()?.to_owned();
-        let gitignore = files.read(".gitignore").unwrap_or_default();
         if let Some((command, mut from)) = precommit::hook_command(&precommit, &tool, &gitignore) {
             // What pre-commit installs beside the hook (mypy's stubs, flake8's plugins).
             let (plain, refused) = precommit::hook_dependencies(&precommit, &tool);
@@ -232,7 +234,7 @@ fn gates(files: &dyn Files, pyproject: &str, setup_cfg: &str, declared: &[String
             g.sources.push((gate.to_owned(), from));
             return Some(command);
         }
-        let own = precommit::tox_command(&tox_ini, &tool)
+        let own = precommit::tox_command(tox_ini, &tool)
             .or_else(|| precommit::make_command(&makefile, gate, &tool));
         if let Some((command, from)) = own {
             g.sources.push((gate.to_owned(), from));
@@ -320,7 +322,8 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
         || requirements
             .iter()
             .any(|r| r.contains("test") || r.contains("dev"));
-    let (others, tox_files) = test_tools(files, &pyproject, named_for_tests, &mut setup);
+    let manifests = (pyproject.as_str(), tox_ini.as_str());
+    let (others, tox_files) = test_tools(files, manifests, named_for_tests, &mut setup);
     // pytest runs unittest suites too; installed when nothing above brings it.
     setup.run(format!(
         "(python -c 'import pytest' 2>/dev/null || {PIP} pytest)"
@@ -332,7 +335,8 @@ pub(super) fn python(files: &dyn Files) -> Option<Found> {
     let mut declared = pyproject::declared_python(&|p| files.read(p), &pyproject, &installed);
     let names = others.iter().flat_map(|(_, specs)| specs);
     declared.extend(names.map(|s| pyproject::requirement_name(s)));
-    let checks = gates(files, &pyproject, &setup_cfg, &declared);
+    let manifests = (pyproject.as_str(), setup_cfg.as_str(), tox_ini.as_str());
+    let checks = gates(files, manifests, &declared);
     let installs = install_for_gates(
         &mut setup,
         &checks.installs,
