@@ -316,3 +316,29 @@ fn tox_in_pyproject_names_the_test_tools_setup_installs() {
         "{explained}"
     );
 }
+
+/// tox runs pyjwt's tests with `extras = tests, crypto: crypto`: without cryptography, which
+/// only the `crypto` extra names, every test of its RSA, EC and OKP code is skipped.
+const PYJWT: Sdist = Sdist {
+    name: "pyjwt",
+    version: "2.10.1",
+    sha256: "3cc5772eb20009233caf06e9d8a0577824723b44e6648ee0a2aedb6cf9381953",
+};
+
+/// Before, setup installed the `tests` extra alone. (This release's mypy hook also lists
+/// cryptography among its `additional_dependencies`, which setup installs too: the extras are
+/// asserted on the setup itself.)
+#[test]
+fn the_extras_tox_runs_the_tests_with_are_installed() {
+    let (_d, repo) = PYJWT.repository(&["PKG-INFO"], &[]);
+    let envs = tempfile::tempdir().unwrap();
+    let (code, explained) = crate::ecosystems::gates(&repo, envs.path(), &["--explain"]);
+    assert_eq!(code, 0, "{explained}");
+    assert!(explained.contains("-e '.[tests,crypto]'"), "{explained}");
+    let (_, all, err) = gates_json_with(&repo, envs.path(), &["--gate", "test"]);
+    let counts = &gate(&all, "test")["counts"];
+    // One test fetches a URL, which no sandbox reaches; the rest pass.
+    let (passed, skipped) = (counts["passed"].as_u64(), counts["skipped"].as_u64());
+    assert!(passed.unwrap_or(0) >= 280, "{all}\n{err}");
+    assert!(skipped.unwrap_or(u64::MAX) <= 10, "{all}\n{err}");
+}
